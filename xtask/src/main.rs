@@ -1,0 +1,265 @@
+//! `cargo xtask`: build, run and test Flightdeck with nothing but cargo, rustup and (for
+//! the browser tests) Node.js. It replaces cargo-leptos, which takes longer to install
+//! here than a whole build takes: the wasm bundle is bound with the wasm-bindgen library
+//! pinned to the exact version the app links against.
+//!
+//!   cargo xtask run [--release] [-- FLIGHTDECK ARGS]   build everything, then serve
+//!   cargo xtask build [--release]                       build the bundle and the server
+//!   cargo xtask test                                    the whole test suite
+
+use anyhow::{bail, Context, Result};
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("build") => build(has_flag(&args, "--release")).map(|_| ()),
+        Some("test") => test(),
+        _ => {
+            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn has_flag(args: &[String], flag: &str) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|a| a == flag)
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Where the browser bundle goes; the server's default `site_root` points here.
+fn site_root() -> PathBuf {
+    workspace_root().join("target").join("site")
+}
+
+fn step(what: &str) {
+    eprintln!("\n==> {what}");
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+fn check(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn ensure_wasm_target() -> Result<()> {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    match out {
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == "wasm32-unknown-unknown") =>
+        {
+            Ok(())
+        }
+        Ok(_) => {
+            step("installing the wasm32-unknown-unknown target");
+            check(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
+        }
+        Err(_) => {
+            eprintln!(
+                "xtask: rustup not found; assuming the wasm32-unknown-unknown target is installed"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Builds the wasm bundle, binds it, copies the stylesheet, and builds the server.
+/// Returns the path of the server binary.
+fn build(release: bool) -> Result<PathBuf> {
+    let started = Instant::now();
+    ensure_wasm_target()?;
+
+    step("building the browser bundle (app, feature hydrate, wasm32)");
+    check(cargo().args([
+        "rustc",
+        "--package",
+        "app",
+        "--lib",
+        "--crate-type",
+        "cdylib",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--no-default-features",
+        "--features",
+        "hydrate",
+        "--profile",
+        "wasm-release",
+    ]))?;
+    let wasm = target_dir().join("wasm32-unknown-unknown/wasm-release/app.wasm");
+    let pkg = site_root().join("pkg");
+    std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
+    wasm_bindgen_cli_support::Bindgen::new()
+        .input_path(&wasm)
+        .out_name("flightdeck")
+        .web(true)?
+        .typescript(false)
+        .generate(&pkg)
+        .with_context(|| format!("wasm-bindgen failed on {}", wasm.display()))?;
+    std::fs::copy(
+        workspace_root().join("style/main.css"),
+        pkg.join("flightdeck.css"),
+    )
+    .context("cannot copy style/main.css")?;
+
+    step(if release {
+        "building the server (release)"
+    } else {
+        "building the server"
+    });
+    let mut server = cargo();
+    server.args(["build", "--package", "flightdeck", "--bin", "flightdeck"]);
+    if release {
+        server.arg("--release");
+    }
+    check(&mut server)?;
+    let binary = target_dir()
+        .join(if release { "release" } else { "debug" })
+        .join("flightdeck");
+    eprintln!(
+        "built in {:.0?}: bundle in {}, server {}",
+        started.elapsed(),
+        pkg.display(),
+        binary.display()
+    );
+    Ok(binary)
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let binary = build(has_flag(args, "--release"))?;
+    let passthrough: Vec<&String> = args.iter().skip_while(|a| *a != "--").skip(1).collect();
+    step("starting flightdeck (Ctrl-C stops it)");
+    let mut cmd = Command::new(binary);
+    cmd.current_dir(workspace_root())
+        .env("FLIGHTDECK_SITE_ROOT", site_root())
+        .args(passthrough);
+    // Replace this process so Ctrl-C and exit codes belong to the server.
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        Err(cmd.exec()).context("cannot start flightdeck")
+    }
+    #[cfg(not(unix))]
+    check(&mut cmd)
+}
+
+fn in_ci() -> bool {
+    env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A missing PostgreSQL or Chromium skips its tests loudly on a laptop and fails in CI.
+fn missing(what: &str, how: &str) -> Result<()> {
+    if in_ci() {
+        bail!("{what} is required under CI=true: {how}");
+    }
+    eprintln!("\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+    eprintln!("!!! SKIPPING the tests that need {what}: {how}");
+    eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n");
+    Ok(())
+}
+
+/// The PostgreSQL server the storage tests create their databases on, if one answers.
+fn postgres_url() -> Option<String> {
+    let url = env::var("FLIGHTDECK_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres:///postgres?host=/var/run/postgresql".to_string());
+    let ok = Command::new("psql")
+        .args([url.as_str(), "-XAtqc", "SELECT 1"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(url)
+}
+
+fn chromium() -> Option<PathBuf> {
+    let path = env::var_os("FLIGHTDECK_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    path.exists().then_some(path)
+}
+
+fn test() -> Result<()> {
+    let started = Instant::now();
+    let binary = build(false)?;
+
+    let pg = postgres_url();
+    if pg.is_none() {
+        missing(
+            "PostgreSQL",
+            "start one (`pg_ctlcluster 15 main start`) and allow this user \
+             (`su postgres -c 'createuser -s root'`), or set FLIGHTDECK_TEST_PG_URL",
+        )?;
+    }
+    step("unit, HTTP and storage tests (cargo test --workspace)");
+    let mut tests = cargo();
+    tests.args(["test", "--workspace"]);
+    match &pg {
+        Some(url) => tests.env("FLIGHTDECK_TEST_PG_URL", url),
+        None => tests.env_remove("FLIGHTDECK_TEST_PG_URL"),
+    };
+    tests.env("FLIGHTDECK_BIN", &binary);
+    check(&mut tests)?;
+
+    match chromium() {
+        None => missing(
+            "Chromium",
+            "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM",
+        )?,
+        Some(browser) => {
+            let e2e = workspace_root().join("end2end");
+            if !e2e.join("node_modules/playwright-core").exists() {
+                step("installing the browser-test packages (npm ci)");
+                check(
+                    Command::new("npm")
+                        .args(["ci", "--no-audit", "--no-fund"])
+                        .current_dir(&e2e),
+                )?;
+            }
+            step("browser tests (Playwright, headless Chromium)");
+            check(
+                Command::new("npx")
+                    .args(["playwright", "test"])
+                    .current_dir(&e2e)
+                    .env("FLIGHTDECK_BIN", &binary)
+                    .env("FLIGHTDECK_SITE_ROOT", site_root())
+                    .env("FLIGHTDECK_CHROMIUM", browser),
+            )?;
+        }
+    }
+    eprintln!("\nall test suites passed in {:.0?}", started.elapsed());
+    Ok(())
+}
