@@ -1,0 +1,123 @@
+//! The audit log: an append-only record of who did what, when, and from where. Failed
+//! sign-ins recorded here also drive the sign-in rate limit.
+
+use super::{from_ms, now_ms, on_pool, Db, StoreResult};
+use crate::models::{AuditEntry, AuditPage};
+
+/// Actions recorded in the audit log. Strings, so later features add their own.
+pub mod action {
+    pub const LOGIN: &str = "login";
+    pub const LOGOUT: &str = "logout";
+    pub const LOGIN_FAILED: &str = "login_failed";
+    pub const USER_CREATED: &str = "user_created";
+    pub const USER_PASSWORD_RESET: &str = "user_password_reset";
+    pub const USER_ROLES_CHANGED: &str = "user_roles_changed";
+    pub const TOKEN_CREATED: &str = "token_created";
+    pub const TOKEN_REVOKED: &str = "token_revoked";
+}
+
+/// One entry to append.
+#[derive(Debug, Clone, Default)]
+pub struct NewEntry<'a> {
+    pub actor: Option<&'a str>,
+    pub action: &'a str,
+    pub target: Option<&'a str>,
+    pub detail: Option<&'a str>,
+    pub source: Option<&'a str>,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct AuditRow {
+    id: i64,
+    at: i64,
+    actor: Option<String>,
+    action: String,
+    target: Option<String>,
+    detail: Option<String>,
+    source: Option<String>,
+}
+
+pub async fn record(db: &Db, entry: NewEntry<'_>) -> StoreResult<()> {
+    let sql = "INSERT INTO audit_log (at, actor, action, target, detail, source) \
+               VALUES ($1, $2, $3, $4, $5, $6)";
+    on_pool!(db, pool => sqlx::query(sql)
+        .bind(now_ms())
+        .bind(entry.actor)
+        .bind(entry.action)
+        .bind(entry.target)
+        .bind(entry.detail)
+        .bind(entry.source)
+        .execute(pool)
+        .await
+        .map(|_| ()))?;
+    Ok(())
+}
+
+/// Newest first; `before` is the id cursor from the previous page, `action` filters.
+pub async fn list(
+    db: &Db,
+    before: Option<i64>,
+    action: Option<&str>,
+    limit: i64,
+) -> StoreResult<AuditPage> {
+    let sql = "SELECT id, at, actor, action, target, detail, source FROM audit_log \
+               WHERE ($1 IS NULL OR id < $1) AND ($2 IS NULL OR action = $2) \
+               ORDER BY id DESC LIMIT $3";
+    let rows: Vec<AuditRow> = on_pool!(db, pool => sqlx::query_as(sql)
+        .bind(before)
+        .bind(action)
+        .bind(limit + 1)
+        .fetch_all(pool)
+        .await)?;
+    let has_more = rows.len() as i64 > limit;
+    let entries: Vec<AuditEntry> = rows
+        .into_iter()
+        .take(limit as usize)
+        .map(|r| AuditEntry {
+            id: r.id,
+            at: from_ms(r.at),
+            actor: r.actor,
+            action: r.action,
+            target: r.target,
+            detail: r.detail,
+            source: r.source,
+        })
+        .collect();
+    let next_before = if has_more {
+        entries.last().map(|e| e.id)
+    } else {
+        None
+    };
+    Ok(AuditPage {
+        entries,
+        next_before,
+    })
+}
+
+/// How many `action` entries about `target` were recorded since `since_ms`.
+pub async fn count_for_target_since(
+    db: &Db,
+    action: &str,
+    target: &str,
+    since_ms: i64,
+) -> StoreResult<i64> {
+    let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND target = $2 AND at >= $3";
+    Ok(
+        on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(target).bind(since_ms)
+        .fetch_one(pool).await)?,
+    )
+}
+
+/// How many `action` entries came from `source` since `since_ms`.
+pub async fn count_from_source_since(
+    db: &Db,
+    action: &str,
+    source: &str,
+    since_ms: i64,
+) -> StoreResult<i64> {
+    let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND source = $2 AND at >= $3";
+    Ok(
+        on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(source).bind(since_ms)
+        .fetch_one(pool).await)?,
+    )
+}

@@ -1,0 +1,147 @@
+//! The storage layer: one interface over SQLite (the embedded default) and PostgreSQL.
+//!
+//! Each resource has its own module of plain async functions taking a [`Db`]. The SQL is
+//! written once with `$n` placeholders, which both backends accept; [`on_pool!`] expands
+//! a query for each backend so the compiler checks both. Backend-specific SQL is used only
+//! where it pays and is marked as such.
+
+pub mod audit;
+pub mod sessions;
+#[cfg(feature = "test-support")]
+pub mod testing;
+pub mod tokens;
+pub mod users;
+
+use chrono::{DateTime, TimeZone, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// A connection pool to whichever backend the deployment configured.
+#[derive(Debug, Clone)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool of either backend.
+#[macro_export]
+macro_rules! on_pool {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::storage::Db::Sqlite($pool) => $body,
+            $crate::storage::Db::Postgres($pool) => $body,
+        }
+    };
+}
+pub use on_pool;
+
+/// What a storage call can fail with, beyond a broken database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+impl Db {
+    /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
+    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let options = PgConnectOptions::from_str(url)
+                .map_err(|e| anyhow::anyhow!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;
+            Ok(Db::Postgres(pool))
+        } else if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(|e| anyhow::anyhow!("not a valid SQLite URL `{url}`: {e}"))?
+                .create_if_missing(true)
+                // WAL lets readers run beside the single writer; NORMAL sync keeps every
+                // committed transaction across a process crash, which is what an OTLP
+                // acknowledgement promises.
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(options)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot open SQLite database `{url}`: {e}"))?;
+            Ok(Db::Sqlite(pool))
+        } else {
+            anyhow::bail!(
+                "unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB"
+            )
+        }
+    }
+
+    /// Applies every pending migration of this backend, then prepares the session table.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match self {
+            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+        }
+        sessions::SessionStoreAny::new(self.clone())
+            .migrate()
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the database answers and every migration this build knows is applied.
+    pub async fn is_ready(&self) -> Result<(), String> {
+        let expected = match self {
+            Db::Sqlite(_) => SQLITE_MIGRATIONS.iter().count() as i64,
+            Db::Postgres(_) => POSTGRES_MIGRATIONS.iter().count() as i64,
+        };
+        let sql = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
+        let applied: Result<i64, sqlx::Error> =
+            on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
+        match applied {
+            Ok(n) if n >= expected => Ok(()),
+            Ok(n) => Err(format!("{n} of {expected} migrations applied")),
+            Err(e) => Err(format!("database unreachable: {e}")),
+        }
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    pub async fn close(&self) {
+        on_pool!(self, pool => pool.close().await)
+    }
+}
+
+/// Milliseconds since the Unix epoch: how every timestamp is stored, on both backends, so
+/// comparisons and indexes behave the same.
+pub fn now_ms() -> i64 {
+    Utc::now().timestamp_millis()
+}
+
+pub fn from_ms(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+}
+
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .is_some_and(|e| e.is_unique_violation())
+}

@@ -1,0 +1,137 @@
+//! Accounts: usernames, Argon2id password hashes, roles, and the session epoch that
+//! signs out every session of a user whose password was reset.
+
+use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::access::{format_roles, parse_roles, Role};
+use crate::models::UserSummary;
+
+/// A user row including what only the server may see.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRecord {
+    pub id: i64,
+    pub username: String,
+    pub password_hash: String,
+    pub roles: String,
+    pub session_epoch: i64,
+    pub created_at: i64,
+}
+
+impl UserRecord {
+    pub fn roles(&self) -> Vec<Role> {
+        // Roles were validated on the way in; an unknown one (from a newer version) is
+        // dropped rather than granting anything.
+        self.roles
+            .split(',')
+            .filter_map(|r| r.parse().ok())
+            .collect()
+    }
+
+    pub fn summary(&self) -> UserSummary {
+        UserSummary {
+            id: self.id,
+            username: self.username.clone(),
+            roles: self.roles(),
+            created_at: from_ms(self.created_at),
+        }
+    }
+}
+
+const COLUMNS: &str = "id, username, password_hash, roles, session_epoch, created_at";
+
+/// Checks a username before it is stored: short, printable, no spaces.
+pub fn validate_username(username: &str) -> Result<(), String> {
+    let ok_chars = username
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
+    if username.is_empty() || username.len() > 64 || !ok_chars {
+        return Err(format!(
+            "invalid username `{username}`: use 1 to 64 letters, digits, or . - _ @"
+        ));
+    }
+    Ok(())
+}
+
+pub async fn create(
+    db: &Db,
+    username: &str,
+    password_hash: &str,
+    roles: &[Role],
+) -> StoreResult<i64> {
+    validate_username(username).map_err(StoreError::Conflict)?;
+    let sql = "INSERT INTO users (username, password_hash, roles, session_epoch, created_at) \
+               VALUES ($1, $2, $3, 0, $4) RETURNING id";
+    let roles = format_roles(roles);
+    let result: Result<i64, sqlx::Error> = on_pool!(db, pool => sqlx::query_scalar(sql)
+        .bind(username)
+        .bind(password_hash)
+        .bind(&roles)
+        .bind(now_ms())
+        .fetch_one(pool)
+        .await);
+    result.map_err(|e| {
+        if is_unique_violation(&e) {
+            StoreError::Conflict(format!("a user named `{username}` already exists"))
+        } else {
+            e.into()
+        }
+    })
+}
+
+pub async fn count(db: &Db) -> StoreResult<i64> {
+    let sql = "SELECT COUNT(*) FROM users";
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+}
+
+pub async fn by_username(db: &Db, username: &str) -> StoreResult<Option<UserRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE username = $1");
+    Ok(on_pool!(db, pool => sqlx::query_as(&sql).bind(username).fetch_optional(pool).await)?)
+}
+
+pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<UserRecord>> {
+    let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
+    Ok(on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?)
+}
+
+pub async fn list(db: &Db) -> StoreResult<Vec<UserSummary>> {
+    let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
+    let rows: Vec<UserRecord> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    Ok(rows.iter().map(UserRecord::summary).collect())
+}
+
+/// Replaces the password and bumps the session epoch, which signs the user out everywhere.
+pub async fn set_password(db: &Db, username: &str, password_hash: &str) -> StoreResult<()> {
+    let sql = "UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1 \
+               WHERE username = $2";
+    let done = on_pool!(db, pool => sqlx::query(sql).bind(password_hash).bind(username)
+        .execute(pool).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Err(StoreError::NotFound(format!("user `{username}`")));
+    }
+    Ok(())
+}
+
+/// Replaces the roles of a user; takes effect on their next request.
+pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<()> {
+    let sql = "UPDATE users SET roles = $1 WHERE username = $2";
+    let roles = format_roles(roles);
+    let done = on_pool!(db, pool => sqlx::query(sql).bind(&roles).bind(username)
+        .execute(pool).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Err(StoreError::NotFound(format!("user `{username}`")));
+    }
+    Ok(())
+}
+
+/// How many users hold `admin`; the last one may not lose it.
+pub async fn count_admins(db: &Db) -> StoreResult<usize> {
+    let sql = "SELECT roles FROM users";
+    let all: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?;
+    Ok(all
+        .iter()
+        .filter(|r| {
+            parse_roles(r)
+                .map(|r| r.contains(&Role::Admin))
+                .unwrap_or(false)
+        })
+        .count())
+}
