@@ -1,0 +1,81 @@
+//! The signed-in shell: navigation, the user and their roles, sign-out, and the role
+//! check that decides whether the page below may be shown.
+
+use crate::access::{allows, format_roles, required_role_for_path};
+use crate::app::SessionUser;
+use crate::components::status::Forbidden;
+use crate::functions::auth::Logout;
+use crate::models::CurrentUser;
+use leptos::prelude::*;
+use leptos_router::components::{Outlet, A};
+use leptos_router::hooks::use_location;
+
+/// The layout of every signed-in page. Rendered synchronously from the user the page
+/// already knows, so the page below is built once and its data fetched once.
+#[component]
+pub fn Shell() -> impl IntoView {
+    let location = use_location();
+    let Some(me) = use_context::<SessionUser>().and_then(|u| u.0) else {
+        return view! {
+            <main class="standalone">
+                <p>"You are signed out. " <a href="/login">"Sign in"</a></p>
+            </main>
+        }
+        .into_any();
+    };
+    let for_page = me.clone();
+    let page = move || {
+        let path = location.pathname.get();
+        match required_role_for_path(&path) {
+            Some(needed) if !allows(&for_page.roles, needed) => view! {
+                <Forbidden
+                    needed=needed.to_string()
+                    username=for_page.username.clone()
+                    roles=format_roles(&for_page.roles)
+                />
+            }
+            .into_any(),
+            _ => view! { <Outlet/> }.into_any(),
+        }
+    };
+    view! {
+        <div class="app">
+            <NavBar me/>
+            <main class="content">{page}</main>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn NavBar(me: CurrentUser) -> impl IntoView {
+    let logout = ServerAction::<Logout>::new();
+    crate::routes::full_reload_on_success(logout.value());
+    let is_admin = me.can(crate::access::Role::Admin);
+    view! {
+        <header class="topbar">
+            <a class="brand" href="/runs">"Flightdeck"</a>
+            <nav class="mainnav" aria-label="Main">
+                <A href="/runs">"Runs"</A>
+                <A href="/approvals">"Approvals"</A>
+                <A href="/escalations">"Escalations"</A>
+                <A href="/alerts">"Alerts"</A>
+                <A href="/trends">"Trends"</A>
+                {is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}
+            </nav>
+            <div class="whoami">
+                <span class="username" data-testid="username">{me.username.clone()}</span>
+                <span class="roles">
+                    {me
+                        .roles
+                        .iter()
+                        .map(|r| view! { <span class="role-chip">{r.to_string()}</span> })
+                        .collect_view()}
+                </span>
+                <ActionForm action=logout attr:class="inline">
+                    <button type="submit" class="link-button">"Sign out"</button>
+                </ActionForm>
+            </div>
+        </header>
+    }
+}

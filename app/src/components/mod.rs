@@ -1,0 +1,6 @@
+//! Reusable pieces of the UI.
+
+pub mod empty_state;
+pub mod layout;
+pub mod status;
+pub mod time;

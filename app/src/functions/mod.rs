@@ -1,0 +1,102 @@
+//! Server functions: the only way the pages read or change data. Each one checks the
+//! role it needs on the server before touching storage.
+
+pub mod admin;
+pub mod auth;
+
+#[cfg(feature = "ssr")]
+pub mod ssr {
+    //! Helpers for server functions: the database, the session, the signed-in user, and
+    //! the role check, each as a server-function error when missing.
+
+    use crate::access::Role;
+    use crate::errors::AppError;
+    use crate::models::CurrentUser;
+    use crate::state::AppState;
+    use crate::storage::Db;
+    use axum::extract::ConnectInfo;
+    use http::request::Parts;
+    use leptos::prelude::*;
+    use std::net::SocketAddr;
+    use tower_sessions::Session;
+
+    pub fn db() -> Result<Db, AppError> {
+        use_context::<AppState>().map(|s| s.db).ok_or_else(|| {
+            tracing::error!("AppState missing from the server function context");
+            AppError::Internal
+        })
+    }
+
+    fn parts() -> Result<Parts, AppError> {
+        use_context::<Parts>().ok_or(AppError::Internal)
+    }
+
+    pub fn session() -> Result<Session, AppError> {
+        parts()?
+            .extensions
+            .get::<Session>()
+            .cloned()
+            .ok_or_else(|| {
+                tracing::error!("session layer missing in front of a server function");
+                AppError::Internal
+            })
+    }
+
+    /// The user the request's session belongs to, as loaded by the server's middleware.
+    pub fn current_user() -> Option<CurrentUser> {
+        parts().ok()?.extensions.get::<CurrentUser>().cloned()
+    }
+
+    /// The client address, for the audit log and the sign-in rate limit.
+    pub fn source() -> Option<String> {
+        let parts = parts().ok()?;
+        parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip().to_string())
+    }
+
+    fn set_status(code: u16) {
+        if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
+            res.set_status(
+                http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
+            );
+        }
+    }
+
+    /// The signed-in user if they hold `role`; otherwise the 401 or 403 error, with the
+    /// response status set to match.
+    pub fn require(role: Role) -> Result<CurrentUser, AppError> {
+        let result = match current_user() {
+            None => Err(AppError::Unauthorized),
+            Some(user) if user.can(role) => Ok(user),
+            Some(_) => Err(AppError::Forbidden(role.to_string())),
+        };
+        if let Err(e) = &result {
+            set_status(e.status());
+        }
+        result
+    }
+
+    /// Sends a plain (no-JavaScript) form post on to `path` with a 303. A call from the
+    /// hydrated page gets no redirect: it returns the path, and the page reloads itself
+    /// there (see `routes::full_reload_on_success`), because the router's client-side
+    /// navigation would keep the old signed-in state.
+    pub fn redirect_form_post(path: &str) {
+        let from_form = parts().ok().is_some_and(|p| {
+            p.headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"))
+        });
+        if from_form {
+            leptos_axum::redirect(path);
+        }
+    }
+
+    /// Maps an error to its status on the response and passes it on.
+    pub fn fail<T>(err: AppError) -> Result<T, AppError> {
+        set_status(err.status());
+        Err(err)
+    }
+}

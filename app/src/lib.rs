@@ -1,0 +1,33 @@
+//! Flightdeck's product crate: the pages, components and server functions, the data
+//! types they share, and (behind the `ssr` feature) the domain rules and storage the
+//! server functions call. Built twice: natively with `ssr` for the server, and to wasm
+//! with `hydrate` for the browser.
+
+#![recursion_limit = "256"]
+
+pub mod access;
+pub mod app;
+pub mod components;
+pub mod errors;
+pub mod functions;
+pub mod models;
+pub mod routes;
+
+#[cfg(feature = "ssr")]
+pub mod auth;
+#[cfg(feature = "ssr")]
+pub mod state;
+#[cfg(feature = "ssr")]
+pub mod storage;
+
+/// The browser entry point: attaches the interactive app to the server-rendered page.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(app::App);
+    // A marker for the browser tests: the page is interactive from here on.
+    if let Some(body) = leptos::prelude::document().body() {
+        let _ = body.set_attribute("data-hydrated", "true");
+    }
+}

@@ -1,0 +1,92 @@
+//! Data types shared by the server and the browser: what server functions return and
+//! the pages render. No behaviour beyond formatting lives here.
+
+use crate::access::{Role, Scope};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The signed-in user as every page and server function sees them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurrentUser {
+    pub id: i64,
+    pub username: String,
+    pub roles: Vec<Role>,
+}
+
+impl CurrentUser {
+    pub fn can(&self, needed: Role) -> bool {
+        crate::access::allows(&self.roles, needed)
+    }
+}
+
+/// One account as listed on the admin page and by `flightdeck user list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserSummary {
+    pub id: i64,
+    pub username: String,
+    pub roles: Vec<Role>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An agent API token without its secret, which is never stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenSummary {
+    pub id: i64,
+    pub name: String,
+    /// The first characters of the secret, enough to recognise it in a config file.
+    pub prefix: String,
+    pub scopes: Vec<Scope>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenSummary {
+    pub fn is_active(&self) -> bool {
+        self.revoked_at.is_none()
+    }
+}
+
+/// One line of the audit log: who did what, when, from where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: DateTime<Utc>,
+    /// The user (or `cli`, or a token name) that acted; `None` when nobody signed in did.
+    pub actor: Option<String>,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+    pub source: Option<String>,
+}
+
+/// A secret shown exactly once after it was made (new token, generated password).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneTimeSecret {
+    /// What the secret is for, e.g. "API token ci-agent".
+    pub label: String,
+    pub secret: String,
+}
+
+/// The tokens page: the list and, right after creating one, its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokensPage {
+    pub tokens: Vec<TokenSummary>,
+    pub new_secret: Option<OneTimeSecret>,
+}
+
+/// The users page: the list and, right after creating or resetting one, the password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsersPage {
+    pub users: Vec<UserSummary>,
+    pub new_secret: Option<OneTimeSecret>,
+}
+
+/// A page of audit entries, newest first, with the cursor for the next page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// Pass as `before` to get the next (older) page.
+    pub next_before: Option<i64>,
+}

@@ -1,0 +1,63 @@
+//! The admin area: users and roles, agent API tokens, and the audit log.
+
+pub mod audit;
+pub mod tokens;
+pub mod users;
+
+use crate::access::Role;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn AdminHome() -> impl IntoView {
+    view! {
+        <Title text="Admin"/>
+        <h1>"Admin"</h1>
+        <AdminTabs/>
+        <ul class="cards">
+            <li class="card">
+                <h2><a href="/admin/users">"Users and roles"</a></h2>
+                <p>
+                    {Role::ALL
+                        .iter()
+                        .map(|r| view! { <span><strong>{r.to_string()}</strong> ": " {r.describe()} ". "</span> })
+                        .collect_view()}
+                </p>
+            </li>
+            <li class="card">
+                <h2><a href="/admin/tokens">"API tokens"</a></h2>
+                <p>"Bearer tokens for agents: sending traces, asking for approvals, filing escalations, reading runs."</p>
+            </li>
+            <li class="card">
+                <h2><a href="/admin/audit">"Audit log"</a></h2>
+                <p>"Who signed in, failed to, and changed users or tokens: when and from where."</p>
+            </li>
+        </ul>
+    }
+}
+
+#[component]
+pub fn AdminTabs() -> impl IntoView {
+    use leptos_router::components::A;
+    view! {
+        <nav class="tabs" aria-label="Admin">
+            <A href="/admin/users">"Users"</A>
+            <A href="/admin/tokens">"API tokens"</A>
+            <A href="/admin/audit">"Audit log"</A>
+        </nav>
+    }
+}
+
+/// The secret shown once after it was made.
+#[component]
+pub fn OneTimeSecretBox(secret: crate::models::OneTimeSecret) -> impl IntoView {
+    view! {
+        <div class="secret-box" role="status" data-testid="one-time-secret">
+            <p>
+                <strong>{secret.label}</strong>
+                " (shown once; copy it now, Flightdeck keeps only a hash):"
+            </p>
+            <code class="secret">{secret.secret}</code>
+        </div>
+    }
+}

@@ -1,0 +1,120 @@
+//! Users and roles: add a user (the generated password is shown once), change roles,
+//! reset a password.
+
+use super::{AdminTabs, OneTimeSecretBox};
+use crate::access::Role;
+use crate::components::status::{ActionError, ErrorBox};
+use crate::components::time::Timestamp;
+use crate::functions::admin::{load_users_page, CreateUser, ResetPassword, SetRoles};
+use crate::models::UserSummary;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn UsersAdmin() -> impl IntoView {
+    let create = ServerAction::<CreateUser>::new();
+    let set_roles = ServerAction::<SetRoles>::new();
+    let reset = ServerAction::<ResetPassword>::new();
+    let page = Resource::new(
+        move || {
+            (
+                create.version().get(),
+                set_roles.version().get(),
+                reset.version().get(),
+            )
+        },
+        |_| load_users_page(),
+    );
+    view! {
+        <Title text="Users"/>
+        <h1>"Users and roles"</h1>
+        <AdminTabs/>
+        <ActionForm action=create attr:class="card form inline-form" attr:data-testid="create-user">
+            <h2>"New user"</h2>
+            <label>"Username" <input type="text" name="username" required maxlength="64"/></label>
+            <RoleBoxes checked=vec![Role::Viewer]/>
+            <button type="submit" class="primary">"Add user"</button>
+            <ActionError value=create.value()/>
+        </ActionForm>
+        <ActionError value=set_roles.value()/>
+        <ActionError value=reset.value()/>
+        <Suspense fallback=|| view! { <p class="loading">"Loading users…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(page) => view! {
+                        {page.new_secret.map(|secret| view! { <OneTimeSecretBox secret/> })}
+                        <UserTable users=page.users set_roles reset/>
+                    }
+                        .into_any(),
+                    Err(error) => view! { <ErrorBox error/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RoleBoxes(checked: Vec<Role>) -> impl IntoView {
+    view! {
+        <fieldset class="roles">
+            <legend>"Roles"</legend>
+            {Role::ALL
+                .iter()
+                .map(|r| {
+                    let field = format!("role_{r}");
+                    let on = checked.contains(r);
+                    view! {
+                        <label class="check" title=r.describe()>
+                            <input type="checkbox" name=field checked=on/>
+                            {r.to_string()}
+                        </label>
+                    }
+                })
+                .collect_view()}
+        </fieldset>
+    }
+}
+
+#[component]
+fn UserTable(
+    users: Vec<UserSummary>,
+    set_roles: ServerAction<SetRoles>,
+    reset: ServerAction<ResetPassword>,
+) -> impl IntoView {
+    view! {
+        <table class="grid" data-testid="user-table">
+            <thead>
+                <tr><th>"Username"</th><th>"Roles"</th><th>"Created"</th><th></th></tr>
+            </thead>
+            <tbody>
+                {users
+                    .into_iter()
+                    .map(|u| {
+                        let for_roles = u.username.clone();
+                        let for_reset = u.username.clone();
+                        let roles = u.roles.clone();
+                        view! {
+                            <tr>
+                                <td class="name">{u.username.clone()}</td>
+                                <td>
+                                    <ActionForm action=set_roles attr:class="inline">
+                                        <input type="hidden" name="username" value=for_roles/>
+                                        <RoleBoxes checked=roles/>
+                                        <button type="submit" class="small">"Save roles"</button>
+                                    </ActionForm>
+                                </td>
+                                <td><Timestamp at=u.created_at/></td>
+                                <td>
+                                    <ActionForm action=reset attr:class="inline">
+                                        <input type="hidden" name="username" value=for_reset/>
+                                        <button type="submit" class="small">"Reset password"</button>
+                                    </ActionForm>
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
