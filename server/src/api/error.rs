@@ -1,0 +1,70 @@
+//! The one error type of the REST API. Every variant says which status it returns; the
+//! body is always `{"error": {"status": N, "message": "..."}}`.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 401: no token, or one that is unknown or revoked.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: a valid token without the scope this endpoint needs.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 400: the request could not be understood.
+    #[error("{0}")]
+    BadRequest(String),
+    /// 404: no such endpoint or resource.
+    #[error("{0}")]
+    NotFound(String),
+    /// 422: understood, but the content breaks a rule.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 500: logged on the server; the client only learns that it failed.
+    #[error("internal error; the details are in the server log")]
+    Internal,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<app::storage::StoreError> for ApiError {
+    fn from(err: app::storage::StoreError) -> Self {
+        match err {
+            app::storage::StoreError::Conflict(m) => ApiError::Unprocessable(m),
+            app::storage::StoreError::NotFound(m) => ApiError::NotFound(format!("{m} not found")),
+            app::storage::StoreError::Database(e) => {
+                tracing::error!(error = %e, "database error in API");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = Json(json!({"error": {"status": status.as_u16(), "message": self.to_string()}}));
+        let mut response = (status, body).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer realm=\"flightdeck\""),
+            );
+        }
+        response
+    }
+}

@@ -1,0 +1,40 @@
+//! The agent-facing REST API under `/api/v1`, authenticated with bearer tokens.
+//! Later features add their resources here, one module each.
+
+mod auth;
+mod error;
+mod openapi;
+
+pub use auth::{AgentToken, TokenAuth};
+pub use error::ApiError;
+
+use app::storage::Db;
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use serde_json::json;
+
+pub fn router<S: Clone + Send + Sync + 'static>(db: Db) -> Router<S> {
+    let auth = TokenAuth::new(db);
+    let authenticated = Router::new()
+        .route("/token", get(describe_token))
+        .fallback(not_found)
+        .layer(from_fn_with_state(auth, auth::require_token));
+    Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .merge(authenticated)
+}
+
+/// `GET /api/v1/token`: what the calling token is and may do, so an agent can check its
+/// configuration before it needs it.
+async fn describe_token(Extension(token): Extension<AgentToken>) -> Json<serde_json::Value> {
+    Json(json!({
+        "id": token.id,
+        "name": token.name,
+        "scopes": token.scopes,
+    }))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such API endpoint; see /api/v1/openapi.json".into())
+}

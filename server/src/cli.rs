@@ -1,0 +1,76 @@
+//! The command line: `flightdeck [serve|migrate|config|user|token] ...`, every setting
+//! also readable from the environment and the config file.
+
+use crate::config::Overrides;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "flightdeck",
+    version,
+    about = "Flightdeck: the operator console for AI agents in production",
+    long_about = "Flightdeck: the operator console for AI agents in production.\n\n\
+        Settings come from flags, then environment variables, then the config file \
+        (--config), then defaults. With no command, `serve` runs."
+)]
+pub struct Cli {
+    /// TOML file with settings; keys are the long flag names with `_` for `-`
+    #[arg(long, env = "FLIGHTDECK_CONFIG", global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub settings: Overrides,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the web UI and API (the default)
+    Serve,
+    /// Apply database migrations and exit
+    Migrate,
+    /// Print the settings in force (secrets redacted) and exit
+    Config,
+    /// Manage user accounts
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage agent API tokens
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user. The password is read from standard input when it is not a terminal
+    /// (one line), otherwise generated and printed once.
+    Add {
+        username: String,
+        /// Roles to grant: viewer, approver, operator, admin (repeat or comma-separate)
+        #[arg(long = "role", value_delimiter = ',', default_value = "viewer")]
+        roles: Vec<String>,
+    },
+    /// Set a new password (from standard input, or generated and printed once) and sign
+    /// the user out everywhere
+    Reset { username: String },
+    /// List users and their roles
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an agent API token and print its secret once (only a hash is kept)
+    Create {
+        /// A name saying which agent or script uses it
+        name: String,
+        /// Scopes: ingest, approvals, escalations, read (repeat or comma-separate)
+        #[arg(long = "scope", value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// Revoke a token by id (see `token list`)
+    Revoke { id: i64 },
+    /// List tokens (never their secrets)
+    List,
+}

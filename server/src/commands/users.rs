@@ -1,0 +1,123 @@
+//! `flightdeck user add|reset|list`, and the first administrator made on first start.
+
+use super::password_from_stdin;
+use app::access::{format_roles, parse_roles, Role};
+use app::auth::password;
+use app::storage::audit::{self, action, NewEntry};
+use app::storage::{users, Db, StoreError};
+
+/// A password from stdin (checked for strength) or a generated one; `true` when generated.
+fn choose_password() -> anyhow::Result<(String, bool)> {
+    match password_from_stdin()? {
+        Some(given) => {
+            password::check_strength(&given).map_err(anyhow::Error::msg)?;
+            Ok((given, false))
+        }
+        None => Ok((password::generate(), true)),
+    }
+}
+
+async fn hash(password: String) -> anyhow::Result<String> {
+    Ok(tokio::task::spawn_blocking(move || password::hash(&password)).await?)
+}
+
+pub async fn add(db: &Db, username: &str, roles: &[String]) -> anyhow::Result<()> {
+    let roles = parse_roles(&roles.join(",")).map_err(anyhow::Error::msg)?;
+    let roles = if roles.is_empty() {
+        vec![Role::Viewer]
+    } else {
+        roles
+    };
+    let (password, generated) = choose_password()?;
+    users::create(db, username, &hash(password.clone()).await?, &roles).await?;
+    audit::record(
+        db,
+        NewEntry {
+            actor: Some("cli"),
+            action: action::USER_CREATED,
+            target: Some(username),
+            detail: Some(&format!("roles {}", format_roles(&roles))),
+            ..Default::default()
+        },
+    )
+    .await?;
+    eprintln!(
+        "created user {username} with roles {}",
+        format_roles(&roles)
+    );
+    if generated {
+        eprintln!("generated password (shown once):");
+        println!("{password}");
+    }
+    Ok(())
+}
+
+pub async fn reset(db: &Db, username: &str) -> anyhow::Result<()> {
+    let (password, generated) = choose_password()?;
+    users::set_password(db, username, &hash(password.clone()).await?).await?;
+    audit::record(
+        db,
+        NewEntry {
+            actor: Some("cli"),
+            action: action::USER_PASSWORD_RESET,
+            target: Some(username),
+            ..Default::default()
+        },
+    )
+    .await?;
+    eprintln!("password of {username} replaced; their sessions are signed out");
+    if generated {
+        eprintln!("generated password (shown once):");
+        println!("{password}");
+    }
+    Ok(())
+}
+
+pub async fn list(db: &Db) -> anyhow::Result<()> {
+    println!("{:<24} {:<36} CREATED", "USERNAME", "ROLES");
+    for user in users::list(db).await? {
+        println!(
+            "{:<24} {:<36} {}",
+            user.username,
+            format_roles(&user.roles),
+            user.created_at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
+    Ok(())
+}
+
+/// On a database without users, creates `admin` with every role and prints its generated
+/// password once, so a fresh install can be signed into at once.
+pub async fn create_first_admin(db: &Db) -> anyhow::Result<()> {
+    if users::count(db).await? > 0 {
+        return Ok(());
+    }
+    let password = password::generate();
+    let roles = Role::ALL.to_vec();
+    match users::create(db, "admin", &hash(password.clone()).await?, &roles).await {
+        Ok(_) => {}
+        // Another instance starting at the same moment made it first.
+        Err(StoreError::Conflict(_)) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    }
+    audit::record(
+        db,
+        NewEntry {
+            actor: Some("first start"),
+            action: action::USER_CREATED,
+            target: Some("admin"),
+            detail: Some(&format!("roles {}", format_roles(&roles))),
+            ..Default::default()
+        },
+    )
+    .await?;
+    eprintln!();
+    eprintln!("  ┌──────────────────────────────────────────────────────────────┐");
+    eprintln!("  │ First start: created the administrator account               │");
+    eprintln!("  │   username  admin                                            │");
+    eprintln!("  │   password  {password:<49}│");
+    eprintln!("  │ Shown once. Replace it with `flightdeck user reset admin`.   │");
+    eprintln!("  └──────────────────────────────────────────────────────────────┘");
+    eprintln!();
+    Ok(())
+}

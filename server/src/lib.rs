@@ -1,0 +1,11 @@
+//! The Flightdeck server process as a library, so integration tests can build the same
+//! router the binary serves. `main.rs` only parses the command line and dispatches.
+
+pub mod api;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod health;
+pub mod shutdown;
+pub mod telemetry;
+pub mod web;

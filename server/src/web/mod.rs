@@ -1,0 +1,62 @@
+//! The HTTP surface on the UI/API listener: pages and server functions (Leptos), the
+//! agent REST API, health checks, and the layers in front of them.
+
+mod csrf;
+mod current_user;
+mod page_guard;
+
+use crate::api;
+use crate::config::Config;
+use crate::health;
+use app::app::{shell, App};
+use app::state::AppState;
+use app::storage::sessions::SessionStoreAny;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::get;
+use axum::Router;
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+pub use csrf::cross_site_verdict;
+
+/// The whole application router; tests drive it directly with `oneshot`.
+pub fn router(state: AppState, config: &Config) -> Router {
+    let sessions = SessionManagerLayer::new(SessionStoreAny::new(state.db.clone()))
+        .with_name("flightdeck_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(config.secure_cookies)
+        .with_expiry(Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::minutes(i64::from(config.session_idle_minutes)),
+        ));
+
+    let context = {
+        let state = state.clone();
+        move || provide_context(state.clone())
+    };
+    let pages = Router::new()
+        .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
+            let options = state.leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(context, shell))
+        // Layers run bottom-up: the session is loaded, then the user, then the page check.
+        .layer(from_fn(page_guard::require_page_role))
+        .layer(from_fn_with_state(state.db.clone(), current_user::load))
+        .layer(sessions);
+
+    Router::new()
+        .nest("/api/v1", api::router(state.db.clone()))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .merge(pages)
+        .layer(from_fn(csrf::refuse_cross_site))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
