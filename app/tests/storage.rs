@@ -1,0 +1,237 @@
+//! Storage tests, each run against SQLite and a real PostgreSQL server.
+
+use app::access::{Role, Scope};
+use app::storage::audit::{self, action, NewEntry};
+use app::storage::testing::TestDb;
+use app::storage::{now_ms, tokens, users, StoreError};
+
+#[tokio::test]
+async fn migrations_leave_the_database_ready() {
+    for t in TestDb::each_backend().await {
+        assert_eq!(t.db.is_ready().await, Ok(()), "{}", t.backend());
+        // running them again is a no-op, as a restart does
+        t.db.migrate().await.expect("second migrate");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn users_are_created_listed_and_unique() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        assert_eq!(users::count(db).await.unwrap(), 0);
+        let id = users::create(db, "alice", "$argon2id$fake", &[Role::Admin, Role::Viewer])
+            .await
+            .unwrap();
+        let alice = users::by_username(db, "alice")
+            .await
+            .unwrap()
+            .expect("alice exists");
+        assert_eq!(alice.id, id);
+        assert_eq!(
+            alice.roles(),
+            vec![Role::Viewer, Role::Admin],
+            "{}",
+            t.backend()
+        );
+        assert_eq!(alice.session_epoch, 0);
+
+        let dup = users::create(db, "alice", "$argon2id$other", &[Role::Viewer])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(dup, StoreError::Conflict(ref m) if m.contains("already exists")),
+            "{dup:?}"
+        );
+        let bad = users::create(db, "bad name", "x", &[Role::Viewer])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(bad, StoreError::Conflict(ref m) if m.contains("invalid username")),
+            "{bad:?}"
+        );
+        assert_eq!(
+            users::count(db).await.unwrap(),
+            1,
+            "a refused user changes nothing"
+        );
+
+        users::create(db, "bob", "$argon2id$b", &[Role::Approver])
+            .await
+            .unwrap();
+        let names: Vec<_> = users::list(db)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|u| u.username)
+            .collect();
+        assert_eq!(names, vec!["alice", "bob"]);
+        assert_eq!(users::count_admins(db).await.unwrap(), 1);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn password_reset_bumps_the_session_epoch_and_roles_change() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        users::create(db, "carol", "old", &[Role::Viewer])
+            .await
+            .unwrap();
+        users::set_password(db, "carol", "new").await.unwrap();
+        let carol = users::by_username(db, "carol").await.unwrap().unwrap();
+        assert_eq!(
+            (carol.password_hash.as_str(), carol.session_epoch),
+            ("new", 1)
+        );
+        users::set_roles(db, "carol", &[Role::Operator])
+            .await
+            .unwrap();
+        assert_eq!(
+            users::by_id(db, carol.id).await.unwrap().unwrap().roles(),
+            vec![Role::Operator]
+        );
+        assert!(matches!(
+            users::set_password(db, "nobody", "x").await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(matches!(
+            users::set_roles(db, "nobody", &[Role::Viewer]).await,
+            Err(StoreError::NotFound(_))
+        ));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn tokens_are_found_by_hash_until_revoked() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let id = tokens::create(
+            db,
+            tokens::NewToken {
+                name: "billing-agent",
+                prefix: "fdk_12345678",
+                secret_sha256: "hash-1",
+                scopes: &[Scope::Read, Scope::Ingest],
+                created_by: Some("alice"),
+            },
+        )
+        .await
+        .unwrap();
+        let found = tokens::active_by_hash(db, "hash-1")
+            .await
+            .unwrap()
+            .expect("active token");
+        assert_eq!(found.id, id);
+        assert_eq!(found.scopes, vec![Scope::Ingest, Scope::Read]);
+        assert_eq!(found.last_used_at, None);
+        assert!(tokens::active_by_hash(db, "hash-2")
+            .await
+            .unwrap()
+            .is_none());
+
+        let at = now_ms();
+        tokens::touch(db, id, at).await.unwrap();
+        let listed = tokens::list(db).await.unwrap();
+        assert_eq!(
+            listed[0].last_used_at.map(|t| t.timestamp_millis()),
+            Some(at)
+        );
+
+        let revoked = tokens::revoke(db, id).await.unwrap();
+        assert!(revoked.revoked_at.is_some());
+        assert!(
+            tokens::active_by_hash(db, "hash-1")
+                .await
+                .unwrap()
+                .is_none(),
+            "revoked tokens do not authenticate"
+        );
+        let again = tokens::revoke(db, id).await.unwrap_err();
+        assert!(
+            matches!(again, StoreError::Conflict(ref m) if m.contains("already revoked")),
+            "{again:?}"
+        );
+        assert!(matches!(
+            tokens::revoke(db, 9999).await,
+            Err(StoreError::NotFound(_))
+        ));
+
+        let no_scope = tokens::create(
+            db,
+            tokens::NewToken {
+                name: "x",
+                prefix: "p",
+                secret_sha256: "hash-3",
+                scopes: &[],
+                created_by: None,
+            },
+        )
+        .await;
+        assert!(matches!(no_scope, Err(StoreError::Conflict(_))));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn audit_log_pages_newest_first_and_counts_failures() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        for i in 0..7 {
+            let target = format!("user{}", i % 2);
+            audit::record(
+                db,
+                NewEntry {
+                    action: action::LOGIN_FAILED,
+                    target: Some(&target),
+                    source: Some("10.0.0.9"),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        }
+        audit::record(
+            db,
+            NewEntry {
+                actor: Some("alice"),
+                action: action::LOGIN,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+
+        let first = audit::list(db, None, None, 5).await.unwrap();
+        assert_eq!(first.entries.len(), 5);
+        assert_eq!(first.entries[0].action, "login", "newest first");
+        let second = audit::list(db, first.next_before, None, 5).await.unwrap();
+        assert_eq!(second.entries.len(), 3);
+        assert_eq!(second.next_before, None);
+        let only_logins = audit::list(db, None, Some("login"), 50).await.unwrap();
+        assert_eq!(only_logins.entries.len(), 1);
+
+        let since = now_ms() - 60_000;
+        assert_eq!(
+            audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", since)
+                .await
+                .unwrap(),
+            4
+        );
+        assert_eq!(
+            audit::count_from_source_since(db, action::LOGIN_FAILED, "10.0.0.9", since)
+                .await
+                .unwrap(),
+            7
+        );
+        let future = now_ms() + 60_000;
+        assert_eq!(
+            audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", future)
+                .await
+                .unwrap(),
+            0
+        );
+        t.cleanup().await;
+    }
+}

@@ -1,0 +1,49 @@
+// Browser tests: a real Flightdeck server (the binary `cargo xtask test` just built, on a
+// fresh SQLite database) driven in Debian's headless Chromium.
+import { defineConfig } from '@playwright/test';
+
+const port = Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917);
+const bin = process.env.FLIGHTDECK_BIN ?? '../target/debug/flightdeck';
+
+// Two known users, created before the server starts: an admin with every role and a viewer.
+const seed = [
+  `printf 'alice-password-123\\n' | "${bin}" user add --role admin,approver,operator,viewer alice`,
+  `printf 'victor-password-123\\n' | "${bin}" user add --role viewer victor`,
+].join(' && ');
+
+export default defineConfig({
+  testDir: './tests',
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  // One server, one database: tests run one at a time and each uses its own names.
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: !!process.env.CI,
+  reporter: [['list']],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    trace: 'retain-on-failure',
+    launchOptions: {
+      executablePath: process.env.FLIGHTDECK_CHROMIUM ?? '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-quic',
+        '--no-first-run',
+      ],
+    },
+  },
+  webServer: {
+    command:
+      `sh -c 'export FLIGHTDECK_DATA_DIR=$(mktemp -d) && ${seed.replace(/'/g, "'\\''")} && ` +
+      `exec "${bin}" serve --listen 127.0.0.1:${port}'`,
+    url: `http://127.0.0.1:${port}/readyz`,
+    timeout: 120_000,
+    reuseExistingServer: false,
+    stdout: 'ignore',
+    stderr: 'pipe',
+  },
+});

@@ -1,0 +1,276 @@
+//! The `flightdeck` binary as a user runs it: settings precedence, user and token
+//! commands, first start, and graceful shutdown.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn flightdeck(data_dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FLIGHTDECK_DATA_DIR", data_dir)
+        .env("RUST_LOG", "warn");
+    cmd
+}
+
+fn run_with_stdin(mut cmd: Command, input: &str) -> (bool, String, String) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn flags_beat_environment_beat_file_beat_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flightdeck.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:7001\"\nsession_idle_minutes = 30\nsecure_cookies = true\n",
+    )
+    .unwrap();
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.args(["--config", file.to_str().unwrap(), "config"]);
+    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(
+        out.contains("listen               127.0.0.1:7001"),
+        "file beats default:\n{out}"
+    );
+    assert!(out.contains("session_idle_minutes 30"), "{out}");
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002").args([
+        "--config",
+        file.to_str().unwrap(),
+        "config",
+    ]);
+    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(
+        out.contains("listen               127.0.0.1:7002"),
+        "environment beats file:\n{out}"
+    );
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002")
+        .env("FLIGHTDECK_CONFIG", &file)
+        .args(["config", "--listen", "127.0.0.1:7003"]);
+    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(
+        out.contains("listen               127.0.0.1:7003"),
+        "flag beats environment:\n{out}"
+    );
+    assert!(
+        out.contains("secure_cookies       true"),
+        "the file still fills the rest:\n{out}"
+    );
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.env("DATABASE_URL", "postgres://fd:hunter2@db.internal/fd")
+        .arg("config");
+    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(
+        !out.contains("hunter2") && out.contains("[REDACTED]"),
+        "{out}"
+    );
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.args(["config", "--listen", "nonsense"]);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'nonsense'"));
+}
+
+#[test]
+fn users_and_tokens_are_managed_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut add = flightdeck(dir.path());
+    add.args(["user", "add", "--role", "approver,operator", "olga"]);
+    let (ok, _, err) = run_with_stdin(add, "olga-password-123\n");
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("created user olga with roles approver,operator"),
+        "{err}"
+    );
+
+    let mut weak = flightdeck(dir.path());
+    weak.args(["user", "add", "pete"]);
+    let (ok, _, err) = run_with_stdin(weak, "short\n");
+    assert!(!ok && err.contains("at least 12 characters"), "{err}");
+
+    let mut bad_role = flightdeck(dir.path());
+    bad_role.args(["user", "add", "--role", "root", "pete"]);
+    let (ok, _, err) = run_with_stdin(bad_role, "pete-password-123\n");
+    assert!(!ok && err.contains("unknown role `root`"), "{err}");
+
+    let mut generated = flightdeck(dir.path());
+    generated.args(["user", "reset", "olga"]);
+    let (ok, out, err) = run_with_stdin(generated, "");
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim().len(),
+        20,
+        "a generated password on stdout: {out}"
+    );
+
+    let list = flightdeck(dir.path())
+        .args(["user", "list"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listing.contains("olga") && listing.contains("approver,operator"),
+        "{listing}"
+    );
+    assert!(!listing.contains("pete"), "refused users were not created");
+
+    let created = flightdeck(dir.path())
+        .args(["token", "create", "ci-agent", "--scope", "ingest,read"])
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let secret = String::from_utf8(created.stdout).unwrap();
+    assert!(
+        secret.trim().starts_with("fdk_") && secret.trim().len() == 68,
+        "only the secret on stdout: {secret}"
+    );
+
+    let list = flightdeck(dir.path())
+        .args(["token", "list"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listing.contains("ci-agent")
+            && listing.contains("ingest,read")
+            && listing.contains("active"),
+        "{listing}"
+    );
+    assert!(!listing.contains(secret.trim()), "secrets are never listed");
+
+    let revoked = flightdeck(dir.path())
+        .args(["token", "revoke", "1"])
+        .output()
+        .unwrap();
+    assert!(revoked.status.success());
+    let again = flightdeck(dir.path())
+        .args(["token", "revoke", "1"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already revoked"));
+
+    let bad_scope = flightdeck(dir.path())
+        .args(["token", "create", "x", "--scope", "write"])
+        .output()
+        .unwrap();
+    assert!(!bad_scope.status.success());
+    assert!(String::from_utf8_lossy(&bad_scope.stderr).contains("unknown scope `write`"));
+}
+
+#[test]
+fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = flightdeck(dir.path())
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut password = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(rest) = line.split("password").nth(1).filter(|_| line.contains('│')) {
+            password = Some(rest.trim().trim_end_matches('│').trim().to_string());
+        }
+        if line.contains("flightdeck is serving") || Instant::now() > deadline {
+            break;
+        }
+    }
+    let password = password.expect("the first start prints the admin password");
+    assert_eq!(password.len(), 20, "{password}");
+    // keep draining stderr so the server never blocks on a full pipe
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let health = client.get(format!("{base}/healthz")).send().await.unwrap();
+        assert_eq!(health.status(), 200);
+        let login = client
+            .post(format!("{base}/fn/login"))
+            .form(&[
+                ("username", "admin"),
+                ("password", password.as_str()),
+                ("next", "/runs"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(login.status(), 200);
+        let page = client
+            .get(format!("{base}/admin/users"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 200);
+        let html = page.text().await.unwrap();
+        assert!(
+            html.contains("admin") && html.contains("Users and roles"),
+            "{html}"
+        );
+    });
+
+    // a second start does not make another admin or print a password
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "graceful shutdown exits 0, got {exit}");
+    let rest = drain.join().unwrap().join("\n");
+    assert!(rest.contains("shutting down"), "{rest}");
+
+    let users = flightdeck(dir.path())
+        .args(["user", "list"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&users.stdout);
+    assert!(
+        listing.contains("admin") && listing.contains("viewer,approver,operator,admin"),
+        "{listing}"
+    );
+}
