@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod app;
+pub mod canonical;
 pub mod components;
 pub mod errors;
 pub mod functions;
@@ -15,6 +16,8 @@ pub mod routes;
 
 #[cfg(feature = "ssr")]
 pub mod auth;
+#[cfg(feature = "ssr")]
+pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod state;
 #[cfg(feature = "ssr")]

@@ -1,0 +1,193 @@
+//! The canonical run model every page, API and alert reads: runs, steps, tool calls and
+//! their vocabularies. Attribute names never appear here; the mapping layer
+//! (`ingest::mapping`) turns whatever an agent sent into these types.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+macro_rules! vocabulary {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            /// Parses the canonical spelling, ignoring case and surrounding space.
+            pub fn parse(text: &str) -> Option<$name> {
+                let text = text.trim();
+                $name::ALL.iter().copied().find(|v| v.as_str().eq_ignore_ascii_case(text))
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// Why a run stopped. `Running` until the root span ends.
+    TerminalReason {
+        Completed = "completed",
+        StepLimit = "step_limit",
+        Budget = "budget",
+        Error = "error",
+        Escalated = "escalated",
+        Running = "running",
+    }
+}
+
+impl TerminalReason {
+    /// Step-limit and budget stops did not finish the task: never count them as success.
+    pub fn is_finished_successfully(self) -> bool {
+        self == TerminalReason::Completed
+    }
+}
+
+vocabulary! {
+    /// What started a run.
+    Trigger {
+        User = "user",
+        Schedule = "schedule",
+        Webhook = "webhook",
+        Retry = "retry",
+        Unknown = "unknown",
+    }
+}
+
+vocabulary! {
+    /// What a tool does to the world; every policy hangs off this class.
+    SideEffect {
+        None = "none",
+        Read = "read",
+        Write = "write",
+        Irreversible = "irreversible",
+        Unknown = "unknown",
+    }
+}
+
+impl SideEffect {
+    /// Whether a second successful execution is a duplicate side effect.
+    pub fn changes_the_world(self) -> bool {
+        matches!(self, SideEffect::Write | SideEffect::Irreversible)
+    }
+}
+
+vocabulary! {
+    /// How one tool call ended.
+    Outcome {
+        Ok = "ok",
+        Error = "error",
+        Deduped = "deduped",
+        Denied = "denied",
+        Timeout = "timeout",
+        Unknown = "unknown",
+    }
+}
+
+/// One run as lists and the API show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub agent: Option<String>,
+    pub trigger: Trigger,
+    pub terminal_reason: TerminalReason,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
+    /// From the run's own budget accounting when it reported one, else the span range.
+    pub wall_clock_ms: Option<i64>,
+    pub cost: f64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_tokens: i64,
+    pub steps: i64,
+    pub tool_calls: i64,
+    pub trace_ids: Vec<String>,
+    pub duplicate_side_effects: i64,
+    pub deduped_calls: i64,
+    pub completed_without_read: bool,
+    pub approval_violations: i64,
+    pub escalation_reason: Option<String>,
+}
+
+/// One turn of the agent loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepView {
+    pub index: i64,
+    pub span_id: String,
+    pub stop_reason: Option<String>,
+    pub model_id: Option<String>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_tokens: i64,
+}
+
+/// One tool call with everything the canonical model knows about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallView {
+    pub trace_id: String,
+    pub span_id: String,
+    pub step_index: Option<i64>,
+    pub tool: String,
+    pub side_effect: SideEffect,
+    pub idempotency_key: Option<String>,
+    pub attempt: i64,
+    pub outcome: Outcome,
+    pub latency_ms: Option<i64>,
+    pub external_id: Option<String>,
+    pub args_sha256: Option<String>,
+    pub approval_id: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// A side effect that happened more than once: the bug the article counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuplicateView {
+    pub tool: String,
+    /// The idempotency key, or `args:<sha256>` when the calls carried none.
+    pub key: String,
+    pub count: i64,
+    pub external_ids: Vec<String>,
+}
+
+/// A run with its steps, tool calls and duplicates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub run: RunSummary,
+    pub step_list: Vec<StepView>,
+    pub tool_call_list: Vec<ToolCallView>,
+    pub duplicates: Vec<DuplicateView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocabularies_parse_loosely_and_print_canonically() {
+        assert_eq!(
+            TerminalReason::parse(" Step_Limit "),
+            Some(TerminalReason::StepLimit)
+        );
+        assert_eq!(TerminalReason::parse("finished"), None);
+        assert_eq!(SideEffect::Irreversible.to_string(), "irreversible");
+        assert!(SideEffect::Write.changes_the_world());
+        assert!(!SideEffect::Read.changes_the_world());
+        assert!(!TerminalReason::StepLimit.is_finished_successfully());
+        assert_eq!(
+            serde_json::to_string(&Outcome::Deduped).unwrap(),
+            "\"deduped\""
+        );
+    }
+}

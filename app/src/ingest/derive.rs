@@ -1,0 +1,598 @@
+//! The run as a whole, recomputed from its spans: terminal reason, totals, steps, tool
+//! calls, duplicate side effects and the flags. Pure, so every rule here is unit-tested
+//! and gives the same answer whatever order the spans arrived in.
+
+use crate::canonical::{
+    DuplicateView, Outcome, RunDetail, RunSummary, SideEffect, StepView, TerminalReason,
+    ToolCallView, Trigger,
+};
+use crate::storage::from_ms;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The stored canonical columns of one span: what derivation needs, nothing more.
+#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+pub struct SpanFacts {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub status_code: i32,
+    pub agent: Option<String>,
+    #[sqlx(rename = "run_trigger")]
+    pub trigger: Option<String>,
+    pub terminal_reason: Option<String>,
+    pub escalation_reason: Option<String>,
+    pub cost: Option<f64>,
+    pub role: Option<String>,
+    pub step_index: Option<i64>,
+    pub stop_reason: Option<String>,
+    pub model_id: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cache_tokens: Option<i64>,
+    pub tool_name: Option<String>,
+    pub side_effect: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub attempt: Option<i64>,
+    pub outcome: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub external_id: Option<String>,
+    pub args_sha256: Option<String>,
+    pub approval_id: Option<String>,
+}
+
+const STATUS_ERROR: i32 = 2;
+
+fn ns_to_time(ns: i64) -> Option<chrono::DateTime<chrono::Utc>> {
+    (ns > 0).then(|| from_ms(ns / 1_000_000))
+}
+
+/// Recomputes everything about a run from all of its spans.
+pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
+    // Traces in order of their first span; the last one is the latest attempt.
+    let mut first_start: BTreeMap<&str, i64> = BTreeMap::new();
+    for s in spans {
+        let e = first_start.entry(&s.trace_id).or_insert(s.start_ns);
+        *e = (*e).min(s.start_ns);
+    }
+    let mut traces: Vec<(&str, i64)> = first_start.into_iter().collect();
+    traces.sort_by_key(|(t, start)| (*start, *t));
+    let trace_ids: Vec<String> = traces.iter().map(|(t, _)| t.to_string()).collect();
+
+    let roots: Vec<&SpanFacts> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_none())
+        .collect();
+    let root_of = |trace: &str| {
+        roots
+            .iter()
+            .copied()
+            .filter(|r| r.trace_id == trace)
+            .min_by_key(|r| r.start_ns)
+    };
+    // A trace whose root has not arrived (or not ended) is still running.
+    let all_traces_ended = traces
+        .iter()
+        .all(|(t, _)| root_of(t).is_some_and(|r| r.end_ns > 0));
+    let latest_trace = traces.last().map(|(t, _)| *t);
+    let in_latest = |s: &&SpanFacts| Some(s.trace_id.as_str()) == latest_trace;
+
+    let explicit_reason = latest_trace
+        .and_then(root_of)
+        .and_then(|r| r.terminal_reason.as_deref())
+        .or_else(|| {
+            spans
+                .iter()
+                .filter(in_latest)
+                .find_map(|s| s.terminal_reason.as_deref())
+        })
+        .and_then(TerminalReason::parse);
+    let escalation_reason = spans
+        .iter()
+        .filter(in_latest)
+        .find_map(|s| s.escalation_reason.clone())
+        .or_else(|| spans.iter().find_map(|s| s.escalation_reason.clone()));
+    let terminal_reason = if !all_traces_ended || spans.is_empty() {
+        TerminalReason::Running
+    } else if let Some(reason) = explicit_reason.filter(|r| *r != TerminalReason::Running) {
+        reason
+    } else if latest_trace
+        .and_then(root_of)
+        .is_some_and(|r| r.status_code == STATUS_ERROR)
+    {
+        TerminalReason::Error
+    } else if spans
+        .iter()
+        .filter(in_latest)
+        .any(|s| s.escalation_reason.is_some())
+    {
+        TerminalReason::Escalated
+    } else {
+        TerminalReason::Completed
+    };
+
+    let earliest_root = traces.first().and_then(|(t, _)| root_of(t));
+    let agent = earliest_root
+        .and_then(|r| r.agent.clone())
+        .or_else(|| spans.iter().find_map(|s| s.agent.clone()));
+    let trigger = earliest_root
+        .and_then(|r| r.trigger.as_deref())
+        .or_else(|| spans.iter().find_map(|s| s.trigger.as_deref()))
+        .and_then(Trigger::parse)
+        .unwrap_or(Trigger::Unknown);
+
+    // Cost is a running total within an attempt: take each trace's highest, add attempts.
+    let cost: f64 = traces
+        .iter()
+        .map(|(t, _)| {
+            spans
+                .iter()
+                .filter(|s| s.trace_id == *t)
+                .filter_map(|s| s.cost)
+                .fold(0.0, f64::max)
+        })
+        .sum();
+
+    let started_ns = spans.iter().map(|s| s.start_ns).filter(|n| *n > 0).min();
+    let ended_ns = (terminal_reason != TerminalReason::Running)
+        .then(|| spans.iter().map(|s| s.end_ns.max(s.start_ns)).max())
+        .flatten();
+    let wall_clock_ms = match (started_ns, ended_ns) {
+        (Some(start), Some(end)) => Some((end - start) / 1_000_000),
+        _ => None,
+    };
+
+    let step_list = steps(spans);
+    let tool_call_list = tool_calls(spans, &step_list);
+    let duplicates = duplicates(&tool_call_list);
+    let deduped_calls = tool_call_list
+        .iter()
+        .filter(|c| c.outcome == Outcome::Deduped)
+        .count() as i64;
+    let read_any = tool_call_list
+        .iter()
+        .any(|c| c.side_effect == SideEffect::Read);
+
+    RunDetail {
+        run: RunSummary {
+            run_id: run_id.to_string(),
+            agent,
+            trigger,
+            terminal_reason,
+            started_at: started_ns.and_then(ns_to_time),
+            ended_at: ended_ns.and_then(ns_to_time),
+            wall_clock_ms,
+            cost,
+            input_tokens: step_list.iter().map(|s| s.input_tokens).sum(),
+            output_tokens: step_list.iter().map(|s| s.output_tokens).sum(),
+            cache_tokens: step_list.iter().map(|s| s.cache_tokens).sum(),
+            steps: step_list.len() as i64,
+            tool_calls: tool_call_list.len() as i64,
+            trace_ids,
+            duplicate_side_effects: duplicates.iter().map(|d| d.count - 1).sum(),
+            deduped_calls,
+            completed_without_read: terminal_reason == TerminalReason::Completed && !read_any,
+            approval_violations: 0,
+            escalation_reason,
+        },
+        step_list,
+        tool_call_list,
+        duplicates,
+    }
+}
+
+/// Steps in order. Explicit `step.index` values are kept; steps without one are numbered
+/// by start time after the highest explicit index.
+fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
+    let mut list: Vec<&SpanFacts> = spans
+        .iter()
+        .filter(|s| s.role.as_deref() == Some("step"))
+        .collect();
+    list.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    let mut next = list.iter().filter_map(|s| s.step_index).max().unwrap_or(0) + 1;
+    let mut out: Vec<StepView> = list
+        .into_iter()
+        .map(|s| {
+            let index = s.step_index.unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            });
+            StepView {
+                index,
+                span_id: s.span_id.clone(),
+                stop_reason: s.stop_reason.clone(),
+                model_id: s.model_id.clone(),
+                input_tokens: s.input_tokens.unwrap_or(0),
+                output_tokens: s.output_tokens.unwrap_or(0),
+                cache_tokens: s.cache_tokens.unwrap_or(0),
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| s.index);
+    out
+}
+
+/// Tool calls in start order, each placed in a step: its own `step.index`, else its
+/// parent step, else the latest step that started before it in the same trace.
+fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
+    let step_by_span: BTreeMap<&str, i64> = steps
+        .iter()
+        .map(|s| (s.span_id.as_str(), s.index))
+        .collect();
+    let step_spans: Vec<&SpanFacts> = spans
+        .iter()
+        .filter(|s| s.role.as_deref() == Some("step"))
+        .collect();
+    let mut calls: Vec<&SpanFacts> = spans
+        .iter()
+        .filter(|s| s.role.as_deref() == Some("tool"))
+        .collect();
+    calls.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
+    calls
+        .into_iter()
+        .map(|c| {
+            let step_index = c
+                .step_index
+                .or_else(|| {
+                    c.parent_span_id
+                        .as_deref()
+                        .and_then(|p| step_by_span.get(p).copied())
+                })
+                .or_else(|| {
+                    step_spans
+                        .iter()
+                        .filter(|s| s.trace_id == c.trace_id && s.start_ns <= c.start_ns)
+                        .max_by_key(|s| s.start_ns)
+                        .and_then(|s| step_by_span.get(s.span_id.as_str()).copied())
+                });
+            ToolCallView {
+                trace_id: c.trace_id.clone(),
+                span_id: c.span_id.clone(),
+                step_index,
+                tool: c.tool_name.clone().unwrap_or_default(),
+                side_effect: c
+                    .side_effect
+                    .as_deref()
+                    .and_then(SideEffect::parse)
+                    .unwrap_or(SideEffect::Unknown),
+                idempotency_key: c.idempotency_key.clone(),
+                attempt: c.attempt.unwrap_or(1),
+                outcome: c
+                    .outcome
+                    .as_deref()
+                    .and_then(Outcome::parse)
+                    .unwrap_or(Outcome::Unknown),
+                latency_ms: c.latency_ms,
+                external_id: c.external_id.clone(),
+                args_sha256: c.args_sha256.clone(),
+                approval_id: c.approval_id.clone(),
+                started_at: ns_to_time(c.start_ns),
+            }
+        })
+        .collect()
+}
+
+/// A `write` or `irreversible` call that succeeded more than once for the same
+/// idempotency key (or, without a key, the same tool and argument hash).
+pub fn duplicates(calls: &[ToolCallView]) -> Vec<DuplicateView> {
+    let mut groups: BTreeMap<(String, String), (i64, BTreeSet<String>)> = BTreeMap::new();
+    for c in calls
+        .iter()
+        .filter(|c| c.side_effect.changes_the_world() && c.outcome == Outcome::Ok)
+    {
+        let key = match (&c.idempotency_key, &c.args_sha256) {
+            (Some(k), _) => k.clone(),
+            (None, Some(hash)) => format!("args:{hash}"),
+            (None, None) => continue, // nothing says two calls are the same call
+        };
+        let entry = groups.entry((c.tool.clone(), key)).or_default();
+        entry.0 += 1;
+        if let Some(id) = &c.external_id {
+            entry.1.insert(id.clone());
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(_, (count, _))| *count > 1)
+        .map(|((tool, key), (count, ids))| DuplicateView {
+            tool,
+            key,
+            count,
+            external_ids: ids.into_iter().collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(trace: &str, id: &str, parent: Option<&str>, start: i64, end: i64) -> SpanFacts {
+        SpanFacts {
+            trace_id: trace.into(),
+            span_id: id.into(),
+            parent_span_id: parent.map(Into::into),
+            start_ns: start * 1_000_000,
+            end_ns: end * 1_000_000,
+            ..Default::default()
+        }
+    }
+
+    fn step(
+        trace: &str,
+        id: &str,
+        start: i64,
+        index: Option<i64>,
+        tokens: (i64, i64),
+    ) -> SpanFacts {
+        SpanFacts {
+            role: Some("step".into()),
+            step_index: index,
+            input_tokens: Some(tokens.0),
+            output_tokens: Some(tokens.1),
+            ..span(trace, id, Some("root"), start, start + 10)
+        }
+    }
+
+    fn tool(
+        trace: &str,
+        id: &str,
+        start: i64,
+        name: &str,
+        class: &str,
+        outcome: &str,
+        key: Option<&str>,
+        ext: Option<&str>,
+    ) -> SpanFacts {
+        SpanFacts {
+            role: Some("tool".into()),
+            tool_name: Some(name.into()),
+            side_effect: Some(class.into()),
+            outcome: Some(outcome.into()),
+            idempotency_key: key.map(Into::into),
+            external_id: ext.map(Into::into),
+            ..span(trace, id, Some("root"), start, start + 5)
+        }
+    }
+
+    fn root(trace: &str, end: i64) -> SpanFacts {
+        SpanFacts {
+            agent: Some("billing".into()),
+            trigger: Some("user".into()),
+            ..span(trace, "root", None, 1, end)
+        }
+    }
+
+    #[test]
+    fn a_run_without_its_root_is_running_and_then_completes() {
+        let mut spans = vec![
+            step("t1", "s1", 10, None, (100, 10)),
+            tool("t1", "c1", 15, "search", "read", "ok", None, None),
+        ];
+        let d = derive_run("r", &spans);
+        assert_eq!(d.run.terminal_reason, TerminalReason::Running);
+        assert_eq!(d.run.ended_at, None);
+        spans.push(root("t1", 100));
+        let d = derive_run("r", &spans);
+        assert_eq!(d.run.terminal_reason, TerminalReason::Completed);
+        assert_eq!(
+            (
+                d.run.steps,
+                d.run.tool_calls,
+                d.run.input_tokens,
+                d.run.output_tokens
+            ),
+            (1, 1, 100, 10)
+        );
+        assert_eq!(
+            d.run.wall_clock_ms,
+            Some(99),
+            "first span start to last span end"
+        );
+        assert_eq!(d.run.agent.as_deref(), Some("billing"));
+        assert_eq!(d.run.trigger, Trigger::User);
+        assert!(!d.run.completed_without_read);
+    }
+
+    #[test]
+    fn explicit_reason_beats_error_beats_escalation_beats_completed() {
+        let mut r = root("t1", 50);
+        r.status_code = STATUS_ERROR;
+        assert_eq!(
+            derive_run("r", &[r.clone()]).run.terminal_reason,
+            TerminalReason::Error
+        );
+        r.terminal_reason = Some("step_limit".into());
+        assert_eq!(
+            derive_run("r", &[r.clone()]).run.terminal_reason,
+            TerminalReason::StepLimit
+        );
+        let mut ok = root("t1", 50);
+        let mut child = span("t1", "x", Some("root"), 1, 2);
+        child.escalation_reason = Some("low_confidence".into());
+        let d = derive_run("r", &[ok.clone(), child]);
+        assert_eq!(d.run.terminal_reason, TerminalReason::Escalated);
+        assert_eq!(d.run.escalation_reason.as_deref(), Some("low_confidence"));
+        ok.terminal_reason = Some("nonsense".into());
+        assert_eq!(
+            derive_run("r", &[ok]).run.terminal_reason,
+            TerminalReason::Completed,
+            "unknown values are ignored"
+        );
+    }
+
+    #[test]
+    fn completed_without_any_read_tool_is_flagged() {
+        let spans = vec![
+            root("t1", 100),
+            tool("t1", "c1", 5, "send_email", "write", "ok", Some("k"), None),
+        ];
+        assert!(derive_run("r", &spans).run.completed_without_read);
+        let mut failed = spans.clone();
+        failed[0].status_code = STATUS_ERROR;
+        assert!(
+            !derive_run("r", &failed).run.completed_without_read,
+            "only completed runs are flagged"
+        );
+    }
+
+    #[test]
+    fn duplicate_side_effects_across_an_orchestrator_retry() {
+        // attempt 1: email sent, then the DB write timed out (it may have happened)
+        let mut t1 = root("t1", 100);
+        t1.status_code = STATUS_ERROR;
+        t1.cost = Some(0.10);
+        let mut t2 = root("t2", 400);
+        t2.trigger = Some("retry".into());
+        t2.cost = Some(0.15);
+        let mut t2_root = t2.clone();
+        t2_root.start_ns = 200 * 1_000_000;
+        let spans = vec![
+            t1,
+            tool(
+                "t1",
+                "a",
+                10,
+                "send_email",
+                "irreversible",
+                "ok",
+                Some("k-mail"),
+                Some("msg_1"),
+            ),
+            tool(
+                "t1",
+                "b",
+                20,
+                "create_record",
+                "write",
+                "timeout",
+                Some("k-rec"),
+                None,
+            ),
+            t2_root,
+            tool(
+                "t2",
+                "c",
+                210,
+                "send_email",
+                "irreversible",
+                "ok",
+                Some("k-mail"),
+                Some("msg_2"),
+            ),
+            tool(
+                "t2",
+                "d",
+                220,
+                "create_record",
+                "write",
+                "ok",
+                Some("k-rec"),
+                Some("rec_1"),
+            ),
+            tool(
+                "t2",
+                "e",
+                230,
+                "create_record",
+                "write",
+                "deduped",
+                Some("k-rec"),
+                Some("rec_1"),
+            ),
+            tool("t2", "f", 240, "lookup", "read", "ok", None, None),
+        ];
+        let d = derive_run("r", &spans);
+        assert_eq!(d.run.trace_ids, vec!["t1", "t2"]);
+        assert_eq!(
+            d.run.terminal_reason,
+            TerminalReason::Completed,
+            "the latest attempt decides"
+        );
+        assert_eq!(d.run.trigger, Trigger::User, "the first attempt's trigger");
+        assert_eq!(d.run.duplicate_side_effects, 1);
+        assert_eq!(d.run.deduped_calls, 1);
+        assert_eq!(
+            d.duplicates,
+            vec![DuplicateView {
+                tool: "send_email".into(),
+                key: "k-mail".into(),
+                count: 2,
+                external_ids: vec!["msg_1".into(), "msg_2".into()]
+            }]
+        );
+        assert!(
+            (d.run.cost - 0.25).abs() < 1e-9,
+            "costs of attempts add up: {}",
+            d.run.cost
+        );
+    }
+
+    #[test]
+    fn without_a_key_the_argument_hash_identifies_a_call() {
+        let mut a = tool("t", "a", 1, "create_doc", "write", "ok", None, Some("d1"));
+        a.args_sha256 = Some("h1".into());
+        let mut b = tool("t", "b", 2, "create_doc", "write", "ok", None, Some("d2"));
+        b.args_sha256 = Some("h1".into());
+        let mut c = tool("t", "c", 3, "create_doc", "write", "ok", None, Some("d3"));
+        c.args_sha256 = Some("h2".into());
+        let d = derive_run("r", &[root("t", 10), a, b, c]);
+        assert_eq!(d.duplicates.len(), 1);
+        assert_eq!(d.duplicates[0].key, "args:h1");
+        assert_eq!(d.run.duplicate_side_effects, 1);
+        // reads and failures never count
+        let r1 = tool("t", "x", 1, "get", "read", "ok", Some("k"), None);
+        let r2 = tool("t", "y", 2, "get", "read", "ok", Some("k"), None);
+        let w1 = tool("t", "z", 3, "put", "write", "error", Some("k2"), None);
+        let w2 = tool("t", "w", 4, "put", "write", "ok", Some("k2"), None);
+        assert_eq!(
+            derive_run("r", &[r1, r2, w1, w2])
+                .run
+                .duplicate_side_effects,
+            0
+        );
+    }
+
+    #[test]
+    fn steps_are_numbered_and_tool_calls_placed_in_them() {
+        let spans = vec![
+            root("t", 100),
+            step("t", "s2", 30, None, (5, 1)),
+            step("t", "s1", 10, None, (7, 2)),
+            tool("t", "c1", 12, "search", "read", "ok", None, None),
+            SpanFacts {
+                parent_span_id: Some("s2".into()),
+                ..tool("t", "c2", 35, "search", "read", "ok", None, None)
+            },
+            SpanFacts {
+                step_index: Some(9),
+                ..tool("t", "c3", 40, "search", "read", "ok", None, None)
+            },
+        ];
+        let d = derive_run("r", &spans);
+        assert_eq!(
+            d.step_list
+                .iter()
+                .map(|s| (s.index, s.span_id.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(1, "s1"), (2, "s2")]
+        );
+        let placed: Vec<_> = d.tool_call_list.iter().map(|c| c.step_index).collect();
+        assert_eq!(placed, vec![Some(1), Some(2), Some(9)]);
+        assert_eq!((d.run.input_tokens, d.run.output_tokens), (12, 3));
+    }
+
+    #[test]
+    fn order_of_arrival_does_not_matter() {
+        let spans = vec![
+            root("t", 100),
+            step("t", "s1", 10, Some(1), (1, 1)),
+            tool("t", "c1", 12, "send", "write", "ok", Some("k"), Some("e1")),
+            tool("t", "c2", 14, "send", "write", "ok", Some("k"), Some("e2")),
+        ];
+        let mut reversed = spans.clone();
+        reversed.reverse();
+        assert_eq!(derive_run("r", &spans), derive_run("r", &reversed));
+    }
+}

@@ -1,0 +1,12 @@
+//! Ingest: from OTLP spans to the canonical model. One path for every wire format:
+//! the receivers decode into `ExportTraceServiceRequest`, [`pipeline`] validates and
+//! normalizes it with the [`mapping`] table and the [`redact`] rules, storage commits it,
+//! and [`derive`] recomputes each touched run from its spans.
+
+pub mod attributes;
+pub mod derive;
+pub mod mapping;
+pub mod normalize;
+pub mod pipeline;
+pub mod policy;
+pub mod redact;

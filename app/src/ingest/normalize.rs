@@ -1,0 +1,639 @@
+//! One OTLP span in, one [`NormalizedSpan`] out: ids checked, attributes read through the
+//! mapping table, secrets redacted, bodies split off. Pure: no I/O, no clock.
+
+use super::attributes::{as_f64, as_i64, as_text, to_map};
+use super::mapping::{marker_matches, MappingTable};
+use super::policy::{classify, ToolPolicy};
+use super::redact::Redactor;
+use crate::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
+use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// What a span is in the agent loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanRole {
+    Step,
+    Tool,
+}
+
+impl SpanRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanRole::Step => "step",
+            SpanRole::Tool => "tool",
+        }
+    }
+}
+
+/// A span in canonical terms, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormalizedSpan {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub kind: i32,
+    pub start_ns: i64,
+    /// 0 when the span has not ended.
+    pub end_ns: i64,
+    pub status_code: i32,
+    pub status_message: Option<String>,
+    /// The run id the span names itself, if any; otherwise the trace decides.
+    pub explicit_run_id: Option<String>,
+    pub agent: Option<String>,
+    pub trigger: Option<Trigger>,
+    pub terminal_reason: Option<TerminalReason>,
+    pub escalation_reason: Option<String>,
+    pub cost: Option<f64>,
+    pub wall_clock_ms: Option<i64>,
+    pub role: Option<SpanRole>,
+    pub step_index: Option<i64>,
+    pub stop_reason: Option<String>,
+    pub model_id: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cache_tokens: Option<i64>,
+    pub tool_name: Option<String>,
+    pub side_effect: Option<SideEffect>,
+    pub idempotency_key: Option<String>,
+    pub attempt: Option<i64>,
+    pub outcome: Option<Outcome>,
+    pub latency_ms: Option<i64>,
+    pub external_id: Option<String>,
+    pub args_sha256: Option<String>,
+    pub approval_id: Option<String>,
+    /// Metadata attributes, redacted, without bodies.
+    pub attributes: Map<String, Value>,
+    pub events: Vec<Value>,
+    pub resource: Map<String, Value>,
+    /// Body attributes (prompts, arguments, results), redacted; stored apart.
+    pub bodies: Map<String, Value>,
+}
+
+/// Limits a span must respect to be accepted.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The largest attribute value (as JSON text) accepted, in bytes.
+    pub max_attribute_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_attribute_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Everything normalization needs besides the span.
+pub struct Context<'a> {
+    pub mapping: &'a MappingTable,
+    pub redactor: &'a Redactor,
+    pub policies: &'a [ToolPolicy],
+    pub limits: Limits,
+}
+
+fn lookup<'v>(
+    keys: &[String],
+    attrs: &'v Map<String, Value>,
+    resource: &'v Map<String, Value>,
+) -> Option<&'v Value> {
+    keys.iter().find_map(|key| {
+        let value = match key.strip_prefix("resource:") {
+            Some(rkey) => resource.get(rkey),
+            None => attrs.get(key.as_str()),
+        };
+        value.filter(|v| !v.is_null() && v.as_str() != Some(""))
+    })
+}
+
+/// SHA-256 of the arguments in a canonical form: JSON is re-serialized with sorted keys
+/// and no whitespace, so the same arguments hash the same however they were formatted.
+pub fn args_sha256(text: &str) -> String {
+    let canonical = match serde_json::from_str::<Value>(text) {
+        Ok(value) => value.to_string(), // serde_json's Map is sorted by key
+        Err(_) => text.to_string(),
+    };
+    hex::encode(Sha256::digest(canonical.as_bytes()))
+}
+
+/// Checks and normalizes one span; the error says why the span was rejected.
+pub fn normalize(
+    span: &Span,
+    resource: &Map<String, Value>,
+    cx: &Context<'_>,
+) -> Result<NormalizedSpan, String> {
+    if span.trace_id.len() != 16 {
+        return Err(format!(
+            "trace_id must be 16 bytes, got {}",
+            span.trace_id.len()
+        ));
+    }
+    if span.span_id.len() != 8 {
+        return Err(format!(
+            "span_id must be 8 bytes, got {}",
+            span.span_id.len()
+        ));
+    }
+    if !span.parent_span_id.is_empty() && span.parent_span_id.len() != 8 {
+        return Err(format!(
+            "parent_span_id must be empty or 8 bytes, got {}",
+            span.parent_span_id.len()
+        ));
+    }
+    if span.trace_id.iter().all(|b| *b == 0) || span.span_id.iter().all(|b| *b == 0) {
+        return Err("trace_id and span_id must not be all zeros".into());
+    }
+    let start_ns = i64::try_from(span.start_time_unix_nano)
+        .map_err(|_| "start time out of range".to_string())?;
+    let end_ns =
+        i64::try_from(span.end_time_unix_nano).map_err(|_| "end time out of range".to_string())?;
+    if end_ns != 0 && end_ns < start_ns {
+        return Err("end_time_unix_nano is before start_time_unix_nano".into());
+    }
+
+    let attrs = to_map(&span.attributes);
+    for (key, value) in &attrs {
+        let size = value
+            .as_str()
+            .map(str::len)
+            .unwrap_or_else(|| value.to_string().len());
+        if size > cx.limits.max_attribute_bytes {
+            return Err(format!(
+                "attribute `{key}` is {size} bytes, over the {} byte limit",
+                cx.limits.max_attribute_bytes
+            ));
+        }
+    }
+    let m = cx.mapping;
+    let text = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_text);
+    let int = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_i64);
+
+    // Escalation: an attribute, or a span event named `escalation`.
+    let events: Vec<(String, Map<String, Value>, u64)> = span
+        .events
+        .iter()
+        .map(|e| (e.name.clone(), to_map(&e.attributes), e.time_unix_nano))
+        .collect();
+    let escalation_reason = text(&m.escalation_reason).or_else(|| {
+        events
+            .iter()
+            .find(|(name, _, _)| name == "escalation")
+            .map(|(_, ea, _)| {
+                lookup(&m.escalation_reason, ea, resource)
+                    .and_then(as_text)
+                    .unwrap_or_else(|| "unspecified".into())
+            })
+    });
+
+    let is_tool = m.tool_span.iter().any(|mk| marker_matches(mk, &attrs));
+    let is_step = !is_tool && m.step_span.iter().any(|mk| marker_matches(mk, &attrs));
+    let role = if is_tool {
+        Some(SpanRole::Tool)
+    } else if is_step {
+        Some(SpanRole::Step)
+    } else {
+        None
+    };
+
+    let status_code = span.status.as_ref().map(|s| s.code).unwrap_or(0);
+    let status_message = span
+        .status
+        .as_ref()
+        .map(|s| s.message.clone())
+        .filter(|m| !m.is_empty());
+    let raw_args = text(&m.tool_arguments);
+    let (tool_name, side_effect, outcome) = if is_tool {
+        let name = text(&m.tool_name)
+            .unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
+        let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s));
+        let side_effect = declared
+            .or_else(|| classify(&name, cx.policies))
+            .unwrap_or(SideEffect::Unknown);
+        let outcome = text(&m.tool_outcome)
+            .and_then(|s| Outcome::parse(&s))
+            .unwrap_or_else(|| {
+                let timed_out = status_message
+                    .as_deref()
+                    .is_some_and(|msg| msg.to_ascii_lowercase().contains("timed out"));
+                match (status_code == StatusCode::Error as i32, timed_out) {
+                    (true, true) => Outcome::Timeout,
+                    (true, false) => Outcome::Error,
+                    _ => Outcome::Ok,
+                }
+            });
+        (Some(name), Some(side_effect), Some(outcome))
+    } else {
+        (None, None, None)
+    };
+
+    // Split bodies from metadata, then redact both.
+    let mut attributes = Map::new();
+    let mut bodies = Map::new();
+    for (key, value) in attrs.iter() {
+        if m.is_body(key) {
+            bodies.insert(key.clone(), value.clone());
+        } else {
+            attributes.insert(key.clone(), value.clone());
+        }
+    }
+    cx.redactor.redact_map(&mut attributes);
+    for value in bodies.values_mut() {
+        if let Value::String(s) = value {
+            *s = cx.redactor.redact_text(s);
+        }
+    }
+    cx.redactor.redact_map(&mut bodies);
+    let mut stored_resource = resource.clone();
+    cx.redactor.redact_map(&mut stored_resource);
+    let events = events
+        .into_iter()
+        .map(|(name, mut ea, time)| {
+            // Event attributes that are bodies (e.g. gen_ai message contents) go to bodies.
+            let body_keys: Vec<String> = ea.keys().filter(|k| m.is_body(k)).cloned().collect();
+            for key in body_keys {
+                if let Some(v) = ea.remove(&key) {
+                    bodies.insert(format!("event:{name}:{key}"), v);
+                }
+            }
+            cx.redactor.redact_map(&mut ea);
+            serde_json::json!({"name": name, "time_unix_nano": time.to_string(), "attributes": ea})
+        })
+        .collect();
+    cx.redactor.redact_map(&mut bodies);
+
+    Ok(NormalizedSpan {
+        trace_id: hex::encode(&span.trace_id),
+        span_id: hex::encode(&span.span_id),
+        parent_span_id: (!span.parent_span_id.is_empty())
+            .then(|| hex::encode(&span.parent_span_id)),
+        name: span.name.clone(),
+        kind: span.kind,
+        start_ns,
+        end_ns,
+        status_code,
+        status_message,
+        explicit_run_id: text(&m.run_id),
+        agent: text(&m.agent),
+        trigger: text(&m.trigger).map(|t| Trigger::parse(&t).unwrap_or(Trigger::Unknown)),
+        terminal_reason: text(&m.terminal_reason).and_then(|t| TerminalReason::parse(&t)),
+        escalation_reason,
+        cost: lookup(&m.cost, &attrs, resource).and_then(as_f64),
+        wall_clock_ms: int(&m.wall_clock_ms),
+        role,
+        step_index: int(&m.step_index),
+        stop_reason: if is_step {
+            text(&m.step_stop_reason)
+        } else {
+            None
+        },
+        model_id: if is_step {
+            text(&m.step_model_id)
+        } else {
+            None
+        },
+        input_tokens: if is_step { int(&m.input_tokens) } else { None },
+        output_tokens: if is_step { int(&m.output_tokens) } else { None },
+        cache_tokens: if is_step { int(&m.cache_tokens) } else { None },
+        tool_name,
+        side_effect,
+        idempotency_key: if is_tool {
+            text(&m.tool_idempotency_key)
+        } else {
+            None
+        },
+        attempt: if is_tool {
+            Some(int(&m.tool_attempt).unwrap_or(1))
+        } else {
+            None
+        },
+        outcome,
+        latency_ms: if is_tool {
+            int(&m.tool_latency_ms)
+                .or_else(|| (end_ns > start_ns).then(|| (end_ns - start_ns) / 1_000_000))
+        } else {
+            None
+        },
+        external_id: if is_tool {
+            text(&m.tool_external_id)
+        } else {
+            None
+        },
+        args_sha256: if is_tool {
+            raw_args.as_deref().map(args_sha256)
+        } else {
+            None
+        },
+        approval_id: if is_tool {
+            text(&m.tool_approval_id)
+        } else {
+            None
+        },
+        attributes,
+        events,
+        resource: stored_resource,
+        bodies,
+    })
+}
+
+/// Resource attributes as JSON, for [`normalize`].
+pub fn resource_map(
+    resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>,
+) -> Map<String, Value> {
+    resource.map(|r| to_map(&r.attributes)).unwrap_or_default()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Otlp;
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::{span::Event, Status};
+    use serde_json::json;
+
+    pub fn kv(key: &str, v: Value) -> KeyValue {
+        let value = match v {
+            Value::String(s) => Otlp::StringValue(s),
+            Value::Bool(b) => Otlp::BoolValue(b),
+            Value::Number(n) if n.is_i64() => Otlp::IntValue(n.as_i64().unwrap()),
+            Value::Number(n) => Otlp::DoubleValue(n.as_f64().unwrap()),
+            other => Otlp::StringValue(other.to_string()),
+        };
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue { value: Some(value) }),
+            ..Default::default()
+        }
+    }
+
+    pub fn span(name: &str, parent: Option<u8>, attrs: Value) -> Span {
+        Span {
+            trace_id: vec![7; 16],
+            span_id: vec![parent.map(|p| p + 1).unwrap_or(1); 8],
+            parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+            name: name.into(),
+            start_time_unix_nano: 1_000_000_000,
+            end_time_unix_nano: 1_250_000_000,
+            attributes: attrs
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| kv(k, v.clone()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn run(s: &Span, resource: Value) -> Result<NormalizedSpan, String> {
+        let mapping = MappingTable::default();
+        let redactor = Redactor::default();
+        let policies = vec![ToolPolicy {
+            pattern: "send_*".into(),
+            side_effect: SideEffect::Write,
+        }];
+        let cx = Context {
+            mapping: &mapping,
+            redactor: &redactor,
+            policies: &policies,
+            limits: Limits::default(),
+        };
+        normalize(s, resource.as_object().unwrap(), &cx)
+    }
+
+    #[test]
+    fn article_names_map_to_every_canonical_field() {
+        let root = span(
+            "agent.run",
+            None,
+            json!({
+                "run.id": "run-42", "run.trigger": "webhook", "run.terminal_reason": "budget",
+                "budget.cost_spent": 0.42, "budget.wall_clock_ms": 9000, "escalation.reason": "low confidence"
+            }),
+        );
+        let n = run(&root, json!({"service.name": "billing-agent"})).unwrap();
+        assert_eq!(n.explicit_run_id.as_deref(), Some("run-42"));
+        assert_eq!(n.agent.as_deref(), Some("billing-agent"));
+        assert_eq!(n.trigger, Some(Trigger::Webhook));
+        assert_eq!(n.terminal_reason, Some(TerminalReason::Budget));
+        assert_eq!(n.cost, Some(0.42));
+        assert_eq!(n.wall_clock_ms, Some(9000));
+        assert_eq!(n.escalation_reason.as_deref(), Some("low confidence"));
+        assert_eq!(n.role, None);
+        assert_eq!(n.trace_id, "07070707070707070707070707070707");
+        assert_eq!(n.parent_span_id, None);
+
+        let step = span(
+            "step 2",
+            Some(1),
+            json!({
+                "step.index": 2, "step.stop_reason": "tool_call", "step.model_id": "claude-x",
+                "step.input_tokens": 1200, "step.output_tokens": 80, "step.cache_read_tokens": 900
+            }),
+        );
+        let n = run(&step, json!({})).unwrap();
+        assert_eq!(n.role, Some(SpanRole::Step));
+        assert_eq!(
+            (
+                n.step_index,
+                n.stop_reason.as_deref(),
+                n.model_id.as_deref()
+            ),
+            (Some(2), Some("tool_call"), Some("claude-x"))
+        );
+        assert_eq!(
+            (n.input_tokens, n.output_tokens, n.cache_tokens),
+            (Some(1200), Some(80), Some(900))
+        );
+
+        let tool = span(
+            "tool send_email",
+            Some(2),
+            json!({
+                "tool.name": "send_email", "tool.side_effect": "irreversible", "tool.idempotency_key": "k1",
+                "tool.attempt": 2, "tool.outcome": "deduped", "tool.latency_ms": 31, "tool.external_id": "msg_1",
+                "approval.id": "apr_9", "gen_ai.tool.call.arguments": "{\"to\": \"a@b.c\", \"body\": \"hi\"}"
+            }),
+        );
+        let n = run(&tool, json!({})).unwrap();
+        assert_eq!(n.role, Some(SpanRole::Tool));
+        assert_eq!(n.tool_name.as_deref(), Some("send_email"));
+        assert_eq!(
+            n.side_effect,
+            Some(SideEffect::Irreversible),
+            "the span's own class beats the policy"
+        );
+        assert_eq!(
+            (n.attempt, n.outcome, n.latency_ms),
+            (Some(2), Some(Outcome::Deduped), Some(31))
+        );
+        assert_eq!(n.external_id.as_deref(), Some("msg_1"));
+        assert_eq!(n.approval_id.as_deref(), Some("apr_9"));
+        assert_eq!(
+            n.args_sha256.as_deref(),
+            Some(args_sha256(r#"{"body":"hi","to":"a@b.c"}"#).as_str())
+        );
+        assert!(
+            n.bodies.contains_key("gen_ai.tool.call.arguments"),
+            "arguments are a body"
+        );
+        assert!(!n.attributes.contains_key("gen_ai.tool.call.arguments"));
+    }
+
+    #[test]
+    fn genai_spans_as_pydantic_ai_emits_them() {
+        let agent = span(
+            "invoke_agent support",
+            None,
+            json!({
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support", "gen_ai.conversation.id": "conv-1"
+            }),
+        );
+        let n = run(&agent, json!({"service.name": "svc"})).unwrap();
+        assert_eq!(n.explicit_run_id.as_deref(), Some("conv-1"));
+        assert_eq!(
+            n.agent.as_deref(),
+            Some("support"),
+            "gen_ai.agent.name beats service.name"
+        );
+        let chat = span(
+            "chat gpt-x",
+            Some(1),
+            json!({
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x",
+                "gen_ai.usage.input_tokens": 50, "gen_ai.usage.output_tokens": 5, "gen_ai.response.finish_reasons": "[\"tool_call\"]"
+            }),
+        );
+        let n = run(&chat, json!({})).unwrap();
+        assert_eq!(n.role, Some(SpanRole::Step));
+        assert_eq!(
+            (n.model_id.as_deref(), n.input_tokens, n.output_tokens),
+            (Some("gpt-x"), Some(50), Some(5))
+        );
+        let mut tool = span(
+            "execute_tool send_invoice",
+            Some(1),
+            json!({
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "send_invoice",
+                "gen_ai.tool.call.arguments": "{\"amount\": 10}"
+            }),
+        );
+        tool.status = Some(Status {
+            code: 2,
+            message: "Timed out while waiting for response...10.0 seconds".into(),
+        });
+        let n = run(&tool, json!({})).unwrap();
+        assert_eq!(n.role, Some(SpanRole::Tool));
+        assert_eq!(n.tool_name.as_deref(), Some("send_invoice"));
+        assert_eq!(
+            n.side_effect,
+            Some(SideEffect::Write),
+            "class from the tool policy"
+        );
+        assert_eq!(
+            n.outcome,
+            Some(Outcome::Timeout),
+            "the timeout signature is recognised"
+        );
+        assert_eq!(n.attempt, Some(1));
+        assert_eq!(
+            n.latency_ms,
+            Some(250),
+            "latency from the span when not reported"
+        );
+    }
+
+    #[test]
+    fn openinference_spans() {
+        let root = span(
+            "agent",
+            None,
+            json!({"openinference.span.kind": "AGENT", "session.id": "sess-7"}),
+        );
+        assert_eq!(
+            run(&root, json!({})).unwrap().explicit_run_id.as_deref(),
+            Some("sess-7")
+        );
+        let llm = span(
+            "llm",
+            Some(1),
+            json!({
+                "openinference.span.kind": "LLM", "llm.model_name": "m", "llm.token_count.prompt": 11, "llm.token_count.completion": 3
+            }),
+        );
+        let n = run(&llm, json!({})).unwrap();
+        assert_eq!(
+            (n.role, n.input_tokens, n.output_tokens),
+            (Some(SpanRole::Step), Some(11), Some(3))
+        );
+        let tool = span(
+            "search",
+            Some(1),
+            json!({
+                "openinference.span.kind": "TOOL", "tool.name": "search_docs", "input.value": "{\"q\": \"x\"}", "output.value": "found"
+            }),
+        );
+        let n = run(&tool, json!({})).unwrap();
+        assert_eq!(
+            (n.role, n.tool_name.as_deref(), n.outcome),
+            (Some(SpanRole::Tool), Some("search_docs"), Some(Outcome::Ok))
+        );
+        assert_eq!(n.side_effect, Some(SideEffect::Unknown));
+        assert!(n.args_sha256.is_some() && n.bodies.contains_key("output.value"));
+    }
+
+    #[test]
+    fn escalation_from_a_span_event() {
+        let mut s = span("agent.run", None, json!({"run.id": "r"}));
+        s.events.push(Event {
+            name: "escalation".into(),
+            attributes: vec![kv("escalation.reason", json!("insufficient_permission"))],
+            ..Default::default()
+        });
+        assert_eq!(
+            run(&s, json!({})).unwrap().escalation_reason.as_deref(),
+            Some("insufficient_permission")
+        );
+    }
+
+    #[test]
+    fn bad_ids_times_and_huge_values_are_rejected_with_reasons() {
+        let mut s = span("x", None, json!({}));
+        s.trace_id = vec![1; 15];
+        assert!(run(&s, json!({}))
+            .unwrap_err()
+            .contains("trace_id must be 16 bytes"));
+        let mut s = span("x", None, json!({}));
+        s.span_id = vec![1; 4];
+        assert!(run(&s, json!({}))
+            .unwrap_err()
+            .contains("span_id must be 8 bytes"));
+        let mut s = span("x", None, json!({}));
+        s.end_time_unix_nano = 1;
+        assert!(run(&s, json!({})).unwrap_err().contains("before"));
+        let s = span("x", None, json!({"big": "x".repeat(300 * 1024)}));
+        assert!(run(&s, json!({})).unwrap_err().contains("attribute `big`"));
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_attributes_bodies_and_resource() {
+        let s = span(
+            "tool call_api",
+            Some(1),
+            json!({
+                "tool.name": "call_api", "http.request.header.authorization": "Bearer abcdefgh1234",
+                "gen_ai.tool.call.arguments": "{\"api_key\": \"sk-abcdefghijklmnop1234\"}"
+            }),
+        );
+        let n = run(&s, json!({"deploy.token": "t0ps3cret"})).unwrap();
+        assert_eq!(
+            n.attributes["http.request.header.authorization"],
+            "[REDACTED]"
+        );
+        assert!(!n.bodies["gen_ai.tool.call.arguments"]
+            .as_str()
+            .unwrap()
+            .contains("sk-abc"));
+        assert_eq!(n.resource["deploy.token"], "[REDACTED]");
+    }
+}

@@ -1,0 +1,82 @@
+//! Tool policies: an admin-maintained list of tool-name patterns and what they say about a
+//! tool. Ingest reads the side-effect class from here when a span does not declare one.
+
+use crate::canonical::SideEffect;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPolicy {
+    /// A tool name, or a pattern with `*` wildcards (`send_*`, `*delete*`).
+    pub pattern: String,
+    pub side_effect: SideEffect,
+}
+
+/// Whether `name` matches a `*`-wildcard pattern (case-sensitive, whole name).
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !name.starts_with(first)
+        || !name[first.len()..].ends_with(last)
+        || name.len() < first.len() + last.len()
+    {
+        return false;
+    }
+    let mut rest = &name[first.len()..name.len() - last.len()];
+    for middle in &parts[1..parts.len() - 1] {
+        match rest.find(middle) {
+            Some(at) => rest = &rest[at + middle.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The class of `tool` by the first matching policy; exact names beat patterns.
+pub fn classify(tool: &str, policies: &[ToolPolicy]) -> Option<SideEffect> {
+    policies
+        .iter()
+        .find(|p| p.pattern == tool)
+        .or_else(|| policies.iter().find(|p| glob_matches(&p.pattern, tool)))
+        .map(|p| p.side_effect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_whole_names() {
+        assert!(glob_matches("send_*", "send_email"));
+        assert!(glob_matches("*delete*", "hard_delete_repo"));
+        assert!(glob_matches("*", "anything"));
+        assert!(glob_matches("a*b*c", "a-x-b-y-c"));
+        assert!(!glob_matches("send_*", "resend_email"));
+        assert!(!glob_matches("a*a", "a"));
+        assert!(glob_matches("exact", "exact"));
+        assert!(!glob_matches("exact", "exactly"));
+    }
+
+    #[test]
+    fn exact_names_win_over_patterns() {
+        let policies = vec![
+            ToolPolicy {
+                pattern: "send_*".into(),
+                side_effect: SideEffect::Write,
+            },
+            ToolPolicy {
+                pattern: "send_invoice".into(),
+                side_effect: SideEffect::Irreversible,
+            },
+        ];
+        assert_eq!(
+            classify("send_invoice", &policies),
+            Some(SideEffect::Irreversible)
+        );
+        assert_eq!(classify("send_email", &policies), Some(SideEffect::Write));
+        assert_eq!(classify("search", &policies), None);
+    }
+}
