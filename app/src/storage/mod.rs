@@ -6,7 +6,10 @@
 //! where it pays and is marked as such.
 
 pub mod audit;
+pub mod policies;
+pub mod runs;
 pub mod sessions;
+pub mod spans;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tokens;
