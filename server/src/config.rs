@@ -5,6 +5,11 @@
 //! serde reads the file into it, and [`Config::resolve`] applies the defaults.
 
 use anyhow::Context;
+use app::ingest::mapping::MappingTable;
+use app::ingest::normalize::Limits;
+use app::ingest::pipeline::{BodyPolicy, IngestSettings};
+use app::ingest::policy::ToolPolicy;
+use app::ingest::redact::Redactor;
 use clap::Args;
 use serde::Deserialize;
 use std::fmt;
@@ -45,6 +50,118 @@ pub struct Overrides {
         value_name = "MINUTES"
     )]
     pub session_idle_minutes: Option<u32>,
+
+    /// Address of the OTLP/HTTP receiver (POST /v1/traces) [default: 127.0.0.1:4318]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_OTLP_HTTP_LISTEN",
+        global = true,
+        value_name = "ADDR"
+    )]
+    pub otlp_http_listen: Option<SocketAddr>,
+
+    /// Address of the OTLP/gRPC receiver [default: 127.0.0.1:4317]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_OTLP_GRPC_LISTEN",
+        global = true,
+        value_name = "ADDR"
+    )]
+    pub otlp_grpc_listen: Option<SocketAddr>,
+
+    /// `token`: OTLP exports need a token with the ingest scope; `none`: anyone who can
+    /// reach the receivers may send (local development only) [default: token]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_INGEST_AUTH",
+        global = true,
+        value_name = "token|none"
+    )]
+    pub ingest_auth: Option<IngestAuth>,
+
+    /// Largest OTLP request accepted, in bytes after decompression [default: 20971520]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_MAX_BODY_BYTES",
+        global = true,
+        value_name = "BYTES"
+    )]
+    pub max_body_bytes: Option<usize>,
+
+    /// Memory for OTLP requests waiting to be stored, in bytes; beyond it exporters are
+    /// told to retry later (503 with Retry-After) [default: 134217728]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_INGEST_QUEUE_BYTES",
+        global = true,
+        value_name = "BYTES"
+    )]
+    pub ingest_queue_bytes: Option<usize>,
+
+    /// Largest single attribute value accepted; a span with a larger one is rejected
+    /// [default: 262144]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_MAX_ATTRIBUTE_BYTES",
+        global = true,
+        value_name = "BYTES"
+    )]
+    pub max_attribute_bytes: Option<usize>,
+
+    /// Which bodies (prompts, tool arguments and results) to keep: none, failed_runs, all
+    /// [default: failed_runs]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_BODY_POLICY",
+        global = true,
+        value_name = "POLICY"
+    )]
+    pub body_policy: Option<BodyPolicy>,
+
+    /// Days to keep the bodies of runs that did not complete [default: 7]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_BODY_RETENTION_DAYS",
+        global = true,
+        value_name = "DAYS"
+    )]
+    pub body_retention_days: Option<u32>,
+
+    /// Days to keep runs and their spans [default: 30]
+    #[arg(
+        long,
+        env = "FLIGHTDECK_RETENTION_DAYS",
+        global = true,
+        value_name = "DAYS"
+    )]
+    pub retention_days: Option<u32>,
+
+    /// Extra secret patterns (regular expressions) to redact, beyond the built-in ones
+    /// (config file only: `redact_patterns = ["..."]`)
+    #[arg(skip)]
+    #[serde(default)]
+    pub redact_patterns: Option<Vec<String>>,
+
+    /// Overrides of the attribute mapping table (config file only: a `[mapping]` table)
+    #[arg(skip)]
+    #[serde(default)]
+    pub mapping: Option<MappingTable>,
+
+    /// Tool policies loaded at start (config file only: `[[tool_policies]]` entries with
+    /// `pattern` and `side_effect`)
+    #[arg(skip)]
+    #[serde(default)]
+    pub tool_policies: Option<Vec<ToolPolicy>>,
+}
+
+/// How OTLP exports authenticate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestAuth {
+    /// A bearer token with the `ingest` scope is required.
+    Token,
+    /// No authentication: for local development only.
+    None,
 }
 
 impl Overrides {
@@ -57,6 +174,18 @@ impl Overrides {
             site_root: self.site_root.or(lower.site_root),
             secure_cookies: self.secure_cookies.or(lower.secure_cookies),
             session_idle_minutes: self.session_idle_minutes.or(lower.session_idle_minutes),
+            otlp_http_listen: self.otlp_http_listen.or(lower.otlp_http_listen),
+            otlp_grpc_listen: self.otlp_grpc_listen.or(lower.otlp_grpc_listen),
+            ingest_auth: self.ingest_auth.or(lower.ingest_auth),
+            max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
+            ingest_queue_bytes: self.ingest_queue_bytes.or(lower.ingest_queue_bytes),
+            max_attribute_bytes: self.max_attribute_bytes.or(lower.max_attribute_bytes),
+            body_policy: self.body_policy.or(lower.body_policy),
+            body_retention_days: self.body_retention_days.or(lower.body_retention_days),
+            retention_days: self.retention_days.or(lower.retention_days),
+            redact_patterns: self.redact_patterns.or(lower.redact_patterns),
+            mapping: self.mapping.or(lower.mapping),
+            tool_policies: self.tool_policies.or(lower.tool_policies),
         }
     }
 
@@ -77,6 +206,18 @@ pub struct Config {
     pub site_root: PathBuf,
     pub secure_cookies: bool,
     pub session_idle_minutes: u32,
+    pub otlp_http_listen: SocketAddr,
+    pub otlp_grpc_listen: SocketAddr,
+    pub ingest_auth: IngestAuth,
+    pub max_body_bytes: usize,
+    pub ingest_queue_bytes: usize,
+    pub max_attribute_bytes: usize,
+    pub body_policy: BodyPolicy,
+    pub body_retention_days: u32,
+    pub retention_days: u32,
+    pub redact_patterns: Vec<String>,
+    pub mapping: MappingTable,
+    pub tool_policies: Vec<ToolPolicy>,
 }
 
 impl Config {
@@ -102,6 +243,34 @@ impl Config {
             site_root: o.site_root.unwrap_or_else(|| PathBuf::from("target/site")),
             secure_cookies: o.secure_cookies.unwrap_or(false),
             session_idle_minutes: o.session_idle_minutes.unwrap_or(720),
+            otlp_http_listen: o
+                .otlp_http_listen
+                .unwrap_or_else(|| "127.0.0.1:4318".parse().unwrap()),
+            otlp_grpc_listen: o
+                .otlp_grpc_listen
+                .unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
+            ingest_auth: o.ingest_auth.unwrap_or(IngestAuth::Token),
+            max_body_bytes: o.max_body_bytes.unwrap_or(20 * 1024 * 1024),
+            ingest_queue_bytes: o.ingest_queue_bytes.unwrap_or(128 * 1024 * 1024),
+            max_attribute_bytes: o.max_attribute_bytes.unwrap_or(256 * 1024),
+            body_policy: o.body_policy.unwrap_or_default(),
+            body_retention_days: o.body_retention_days.unwrap_or(7),
+            retention_days: o.retention_days.unwrap_or(30),
+            redact_patterns: o.redact_patterns.unwrap_or_default(),
+            mapping: o.mapping.unwrap_or_default(),
+            tool_policies: o.tool_policies.unwrap_or_default(),
+        })
+    }
+
+    /// Ingest settings from this configuration; fails on an invalid redaction pattern.
+    pub fn ingest_settings(&self) -> anyhow::Result<IngestSettings> {
+        Ok(IngestSettings {
+            mapping: self.mapping.clone(),
+            redactor: Redactor::new(&self.redact_patterns).map_err(anyhow::Error::msg)?,
+            limits: Limits {
+                max_attribute_bytes: self.max_attribute_bytes,
+            },
+            body_policy: self.body_policy,
         })
     }
 
@@ -136,7 +305,27 @@ impl fmt::Display for Config {
         )?;
         writeln!(f, "  site_root            {}", self.site_root.display())?;
         writeln!(f, "  secure_cookies       {}", self.secure_cookies)?;
-        write!(f, "  session_idle_minutes {}", self.session_idle_minutes)
+        writeln!(f, "  session_idle_minutes {}", self.session_idle_minutes)?;
+        writeln!(f, "  otlp_http_listen     {}", self.otlp_http_listen)?;
+        writeln!(f, "  otlp_grpc_listen     {}", self.otlp_grpc_listen)?;
+        writeln!(f, "  ingest_auth          {:?}", self.ingest_auth)?;
+        writeln!(f, "  max_body_bytes       {}", self.max_body_bytes)?;
+        writeln!(f, "  ingest_queue_bytes   {}", self.ingest_queue_bytes)?;
+        writeln!(f, "  max_attribute_bytes  {}", self.max_attribute_bytes)?;
+        writeln!(f, "  body_policy          {:?}", self.body_policy)?;
+        writeln!(f, "  body_retention_days  {}", self.body_retention_days)?;
+        writeln!(f, "  retention_days       {}", self.retention_days)?;
+        writeln!(f, "  redact_patterns      {}", self.redact_patterns.len())?;
+        writeln!(
+            f,
+            "  mapping              {}",
+            if self.mapping == MappingTable::default() {
+                "default"
+            } else {
+                "customized"
+            }
+        )?;
+        write!(f, "  tool_policies        {}", self.tool_policies.len())
     }
 }
 
@@ -204,6 +393,28 @@ mod tests {
             err.contains("invalid config file") && err.contains("listen"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn file_only_sections_configure_ingest() {
+        let f = file(
+            "body_policy = \"all\"\nredact_patterns = [\"ACME-[0-9]+\"]\n\
+             [mapping]\nrun_id = [\"job.id\"]\n\
+             [[tool_policies]]\npattern = \"send_*\"\nside_effect = \"irreversible\"\n",
+        );
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert_eq!(c.body_policy, BodyPolicy::All);
+        assert_eq!(c.mapping.run_id, vec!["job.id"]);
+        assert_eq!(c.mapping.agent, MappingTable::default().agent);
+        assert_eq!(c.tool_policies[0].pattern, "send_*");
+        assert!(c.ingest_settings().is_ok());
+        let f = file("redact_patterns = [\"(\"]\n");
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert!(c
+            .ingest_settings()
+            .unwrap_err()
+            .to_string()
+            .contains("invalid redaction pattern"));
     }
 
     #[test]

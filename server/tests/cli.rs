@@ -198,6 +198,12 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
         .port();
     let mut child = flightdeck(dir.path())
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--otlp-http-listen",
+            "127.0.0.1:0",
+            "--otlp-grpc-listen",
+            "127.0.0.1:0",
+        ])
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -205,11 +211,15 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut password = None;
+    let mut ingest_token = None;
     let deadline = Instant::now() + Duration::from_secs(60);
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if let Some(rest) = line.split("password").nth(1).filter(|_| line.contains('│')) {
+        if let Some(rest) = line.trim_start().strip_prefix("│   password") {
             password = Some(rest.trim().trim_end_matches('│').trim().to_string());
+        }
+        if let Some(rest) = line.trim_start().strip_prefix("│   ingest token") {
+            ingest_token = Some(rest.trim().trim_end_matches('│').trim().to_string());
         }
         if line.contains("flightdeck is serving") || Instant::now() > deadline {
             break;
@@ -217,6 +227,11 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
     }
     let password = password.expect("the first start prints the admin password");
     assert_eq!(password.len(), 20, "{password}");
+    let ingest_token = ingest_token.expect("and an ingest token");
+    assert!(
+        ingest_token.starts_with("fdk_") && ingest_token.len() == 68,
+        "{ingest_token}"
+    );
     // keep draining stderr so the server never blocks on a full pipe
     let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
 

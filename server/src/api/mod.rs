@@ -4,6 +4,7 @@
 mod auth;
 mod error;
 mod openapi;
+pub mod runs;
 
 pub use auth::{AgentToken, TokenAuth};
 pub use error::ApiError;
@@ -15,11 +16,14 @@ use axum::{Extension, Json, Router};
 use serde_json::json;
 
 pub fn router<S: Clone + Send + Sync + 'static>(db: Db) -> Router<S> {
-    let auth = TokenAuth::new(db);
+    let auth = TokenAuth::new(db.clone());
     let authenticated = Router::new()
         .route("/token", get(describe_token))
+        .route("/runs", get(runs::list))
+        .route("/runs/{run_id}", get(runs::get))
         .fallback(not_found)
-        .layer(from_fn_with_state(auth, auth::require_token));
+        .layer(from_fn_with_state(auth, auth::require_token))
+        .with_state(db);
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .merge(authenticated)

@@ -1,11 +1,13 @@
 //! `flightdeck serve`: open the database, make sure someone can sign in, and serve the
 //! UI and API until Ctrl-C or SIGTERM.
 
-use crate::config::Config;
+use crate::config::{Config, IngestAuth};
+use crate::otlp::IngestService;
 use crate::web;
 use anyhow::Context;
 use app::state::AppState;
 use app::storage::sessions::SessionStoreAny;
+use app::storage::{policies, runs};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -18,6 +20,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     );
     let db = super::open_database(&config).await?;
     super::users::create_first_admin(&db).await?;
+    let ingest_settings = config.ingest_settings()?;
+    for policy in &config.tool_policies {
+        policies::upsert(&db, policy).await?;
+    }
 
     let bundle = config.site_root.join("pkg").join("flightdeck_bg.wasm");
     if !bundle.exists() {
@@ -41,16 +47,71 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             )
         })?;
 
-    let cleanup = tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone())));
-    tracing::info!(address = %format!("http://{}", config.listen), "flightdeck is serving");
-    axum::serve(
+    let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.otlp_http_listen))?;
+    let otlp_grpc = tokio::net::TcpListener::bind(config.otlp_grpc_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.otlp_grpc_listen))?;
+
+    let ingest = IngestService::start(
+        db.clone(),
+        ingest_settings,
+        config.ingest_auth,
+        config.max_body_bytes,
+        config.ingest_queue_bytes,
+    );
+    ingest.refresh_policies().await;
+    if config.ingest_auth == IngestAuth::None {
+        tracing::warn!("OTLP ingest accepts exports without a token (--ingest-auth none): local development only");
+    }
+
+    let background = [
+        tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),
+        tokio::spawn(apply_retention(
+            db.clone(),
+            config.retention_days,
+            config.body_retention_days,
+        )),
+    ];
+    // One signal stops all three listeners; each finishes the requests in flight.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let until_stopped = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let ui = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(crate::shutdown::signal())
-    .await
-    .context("server error")?;
-    cleanup.abort();
+    .with_graceful_shutdown(until_stopped());
+    let http_receiver = axum::serve(otlp_http, crate::otlp::http::router(ingest.clone()))
+        .with_graceful_shutdown(until_stopped());
+    let grpc_receiver = tonic::transport::Server::builder()
+        .add_service(crate::otlp::grpc::server(ingest.clone()))
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc),
+            until_stopped(),
+        );
+    tokio::spawn(async move {
+        crate::shutdown::signal().await;
+        let _ = stop.send(true);
+    });
+    tracing::info!(
+        ui = %format!("http://{}", config.listen),
+        otlp_http = %format!("http://{}/v1/traces", config.otlp_http_listen),
+        otlp_grpc = %config.otlp_grpc_listen,
+        "flightdeck is serving"
+    );
+    let (ui, http_receiver, grpc_receiver) = tokio::join!(ui, http_receiver, grpc_receiver);
+    ui.context("web server error")?;
+    http_receiver.context("OTLP/HTTP receiver error")?;
+    grpc_receiver.context("OTLP/gRPC receiver error")?;
+    for task in background {
+        task.abort();
+    }
     db.close().await;
     tracing::info!("flightdeck stopped");
     Ok(())
@@ -66,6 +127,21 @@ pub fn leptos_options(config: &Config) -> LeptosOptions {
         .site_addr(config.listen)
         .env(Env::PROD)
         .build()
+}
+
+/// Hourly: drops runs past the retention horizon and bodies past theirs.
+async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        every.tick().await;
+        match runs::apply_retention(&db, i64::from(run_days), i64::from(body_days)).await {
+            Ok((0, 0)) => {}
+            Ok((runs, bodies)) => {
+                tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
+            }
+            Err(e) => tracing::warn!(error = %e, "retention job failed; will retry"),
+        }
+    }
 }
 
 async fn delete_expired_sessions(store: SessionStoreAny) {

@@ -1,10 +1,10 @@
 //! `flightdeck user add|reset|list`, and the first administrator made on first start.
 
 use super::password_from_stdin;
-use app::access::{format_roles, parse_roles, Role};
-use app::auth::password;
+use app::access::{format_roles, parse_roles, Role, Scope};
+use app::auth::{password, secrets};
 use app::storage::audit::{self, action, NewEntry};
-use app::storage::{users, Db, StoreError};
+use app::storage::{tokens, users, Db, StoreError};
 
 /// A password from stdin (checked for strength) or a generated one; `true` when generated.
 fn choose_password() -> anyhow::Result<(String, bool)> {
@@ -111,13 +111,39 @@ pub async fn create_first_admin(db: &Db) -> anyhow::Result<()> {
         },
     )
     .await?;
+    let (secret, prefix) = secrets::generate_token();
+    tokens::create(
+        db,
+        tokens::NewToken {
+            name: "first-start ingest",
+            prefix: &prefix,
+            secret_sha256: &secrets::sha256_hex(&secret),
+            scopes: &[Scope::Ingest],
+            created_by: Some("first start"),
+        },
+    )
+    .await?;
     eprintln!();
-    eprintln!("  ┌──────────────────────────────────────────────────────────────┐");
-    eprintln!("  │ First start: created the administrator account               │");
-    eprintln!("  │   username  admin                                            │");
-    eprintln!("  │   password  {password:<49}│");
-    eprintln!("  │ Shown once. Replace it with `flightdeck user reset admin`.   │");
-    eprintln!("  └──────────────────────────────────────────────────────────────┘");
+    eprintln!(
+        "  ┌────────────────────────────────────────────────────────────────────────────────┐"
+    );
+    eprintln!(
+        "  │ First start: created the administrator account and an ingest token             │"
+    );
+    eprintln!(
+        "  │   username      admin                                                          │"
+    );
+    eprintln!("  │   password      {password:<63}│");
+    eprintln!("  │   ingest token  {secret:<63}│");
+    eprintln!(
+        "  │ Shown once. Replace the password with `flightdeck user reset admin`; send      │"
+    );
+    eprintln!(
+        "  │ traces with OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer <ingest token>\". │"
+    );
+    eprintln!(
+        "  └────────────────────────────────────────────────────────────────────────────────┘"
+    );
     eprintln!();
     Ok(())
 }

@@ -1,0 +1,224 @@
+//! The ingest service both receivers call: authenticate, bound memory, normalize, queue
+//! for the writer, wait for the commit.
+
+use super::writer::{self, Job};
+use crate::api::{AgentToken, ApiError, TokenAuth};
+use crate::config::IngestAuth;
+use app::access::Scope;
+use app::ingest::pipeline::{prepare, span_count, IngestSettings};
+use app::ingest::policy::ToolPolicy;
+use app::storage::{policies, Db};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+
+/// Why an export was not (wholly) accepted. Each maps to an HTTP status and a gRPC code.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// 401 / UNAUTHENTICATED.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// 403 / PERMISSION_DENIED.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 400 / INVALID_ARGUMENT: nothing in the request could be stored.
+    #[error("{0}")]
+    Invalid(String),
+    /// 413 / RESOURCE_EXHAUSTED: the request is larger than the limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// 503 / UNAVAILABLE with Retry-After: the queue is full or storage failed; nothing
+    /// from this request was stored, so retrying is safe.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// What an accepted export did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportOutcome {
+    pub accepted: usize,
+    pub rejected: usize,
+    /// Why spans were rejected; empty when none were.
+    pub message: String,
+}
+
+/// Counters for `/metrics` and the benchmark.
+#[derive(Debug, Default)]
+pub struct IngestCounters {
+    pub spans_accepted: AtomicU64,
+    pub spans_rejected: AtomicU64,
+    pub requests_refused_busy: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct IngestService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: IngestSettings,
+    auth: IngestAuth,
+    tokens: TokenAuth,
+    db: Db,
+    policies: RwLock<Arc<Vec<ToolPolicy>>>,
+    queue: mpsc::Sender<Job>,
+    /// Bytes of requests between arrival and commit; bounds memory under overload.
+    budget: Arc<Semaphore>,
+    budget_bytes: usize,
+    pub max_body_bytes: usize,
+    counters: IngestCounters,
+}
+
+/// Seconds an exporter is asked to wait when Flightdeck is busy.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+impl IngestService {
+    /// Starts the writer task and the policy refresher; the service is ready at once.
+    pub fn start(
+        db: Db,
+        settings: IngestSettings,
+        auth: IngestAuth,
+        max_body_bytes: usize,
+        budget_bytes: usize,
+    ) -> Self {
+        let (queue, jobs) = mpsc::channel(256);
+        tokio::spawn(writer::run(db.clone(), settings.body_policy, jobs));
+        let service = IngestService {
+            inner: Arc::new(Inner {
+                settings,
+                auth,
+                tokens: TokenAuth::new(db.clone()),
+                db,
+                policies: RwLock::new(Arc::new(Vec::new())),
+                queue,
+                budget: Arc::new(Semaphore::new(budget_bytes)),
+                budget_bytes,
+                max_body_bytes,
+                counters: IngestCounters::default(),
+            }),
+        };
+        let refresher = service.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                refresher.refresh_policies().await;
+            }
+        });
+        service
+    }
+
+    pub fn max_body_bytes(&self) -> usize {
+        self.inner.max_body_bytes
+    }
+
+    pub fn counters(&self) -> &IngestCounters {
+        &self.inner.counters
+    }
+
+    /// Reloads tool policies (the writer reads the latest every few seconds).
+    pub async fn refresh_policies(&self) {
+        match policies::list(&self.inner.db).await {
+            Ok(list) => *self.inner.policies.write().expect("policy lock") = Arc::new(list),
+            Err(e) => tracing::warn!(error = %e, "could not reload tool policies"),
+        }
+    }
+
+    /// Checks the `Authorization` header value against the ingest setting.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> Result<Option<AgentToken>, IngestError> {
+        if self.inner.auth == IngestAuth::None {
+            return Ok(None);
+        }
+        let token = self
+            .inner
+            .tokens
+            .authenticate(authorization)
+            .await
+            .map_err(|e| match e {
+                ApiError::Unauthorized(m) => IngestError::Unauthenticated(m),
+                other => IngestError::Unavailable(other.to_string()),
+            })?;
+        token
+            .require(Scope::Ingest)
+            .map_err(|e| IngestError::Forbidden(e.to_string()))?;
+        Ok(Some(token))
+    }
+
+    /// Reserves memory for a request of `bytes` before it is decoded, or refuses it.
+    pub fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, IngestError> {
+        let wanted = bytes.clamp(1, self.inner.budget_bytes) as u32;
+        self.inner
+            .budget
+            .clone()
+            .try_acquire_many_owned(wanted)
+            .map_err(|_| {
+                self.inner
+                    .counters
+                    .requests_refused_busy
+                    .fetch_add(1, Ordering::Relaxed);
+                IngestError::Unavailable(
+                    "flightdeck is busy storing earlier exports; retry after the delay".into(),
+                )
+            })
+    }
+
+    /// Validates, normalizes and stores a request; returns after the commit.
+    pub async fn export(
+        &self,
+        request: ExportTraceServiceRequest,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<ExportOutcome, IngestError> {
+        if span_count(&request) == 0 {
+            return Ok(ExportOutcome::default());
+        }
+        let policies = self.inner.policies.read().expect("policy lock").clone();
+        let service = self.clone();
+        // Normalization is CPU work (mapping, redaction, hashing): keep it off the I/O threads.
+        let prepared = tokio::task::spawn_blocking(move || {
+            prepare(&request, &service.inner.settings, &policies)
+        })
+        .await
+        .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
+        let counters = &self.inner.counters;
+        counters
+            .spans_rejected
+            .fetch_add(prepared.rejected as u64, Ordering::Relaxed);
+        if prepared.spans.is_empty() {
+            return Err(IngestError::Invalid(prepared.error_message()));
+        }
+        let (reply, done) = oneshot::channel();
+        let outcome = ExportOutcome {
+            accepted: prepared.spans.len(),
+            rejected: prepared.rejected,
+            message: prepared.error_message(),
+        };
+        let job = Job {
+            spans: prepared.spans,
+            reply,
+            _permit: permit,
+        };
+        self.inner.queue.try_send(job).map_err(|_| {
+            counters
+                .requests_refused_busy
+                .fetch_add(1, Ordering::Relaxed);
+            IngestError::Unavailable("the ingest queue is full; retry after the delay".into())
+        })?;
+        match done.await {
+            Ok(Ok(())) => {
+                counters
+                    .spans_accepted
+                    .fetch_add(outcome.accepted as u64, Ordering::Relaxed);
+                Ok(outcome)
+            }
+            Ok(Err(message)) => Err(IngestError::Unavailable(message)),
+            Err(_) => Err(IngestError::Unavailable(
+                "the ingest writer stopped; retry".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The single writer: takes queued batches, commits as many as are waiting in one
+//! transaction (group commit: one fsync for many exports), then answers each. Nothing is
+//! acknowledged before its commit, and a failed commit is reported to every exporter in
+//! it, who retries; spans are idempotent by (trace id, span id), so retries are safe.
+
+use app::ingest::normalize::NormalizedSpan;
+use app::ingest::pipeline::BodyPolicy;
+use app::storage::{spans, Db};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+
+/// One export's spans, waiting to be committed.
+pub struct Job {
+    pub spans: Vec<NormalizedSpan>,
+    pub reply: oneshot::Sender<Result<(), String>>,
+    /// Released when the job is done, returning its bytes to the memory budget.
+    pub _permit: OwnedSemaphorePermit,
+}
+
+/// Most spans committed together; bigger batches amortize the commit further but make
+/// every exporter in them wait longer.
+const MAX_SPANS_PER_COMMIT: usize = 8_000;
+
+pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
+    while let Some(first) = jobs.recv().await {
+        let mut batch = vec![first];
+        let mut total = batch[0].spans.len();
+        while total < MAX_SPANS_PER_COMMIT {
+            match jobs.try_recv() {
+                Ok(job) => {
+                    total += job.spans.len();
+                    batch.push(job);
+                }
+                Err(_) => break,
+            }
+        }
+        let all: Vec<NormalizedSpan> = batch
+            .iter_mut()
+            .flat_map(|j| std::mem::take(&mut j.spans))
+            .collect();
+        let result = spans::write(&db, &all, body_policy).await;
+        let reply = match &result {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::error!(error = %e, spans = all.len(), "ingest commit failed; exporters will retry");
+                Err("storing the spans failed; nothing was stored, retry".to_string())
+            }
+        };
+        for job in batch {
+            let _ = job.reply.send(reply.clone());
+        }
+    }
+}

@@ -1,0 +1,811 @@
+//! OTLP ingest end to end: the official OpenTelemetry exporter over HTTP (protobuf and
+//! JSON) and gRPC into running receivers, read back through the REST API; every error
+//! case of the receivers; re-sent, out-of-order and multi-trace runs. SQLite and
+//! PostgreSQL.
+
+use app::access::Scope;
+use app::auth::secrets;
+use app::ingest::pipeline::IngestSettings;
+use app::storage::testing::TestDb;
+use app::storage::{tokens, Db};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use axum::Router;
+use flate2::write::GzEncoder;
+use flightdeck::config::IngestAuth;
+use flightdeck::otlp::IngestService;
+use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
+use opentelemetry::KeyValue as OtelKv;
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+use prost::Message;
+use serde_json::Value;
+use std::future::IntoFuture;
+use std::io::Write;
+use std::net::SocketAddr;
+use tower::ServiceExt;
+
+async fn token(db: &Db, scopes: &[Scope]) -> String {
+    let (secret, prefix) = secrets::generate_token();
+    tokens::create(
+        db,
+        tokens::NewToken {
+            name: "test",
+            prefix: &prefix,
+            secret_sha256: &secrets::sha256_hex(&secret),
+            scopes,
+            created_by: None,
+        },
+    )
+    .await
+    .unwrap();
+    secret
+}
+
+struct Harness {
+    db: Db,
+    service: IngestService,
+    http: Router,
+    api: Router,
+    ingest_token: String,
+    read_token: String,
+}
+
+async fn harness(t: &TestDb, max_body: usize) -> Harness {
+    let service = IngestService::start(
+        t.db.clone(),
+        IngestSettings::default(),
+        IngestAuth::Token,
+        max_body,
+        64 << 20,
+    );
+    Harness {
+        db: t.db.clone(),
+        http: flightdeck::otlp::http::router(service.clone()),
+        api: Router::new().nest("/api/v1", flightdeck::api::router(t.db.clone())),
+        service,
+        ingest_token: token(&t.db, &[Scope::Ingest]).await,
+        read_token: token(&t.db, &[Scope::Read]).await,
+    }
+}
+
+impl Harness {
+    async fn post(
+        &self,
+        content_type: &str,
+        body: Vec<u8>,
+        extra: &[(&str, &str)],
+        auth: Option<&str>,
+    ) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+        let mut req = Request::post("/v1/traces").header(header::CONTENT_TYPE, content_type);
+        let bearer = format!("Bearer {}", auth.unwrap_or(&self.ingest_token));
+        req = req.header(header::AUTHORIZATION, bearer);
+        for (k, v) in extra {
+            req = req.header(*k, *v);
+        }
+        let res = self
+            .http
+            .clone()
+            .oneshot(req.body(Body::from(body)).unwrap())
+            .await
+            .unwrap();
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+            .await
+            .unwrap()
+            .to_vec();
+        (status, headers, bytes)
+    }
+
+    async fn post_proto(
+        &self,
+        request: &ExportTraceServiceRequest,
+    ) -> (StatusCode, ExportTraceServiceResponse) {
+        let (status, _, body) = self
+            .post("application/x-protobuf", request.encode_to_vec(), &[], None)
+            .await;
+        (
+            status,
+            ExportTraceServiceResponse::decode(body.as_slice()).unwrap_or_default(),
+        )
+    }
+
+    async fn api(&self, path: &str) -> (StatusCode, Value) {
+        let req = Request::get(path)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.read_token))
+            .body(Body::empty())
+            .unwrap();
+        let res = self.api.clone().oneshot(req).await.unwrap();
+        let status = res.status();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    async fn run(&self, run_id: &str) -> Value {
+        let (status, body) = self.api(&format!("/api/v1/runs/{run_id}")).await;
+        assert_eq!(status, StatusCode::OK, "run {run_id}: {body}");
+        body
+    }
+
+    async fn stored_spans(&self) -> i64 {
+        app::storage::spans::count(&self.db).await.unwrap()
+    }
+}
+
+fn kv(key: &str, value: any_value::Value) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(value) }),
+        ..Default::default()
+    }
+}
+fn s(key: &str, v: &str) -> KeyValue {
+    kv(key, any_value::Value::StringValue(v.into()))
+}
+fn i(key: &str, v: i64) -> KeyValue {
+    kv(key, any_value::Value::IntValue(v))
+}
+
+fn span(trace: u8, id: u8, parent: Option<u8>, name: &str, attrs: Vec<KeyValue>) -> Span {
+    Span {
+        trace_id: vec![trace; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        start_time_unix_nano: 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000,
+        end_time_unix_nano: 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000 + 500_000,
+        attributes: attrs,
+        ..Default::default()
+    }
+}
+
+fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![s("service.name", "billing-agent")],
+                ..Default::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn tool(
+    trace: u8,
+    id: u8,
+    name: &str,
+    class: &str,
+    outcome: &str,
+    key: &str,
+    external: Option<&str>,
+) -> Span {
+    let mut attrs = vec![
+        s("tool.name", name),
+        s("tool.side_effect", class),
+        s("tool.outcome", outcome),
+        s("tool.idempotency_key", key),
+        i("step.index", 1),
+    ];
+    if let Some(e) = external {
+        attrs.push(s("tool.external_id", e));
+    }
+    span(trace, id, Some(1), &format!("tool {name}"), attrs)
+}
+
+/// A complete run: root (named), one step, a duplicated email, a deduped call, a read.
+fn whole_run(trace: u8, run_id: &str) -> Vec<Span> {
+    vec![
+        span(
+            trace,
+            1,
+            None,
+            "agent.run",
+            vec![s("run.id", run_id), s("run.trigger", "user")],
+        ),
+        span(
+            trace,
+            2,
+            Some(1),
+            "step 1",
+            vec![
+                i("step.index", 1),
+                i("step.input_tokens", 100),
+                i("step.output_tokens", 20),
+            ],
+        ),
+        tool(
+            trace,
+            3,
+            "send_email",
+            "irreversible",
+            "ok",
+            "k-mail",
+            Some("msg_1"),
+        ),
+        tool(
+            trace,
+            4,
+            "send_email",
+            "irreversible",
+            "ok",
+            "k-mail",
+            Some("msg_2"),
+        ),
+        tool(
+            trace,
+            5,
+            "create_doc",
+            "write",
+            "deduped",
+            "k-doc",
+            Some("doc_1"),
+        ),
+        tool(trace, 6, "lookup", "read", "ok", "k-read", None),
+    ]
+}
+
+#[tokio::test]
+async fn a_run_is_derived_and_read_back_through_the_api() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let (status, response) = h.post_proto(&request(whole_run(1, "run-a"))).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(response.partial_success, None);
+        let run = h.run("run-a").await;
+        assert_eq!(run["terminal_reason"], "completed", "{run}");
+        assert_eq!(run["agent"], "billing-agent");
+        assert_eq!(run["trigger"], "user");
+        assert_eq!(
+            (run["steps"].as_i64(), run["tool_calls"].as_i64()),
+            (Some(1), Some(4))
+        );
+        assert_eq!(
+            (run["input_tokens"].as_i64(), run["output_tokens"].as_i64()),
+            (Some(100), Some(20))
+        );
+        assert_eq!(run["duplicate_side_effects"], 1);
+        assert_eq!(run["deduped_calls"], 1);
+        assert_eq!(run["completed_without_read"], false);
+        assert_eq!(
+            run["trace_ids"],
+            serde_json::json!(["01010101010101010101010101010101"])
+        );
+        assert_eq!(
+            run["duplicates"][0],
+            serde_json::json!({"tool": "send_email", "key": "k-mail", "count": 2, "external_ids": ["msg_1", "msg_2"]})
+        );
+        assert_eq!(run["step_list"][0]["index"], 1);
+        let call = &run["tool_call_list"][0];
+        for field in [
+            "span_id",
+            "step_index",
+            "tool",
+            "side_effect",
+            "idempotency_key",
+            "attempt",
+            "outcome",
+            "latency_ms",
+            "external_id",
+            "args_sha256",
+            "approval_id",
+        ] {
+            assert!(call.get(field).is_some(), "tool call lacks {field}: {call}");
+        }
+        assert!(
+            run["started_at"].as_str().unwrap().ends_with('Z'),
+            "RFC 3339 UTC: {}",
+            run["started_at"]
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn resent_spans_are_stored_once() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let req = request(whole_run(2, "run-resent"));
+        assert_eq!(h.post_proto(&req).await.0, StatusCode::OK);
+        assert_eq!(
+            h.post_proto(&req).await.0,
+            StatusCode::OK,
+            "a retry after a lost response is fine"
+        );
+        assert_eq!(h.stored_spans().await, 6);
+        let run = h.run("run-resent").await;
+        assert_eq!(
+            (
+                run["tool_calls"].as_i64(),
+                run["duplicate_side_effects"].as_i64()
+            ),
+            (Some(4), Some(1))
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn children_first_root_last_over_several_requests() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut spans = whole_run(3, "run-late-root");
+        let root = spans.remove(0);
+        // Only the root names the run: until it arrives the trace is its own run, running.
+        let (first, second) = spans.split_at(2);
+        h.post_proto(&request(second.to_vec())).await;
+        h.post_proto(&request(first.to_vec())).await;
+        let trace_run = h.run("03030303030303030303030303030303").await;
+        assert_eq!(trace_run["terminal_reason"], "running");
+        h.post_proto(&request(vec![root])).await;
+        let run = h.run("run-late-root").await;
+        assert_eq!(run["terminal_reason"], "completed");
+        assert_eq!(
+            (run["steps"].as_i64(), run["tool_calls"].as_i64()),
+            (Some(1), Some(4))
+        );
+        let (status, _) = h.api("/api/v1/runs/03030303030303030303030303030303").await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "the placeholder run is gone");
+        let (_, list) = h.api("/api/v1/runs").await;
+        assert_eq!(list["runs"].as_array().unwrap().len(), 1);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn one_run_over_two_traces_after_an_orchestrator_retry() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut first = vec![
+            span(
+                4,
+                1,
+                None,
+                "agent.run",
+                vec![s("run.id", "run-retried"), s("run.trigger", "user")],
+            ),
+            tool(
+                4,
+                3,
+                "send_email",
+                "irreversible",
+                "ok",
+                "k-mail",
+                Some("msg_1"),
+            ),
+            tool(4, 4, "create_record", "write", "timeout", "k-rec", None),
+        ];
+        first[0].status = Some(Status {
+            code: 2,
+            message: "tool timed out".into(),
+        });
+        let mut second = vec![
+            span(
+                5,
+                11,
+                None,
+                "agent.run",
+                vec![s("run.id", "run-retried"), s("run.trigger", "retry")],
+            ),
+            tool(
+                5,
+                13,
+                "send_email",
+                "irreversible",
+                "ok",
+                "k-mail",
+                Some("msg_2"),
+            ),
+            tool(
+                5,
+                14,
+                "create_record",
+                "write",
+                "ok",
+                "k-rec",
+                Some("rec_1"),
+            ),
+        ];
+        for sp in &mut second {
+            if sp.parent_span_id == vec![1; 8] {
+                sp.parent_span_id = vec![11; 8];
+            }
+        }
+        h.post_proto(&request(first)).await;
+        let after_first = h.run("run-retried").await;
+        assert_eq!(after_first["terminal_reason"], "error");
+        h.post_proto(&request(second)).await;
+        let run = h.run("run-retried").await;
+        assert_eq!(run["trace_ids"].as_array().unwrap().len(), 2, "{run}");
+        assert_eq!(
+            run["terminal_reason"], "completed",
+            "the latest attempt decides"
+        );
+        assert_eq!(run["trigger"], "user");
+        assert_eq!(run["duplicate_side_effects"], 1, "the email went out twice");
+        assert_eq!(
+            run["duplicates"][0]["external_ids"],
+            serde_json::json!(["msg_1", "msg_2"])
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn partial_success_keeps_the_valid_spans_and_explains_the_rest() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut bad = span(6, 2, Some(1), "bad", vec![]);
+        bad.trace_id = vec![6; 15];
+        let mut huge = span(
+            6,
+            3,
+            Some(1),
+            "huge",
+            vec![s("blob", &"x".repeat(300 * 1024))],
+        );
+        huge.name = "huge".into();
+        let good = span(6, 1, None, "agent.run", vec![s("run.id", "run-partial")]);
+        let (status, response) = h.post_proto(&request(vec![good, bad, huge])).await;
+        assert_eq!(status, StatusCode::OK);
+        let partial = response.partial_success.expect("partial success reported");
+        assert_eq!(partial.rejected_spans, 2);
+        assert!(
+            partial.error_message.contains("trace_id must be 16 bytes"),
+            "{}",
+            partial.error_message
+        );
+        assert!(
+            partial.error_message.contains("attribute `blob`"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(h.stored_spans().await, 1);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_store_nothing() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 64 * 1024).await;
+        let valid = request(whole_run(7, "run-never")).encode_to_vec();
+
+        let (status, _, body) = h.post("text/plain", valid.clone(), &[], None).await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert!(
+            String::from_utf8_lossy(&body).contains("application/x-protobuf or application/json")
+        );
+
+        let (status, headers, body) = h
+            .post(
+                "application/x-protobuf",
+                b"\x0a\xff\xff\xff".to_vec(),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/x-protobuf");
+        let rpc = flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap();
+        assert_eq!(rpc.code, 3);
+        assert!(
+            rpc.message.contains("not a valid OTLP protobuf"),
+            "{}",
+            rpc.message
+        );
+
+        let (status, headers, body) = h
+            .post(
+                "application/json",
+                b"{\"resourceSpans\": 5}".to_vec(),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        let rpc: Value = serde_json::from_slice(&body).unwrap();
+        assert!(
+            rpc["message"]
+                .as_str()
+                .unwrap()
+                .contains("not valid OTLP JSON"),
+            "{rpc}"
+        );
+
+        let oversize = request(vec![span(
+            7,
+            1,
+            None,
+            "x",
+            vec![s("pad", &"y".repeat(100 * 1024))],
+        )])
+        .encode_to_vec();
+        let (status, _, body) = h.post("application/x-protobuf", oversize, &[], None).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(String::from_utf8_lossy(&body).contains("byte limit"));
+
+        let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![0u8; 8 << 20]).unwrap();
+        let bomb = gz.finish().unwrap();
+        let (status, _, _) = h
+            .post(
+                "application/x-protobuf",
+                bomb,
+                &[("content-encoding", "gzip")],
+                None,
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "a gzip bomb stops at the limit"
+        );
+
+        let (status, _, _) = h
+            .post(
+                "application/x-protobuf",
+                valid.clone(),
+                &[("content-encoding", "br")],
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+
+        let (status, _, body) = h
+            .post(
+                "application/x-protobuf",
+                valid.clone(),
+                &[],
+                Some("fdk_wrong"),
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
+                .unwrap()
+                .code,
+            16
+        );
+        let read_only = h.read_token.clone();
+        let (status, _, body) = h
+            .post(
+                "application/x-protobuf",
+                valid.clone(),
+                &[],
+                Some(&read_only),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
+            .unwrap()
+            .message
+            .contains("`ingest` scope"));
+
+        let mut all_bad = span(7, 1, None, "x", vec![]);
+        all_bad.span_id = vec![1; 3];
+        let (status, _, _) = h
+            .post(
+                "application/x-protobuf",
+                request(vec![all_bad]).encode_to_vec(),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "a request with nothing valid is refused"
+        );
+
+        assert_eq!(h.stored_spans().await, 0, "no error stored anything");
+
+        // the same request, gzip-compressed and as JSON with unknown fields, is fine
+        let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&valid).unwrap();
+        let (status, _, _) = h
+            .post(
+                "application/x-protobuf",
+                gz.finish().unwrap(),
+                &[("content-encoding", "gzip")],
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let mut json: Value = serde_json::to_value(request(whole_run(8, "run-json"))).unwrap();
+        json["someFutureField"] = Value::Bool(true);
+        let (status, headers, body) = h
+            .post("application/json", json.to_string().into_bytes(), &[], None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        assert_eq!(h.stored_spans().await, 12);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn overload_is_refused_with_retry_after_and_nothing_is_lost() {
+    let t = TestDb::sqlite().await;
+    let h = harness(&t, 20 << 20).await;
+    // Fill the memory budget as a burst of in-flight exports would.
+    let held = h.service.reserve(usize::MAX).unwrap();
+    let (status, headers, body) = h
+        .post(
+            "application/x-protobuf",
+            request(whole_run(9, "run-busy")).encode_to_vec(),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(headers[header::RETRY_AFTER], "1");
+    assert_eq!(
+        flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
+            .unwrap()
+            .code,
+        14
+    );
+    assert_eq!(h.stored_spans().await, 0);
+    drop(held);
+    assert_eq!(
+        h.post_proto(&request(whole_run(9, "run-busy"))).await.0,
+        StatusCode::OK,
+        "the retry succeeds"
+    );
+    assert_eq!(h.stored_spans().await, 6);
+    t.cleanup().await;
+}
+
+/// Serves the receivers on ephemeral ports, as `flightdeck serve` does.
+async fn listen(h: &Harness) -> (SocketAddr, SocketAddr) {
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addrs = (http.local_addr().unwrap(), grpc.local_addr().unwrap());
+    tokio::spawn(axum::serve(http, h.http.clone()).into_future());
+    let grpc_server = tonic::transport::Server::builder()
+        .add_service(flightdeck::otlp::grpc::server(h.service.clone()))
+        .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(grpc));
+    tokio::spawn(grpc_server);
+    addrs
+}
+
+/// Emits one agent run with the official SDK and exporter, the way an instrumented agent
+/// does, and flushes it.
+fn emit_with_sdk(exporter: opentelemetry_otlp::SpanExporter, run_id: &str) {
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter)
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name("sdk-agent")
+                .build(),
+        )
+        .build();
+    let tracer = provider.tracer("agent");
+    let mut root = tracer.start("agent.run");
+    root.set_attribute(OtelKv::new("run.id", run_id.to_string()));
+    root.set_attribute(OtelKv::new("run.trigger", "schedule"));
+    let cx = opentelemetry::Context::current_with_span(root);
+    {
+        let mut step = tracer.start_with_context("chat", &cx);
+        step.set_attribute(OtelKv::new("gen_ai.operation.name", "chat"));
+        step.set_attribute(OtelKv::new("gen_ai.request.model", "model-x"));
+        step.set_attribute(OtelKv::new("gen_ai.usage.input_tokens", 42i64));
+        step.end();
+        for (name, class, key, ext) in [
+            ("lookup", "read", "k1", None),
+            ("send_email", "irreversible", "k2", Some("m1")),
+            ("send_email", "irreversible", "k2", Some("m2")),
+        ] {
+            let mut call = tracer.start_with_context(format!("execute_tool {name}"), &cx);
+            call.set_attribute(OtelKv::new("gen_ai.operation.name", "execute_tool"));
+            call.set_attribute(OtelKv::new("gen_ai.tool.name", name));
+            call.set_attribute(OtelKv::new("tool.side_effect", class));
+            call.set_attribute(OtelKv::new("tool.idempotency_key", key));
+            if let Some(ext) = ext {
+                call.set_attribute(OtelKv::new("tool.external_id", ext));
+            }
+            call.end();
+        }
+    }
+    cx.span().end();
+    provider.shutdown().expect("flush to flightdeck");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_exporter_over_http_protobuf_http_json_and_grpc() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let (http, grpc) = listen(&h).await;
+        let bearer = format!("Bearer {}", h.ingest_token);
+        for (label, protocol) in [
+            ("proto", Protocol::HttpBinary),
+            ("json", Protocol::HttpJson),
+            ("grpc", Protocol::Grpc),
+        ] {
+            let run_id = format!("sdk-{label}");
+            let exporter = match protocol {
+                Protocol::Grpc => {
+                    let mut metadata = tonic::metadata::MetadataMap::new();
+                    metadata.insert("authorization", bearer.parse().unwrap());
+                    opentelemetry_otlp::SpanExporter::builder()
+                        .with_tonic()
+                        .with_endpoint(format!("http://{grpc}"))
+                        .with_metadata(metadata)
+                        .with_compression(opentelemetry_otlp::Compression::Gzip)
+                        .build()
+                        .unwrap()
+                }
+                protocol => opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_protocol(protocol)
+                    .with_endpoint(format!("http://{http}/v1/traces"))
+                    .with_headers([("authorization".to_string(), bearer.clone())].into())
+                    .build()
+                    .unwrap(),
+            };
+            let id = run_id.clone();
+            // The simple processor exports synchronously: keep it off the async threads.
+            tokio::task::spawn_blocking(move || emit_with_sdk(exporter, &id))
+                .await
+                .unwrap();
+            let run = h.run(&run_id).await;
+            assert_eq!(run["terminal_reason"], "completed", "{label}: {run}");
+            assert_eq!(run["agent"], "sdk-agent");
+            assert_eq!(run["trigger"], "schedule");
+            assert_eq!(
+                (run["steps"].as_i64(), run["tool_calls"].as_i64()),
+                (Some(1), Some(3)),
+                "{label}"
+            );
+            assert_eq!(run["input_tokens"], 42);
+            assert_eq!(run["duplicate_side_effects"], 1, "{label}");
+            assert_eq!(run["step_list"][0]["model_id"], "model-x");
+        }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
+    let t = TestDb::sqlite().await;
+    let h = harness(&t, 20 << 20).await;
+    let (_, grpc) = listen(&h).await;
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+    let mut client = TraceServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .unwrap();
+    let err = client
+        .export(request(whole_run(10, "g")))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    let mut bad = span(10, 1, None, "x", vec![]);
+    bad.trace_id = vec![1; 2];
+    let mut req = tonic::Request::new(request(vec![bad]));
+    req.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {}", h.ingest_token).parse().unwrap(),
+    );
+    let err = client.export(req).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().contains("trace_id must be 16 bytes"));
+    assert_eq!(h.stored_spans().await, 0);
+    t.cleanup().await;
+}
