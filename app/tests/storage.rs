@@ -235,3 +235,110 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
         t.cleanup().await;
     }
 }
+
+mod ingest_storage {
+    use super::*;
+    use app::ingest::pipeline::{prepare, BodyPolicy, IngestSettings};
+    use app::storage::{runs, spans};
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+
+    fn kv(key: &str, v: &str) -> KeyValue {
+        KeyValue {
+            key: key.into(),
+            value: Some(AnyValue {
+                value: Some(any_value::Value::StringValue(v.into())),
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// A root and one tool call carrying arguments (a body); `failed` marks the root as an error.
+    fn run_spans(
+        trace: u8,
+        run_id: &str,
+        failed: bool,
+        start_ns: u64,
+    ) -> Vec<app::ingest::normalize::NormalizedSpan> {
+        let root = Span {
+            trace_id: vec![trace; 16],
+            span_id: vec![1; 8],
+            name: "agent.run".into(),
+            start_time_unix_nano: start_ns,
+            end_time_unix_nano: start_ns + 1_000,
+            attributes: vec![kv("run.id", run_id)],
+            status: failed.then(|| Status {
+                code: 2,
+                message: "boom".into(),
+            }),
+            ..Default::default()
+        };
+        let call = Span {
+            trace_id: vec![trace; 16],
+            span_id: vec![2; 8],
+            parent_span_id: vec![1; 8],
+            name: "tool send".into(),
+            start_time_unix_nano: start_ns + 10,
+            end_time_unix_nano: start_ns + 20,
+            attributes: vec![
+                kv("tool.name", "send"),
+                kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}"),
+            ],
+            ..Default::default()
+        };
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans: vec![root, call],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        prepare(&request, &IngestSettings::default(), &[]).spans
+    }
+
+    #[tokio::test]
+    async fn bodies_follow_the_policy_and_retention_removes_old_runs() {
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            let ok = run_spans(1, "run-ok", false, now_ns);
+            let failed = run_spans(2, "run-failed", true, now_ns);
+            let old = run_spans(3, "run-old", true, now_ns - 40 * 86_400 * 1_000_000_000);
+            for batch in [&ok, &failed, &old] {
+                spans::write(db, batch, BodyPolicy::FailedRuns)
+                    .await
+                    .unwrap();
+            }
+            assert!(
+                runs::bodies(db, "run-ok").await.unwrap().is_empty(),
+                "completed runs keep no bodies"
+            );
+            let kept = runs::bodies(db, "run-failed").await.unwrap();
+            assert_eq!(kept.len(), 1);
+            assert_eq!(kept[0].1["gen_ai.tool.call.arguments"], "{\"to\":\"x\"}");
+            let detail = runs::get(db, "run-ok").await.unwrap().unwrap();
+            assert!(
+                detail.tool_call_list[0].args_sha256.is_some(),
+                "the hash stays without the body"
+            );
+
+            let none = run_spans(4, "run-none", true, now_ns);
+            spans::write(db, &none, BodyPolicy::None).await.unwrap();
+            assert!(runs::bodies(db, "run-none").await.unwrap().is_empty());
+
+            let (deleted_runs, _) = runs::apply_retention(db, 30, 7).await.unwrap();
+            assert_eq!(deleted_runs, 1);
+            assert!(runs::get(db, "run-old").await.unwrap().is_none());
+            assert!(runs::get(db, "run-failed").await.unwrap().is_some());
+            assert_eq!(
+                spans::count(db).await.unwrap(),
+                6,
+                "the old run's spans went with it"
+            );
+            t.cleanup().await;
+        }
+    }
+}

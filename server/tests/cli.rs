@@ -289,3 +289,101 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
         "{listing}"
     );
 }
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `flightdeck serve` on free ports and waits until it serves; returns the child and
+/// the OTLP/HTTP port.
+fn serve_for_ingest(data_dir: &std::path::Path) -> (std::process::Child, u16) {
+    let (ui, otlp) = (free_port(), free_port());
+    let mut child = flightdeck(data_dir)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{ui}"),
+            "--ingest-auth",
+            "none",
+        ])
+        .args([
+            "--otlp-http-listen",
+            &format!("127.0.0.1:{otlp}"),
+            "--otlp-grpc-listen",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("flightdeck is serving") {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, otlp)
+}
+
+#[test]
+fn an_acknowledged_export_survives_kill_9() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    use prost::Message;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, otlp) = serve_for_ingest(dir.path());
+    let spans: Vec<Span> = (1..=200u32)
+        .map(|n| Span {
+            trace_id: vec![9; 16],
+            span_id: n.to_be_bytes().repeat(2),
+            parent_span_id: if n == 1 {
+                vec![]
+            } else {
+                1u32.to_be_bytes().repeat(2)
+            },
+            name: format!("span {n}"),
+            start_time_unix_nano: 1_800_000_000_000_000_000,
+            end_time_unix_nano: 1_800_000_000_000_000_001,
+            ..Default::default()
+        })
+        .collect();
+    let body = ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+    .encode_to_vec();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let status = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{otlp}/v1/traces"))
+            .header("content-type", "application/x-protobuf")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert_eq!(status, 200);
+    // No graceful shutdown: the process dies the instant the exporter has its answer.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let stored = runtime.block_on(async {
+        let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
+        let db = app::storage::Db::connect(&url).await.unwrap();
+        app::storage::spans::count(&db).await.unwrap()
+    });
+    assert_eq!(stored, 200, "every acknowledged span is on disk");
+}

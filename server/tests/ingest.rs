@@ -809,3 +809,87 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
     assert_eq!(h.stored_spans().await, 0);
     t.cleanup().await;
 }
+
+#[tokio::test]
+async fn the_run_list_filters_and_pages() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        for n in 0..7u8 {
+            let mut spans = whole_run(20 + n, &format!("run-{n}"));
+            for sp in spans.iter_mut() {
+                sp.start_time_unix_nano += u64::from(n) * 1_000_000_000;
+                sp.end_time_unix_nano += u64::from(n) * 1_000_000_000;
+            }
+            if n % 3 == 0 {
+                spans[0].attributes.push(s("run.terminal_reason", "budget"));
+            }
+            if n == 5 {
+                spans.retain(|sp| !sp.name.contains("lookup"));
+                spans.truncate(2); // root and step only: completed without any read tool
+            }
+            h.post_proto(&request(spans)).await;
+        }
+        let (status, page) = h.api("/api/v1/runs?limit=3").await;
+        assert_eq!(status, StatusCode::OK);
+        let ids: Vec<&str> = page["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["run-6", "run-5", "run-4"], "newest first");
+        let cursor = page["next_cursor"].as_str().unwrap().to_string();
+        let (_, next) = h
+            .api(&format!("/api/v1/runs?limit=3&cursor={cursor}"))
+            .await;
+        let ids: Vec<&str> = next["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["run-3", "run-2", "run-1"]);
+
+        let (_, budget) = h.api("/api/v1/runs?terminal_reason=budget").await;
+        assert_eq!(budget["runs"].as_array().unwrap().len(), 3);
+        assert!(budget.get("next_cursor").is_none(), "one page only");
+        let (_, no_read) = h.api("/api/v1/runs?flag=no_read").await;
+        assert_eq!(no_read["runs"][0]["run_id"], "run-5");
+        assert_eq!(no_read["runs"].as_array().unwrap().len(), 1);
+        let (_, dups) = h
+            .api("/api/v1/runs?flag=duplicates&agent=billing-agent")
+            .await;
+        assert_eq!(dups["runs"].as_array().unwrap().len(), 6);
+        let (_, none) = h.api("/api/v1/runs?since=2099-01-01T00:00:00Z").await;
+        assert_eq!(none["runs"].as_array().unwrap().len(), 0);
+
+        for (query, complaint) in [
+            ("terminal_reason=finished", "unknown terminal_reason"),
+            ("since=yesterday", "`since` must be an RFC 3339 time"),
+            ("flag=weird", "unknown flag"),
+            ("limit=0", "`limit` must be between 1 and 500"),
+            ("cursor=garbage", "invalid cursor"),
+            ("colour=blue", "invalid query"),
+        ] {
+            let (status, body) = h.api(&format!("/api/v1/runs?{query}")).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{query}");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(complaint),
+                "{query}: {body}"
+            );
+        }
+        let req = Request::get("/api/v1/runs")
+            .header(header::AUTHORIZATION, format!("Bearer {}", h.ingest_token))
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(
+            h.api.clone().oneshot(req).await.unwrap().status(),
+            StatusCode::FORBIDDEN,
+            "ingest tokens cannot read"
+        );
+        t.cleanup().await;
+    }
+}

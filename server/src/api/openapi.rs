@@ -17,6 +17,54 @@ pub async fn document() -> Json<Value> {
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
+                "Run": {
+                    "type": "object",
+                    "description": "One agent run in the canonical model. Times are RFC 3339 UTC.",
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "agent": {"type": ["string", "null"]},
+                        "trigger": {"type": "string", "enum": ["user", "schedule", "webhook", "retry", "unknown"]},
+                        "terminal_reason": {"type": "string",
+                            "enum": ["completed", "step_limit", "budget", "error", "escalated", "running"]},
+                        "started_at": {"type": ["string", "null"], "format": "date-time"},
+                        "ended_at": {"type": ["string", "null"], "format": "date-time"},
+                        "wall_clock_ms": {"type": ["integer", "null"]},
+                        "cost": {"type": "number"},
+                        "input_tokens": {"type": "integer"},
+                        "output_tokens": {"type": "integer"},
+                        "cache_tokens": {"type": "integer"},
+                        "steps": {"type": "integer"},
+                        "tool_calls": {"type": "integer"},
+                        "trace_ids": {"type": "array", "items": {"type": "string"}},
+                        "duplicate_side_effects": {"type": "integer",
+                            "description": "Extra successful executions of write/irreversible calls with the same idempotency key (or tool and argument hash)"},
+                        "deduped_calls": {"type": "integer"},
+                        "completed_without_read": {"type": "boolean"},
+                        "approval_violations": {"type": "integer"},
+                        "escalation_reason": {"type": ["string", "null"]}
+                    }
+                },
+                "RunDetail": {
+                    "allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "properties": {
+                        "step_list": {"type": "array", "items": {"type": "object", "properties": {
+                            "index": {"type": "integer"}, "span_id": {"type": "string"},
+                            "stop_reason": {"type": ["string", "null"]}, "model_id": {"type": ["string", "null"]},
+                            "input_tokens": {"type": "integer"}, "output_tokens": {"type": "integer"},
+                            "cache_tokens": {"type": "integer"}}}},
+                        "tool_call_list": {"type": "array", "items": {"type": "object", "properties": {
+                            "trace_id": {"type": "string"}, "span_id": {"type": "string"},
+                            "step_index": {"type": ["integer", "null"]}, "tool": {"type": "string"},
+                            "side_effect": {"type": "string", "enum": ["none", "read", "write", "irreversible", "unknown"]},
+                            "idempotency_key": {"type": ["string", "null"]}, "attempt": {"type": "integer"},
+                            "outcome": {"type": "string", "enum": ["ok", "error", "deduped", "denied", "timeout", "unknown"]},
+                            "latency_ms": {"type": ["integer", "null"]}, "external_id": {"type": ["string", "null"]},
+                            "args_sha256": {"type": ["string", "null"]}, "approval_id": {"type": ["string", "null"]},
+                            "started_at": {"type": ["string", "null"], "format": "date-time"}}}},
+                        "duplicates": {"type": "array", "items": {"type": "object", "properties": {
+                            "tool": {"type": "string"}, "key": {"type": "string"}, "count": {"type": "integer"},
+                            "external_ids": {"type": "array", "items": {"type": "string"}}}}}
+                    }}]
+                },
                 "Error": {
                     "type": "object",
                     "properties": {"error": {"type": "object", "properties": {
@@ -26,6 +74,38 @@ pub async fn document() -> Json<Value> {
         },
         "security": [{"bearer": []}],
         "paths": {
+            "/runs": {
+                "get": {
+                    "summary": "List runs, newest first (scope `read`)",
+                    "parameters": [
+                        {"name": "terminal_reason", "in": "query", "schema": {"type": "string"}},
+                        {"name": "agent", "in": "query", "schema": {"type": "string"}},
+                        {"name": "since", "in": "query", "description": "RFC 3339; runs started at or after", "schema": {"type": "string", "format": "date-time"}},
+                        {"name": "until", "in": "query", "description": "RFC 3339; runs started before", "schema": {"type": "string", "format": "date-time"}},
+                        {"name": "flag", "in": "query", "schema": {"type": "string", "enum": ["duplicates", "no_read", "approval_violation"]}},
+                        {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}},
+                        {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}
+                    ],
+                    "responses": {
+                        "200": {"description": "A page of runs", "content": {"application/json": {"schema": {
+                            "type": "object", "properties": {
+                                "runs": {"type": "array", "items": {"$ref": "#/components/schemas/Run"}},
+                                "next_cursor": {"type": "string"}}}}}},
+                        "400": {"description": "A parameter is invalid; the message names it",
+                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
+            "/runs/{run_id}": {
+                "get": {
+                    "summary": "One run with its steps, tool calls and duplicate side effects (scope `read`)",
+                    "parameters": [{"name": "run_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": {"description": "The run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDetail"}}}},
+                        "404": {"description": "No such run", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
             "/token": {
                 "get": {
                     "summary": "Describe the calling token (any scope)",
