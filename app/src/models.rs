@@ -90,3 +90,10 @@ pub struct AuditPage {
     /// Pass as `before` to get the next (older) page.
     pub next_before: Option<i64>,
 }
+
+/// One tool policy as the admin page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRow {
+    pub pattern: String,
+    pub side_effect: String,
+}

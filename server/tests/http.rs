@@ -461,3 +461,58 @@ async fn password_reset_signs_the_user_out_everywhere() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn admins_edit_tool_policies_with_validation_and_audit() {
+    for t in TestDb::each_backend().await {
+        let app = setup(&t).await;
+        let mut alice = Browser::new(&app);
+        alice.login("alice", ALICE_PASSWORD).await;
+        let r = alice
+            .call("save_policy", "pattern=send_*&side_effect=irreversible")
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let r = alice
+            .call("save_policy", "pattern=send_*&side_effect=dangerous")
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert!(r.body.contains("unknown side effect"), "{}", r.body);
+        let page = alice.get("/admin/policies").await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.body.contains("send_*") && page.body.contains("irreversible"));
+        let listed = app::storage::policies::list(&t.db).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            listed[0].side_effect,
+            app::canonical::SideEffect::Irreversible
+        );
+
+        let mut victor = Browser::new(&app);
+        victor.login("victor", VICTOR_PASSWORD).await;
+        assert_eq!(
+            victor.call("delete_policy", "pattern=send_*").await.status,
+            StatusCode::FORBIDDEN
+        );
+        assert_eq!(
+            alice.call("delete_policy", "pattern=send_*").await.status,
+            StatusCode::OK
+        );
+        assert_eq!(
+            alice.call("delete_policy", "pattern=send_*").await.status,
+            StatusCode::NOT_FOUND
+        );
+        let actions: Vec<_> = audit::list(&t.db, None, None, 3)
+            .await
+            .unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.action)
+            .collect();
+        assert_eq!(
+            actions,
+            vec!["tool_policy_deleted", "login", "tool_policy_saved"],
+            "victor signed in between"
+        );
+        t.cleanup().await;
+    }
+}

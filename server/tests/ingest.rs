@@ -893,3 +893,59 @@ async fn the_run_list_filters_and_pages() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn tool_policies_classify_calls_that_declare_no_side_effect() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        app::storage::policies::upsert(
+            &t.db,
+            &app::ingest::policy::ToolPolicy {
+                pattern: "charge_*".into(),
+                side_effect: app::canonical::SideEffect::Irreversible,
+            },
+        )
+        .await
+        .unwrap();
+        h.service.refresh_policies().await;
+        let spans = vec![
+            span(30, 1, None, "agent.run", vec![s("run.id", "run-policy")]),
+            span(
+                30,
+                2,
+                Some(1),
+                "tool charge_card",
+                vec![
+                    s("tool.name", "charge_card"),
+                    s("tool.idempotency_key", "k"),
+                ],
+            ),
+            span(
+                30,
+                3,
+                Some(1),
+                "tool charge_card",
+                vec![
+                    s("tool.name", "charge_card"),
+                    s("tool.idempotency_key", "k"),
+                ],
+            ),
+            span(
+                30,
+                4,
+                Some(1),
+                "tool mystery",
+                vec![s("tool.name", "mystery")],
+            ),
+        ];
+        h.post_proto(&request(spans)).await;
+        let run = h.run("run-policy").await;
+        assert_eq!(run["tool_call_list"][0]["side_effect"], "irreversible");
+        assert_eq!(run["tool_call_list"][2]["side_effect"], "unknown");
+        assert_eq!(
+            run["duplicate_side_effects"], 1,
+            "a charge made twice is a duplicate"
+        );
+        t.cleanup().await;
+    }
+}

@@ -317,3 +317,90 @@ pub async fn load_audit_page(
     let action = action.filter(|a| !a.is_empty());
     Ok(audit::list(&db, before, action.as_deref(), 50).await?)
 }
+
+/// The tool policies, exact names first would be confusing here: listed by pattern.
+#[server(prefix = "/fn", endpoint = "load_policies")]
+pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> {
+    use super::ssr;
+    use crate::storage::policies;
+    ssr::require(crate::access::Role::Admin)?;
+    let list = policies::list(&ssr::db()?).await?;
+    Ok(list
+        .into_iter()
+        .map(|p| crate::models::PolicyRow {
+            pattern: p.pattern,
+            side_effect: p.side_effect.to_string(),
+        })
+        .collect())
+}
+
+/// Creates or replaces the policy for a tool name pattern. Ingest picks it up within
+/// seconds, for spans that do not declare their own side-effect class.
+#[server(prefix = "/fn", endpoint = "save_policy")]
+pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::canonical::SideEffect;
+    use crate::ingest::policy::ToolPolicy;
+    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::policies;
+
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    let pattern = pattern.trim().to_string();
+    if pattern.is_empty() || pattern.len() > 200 {
+        return ssr::fail(AppError::Invalid(
+            "a pattern needs 1 to 200 characters, e.g. send_* or delete_repository".into(),
+        ));
+    }
+    let Some(side_effect) = SideEffect::parse(&side_effect).filter(|s| *s != SideEffect::Unknown)
+    else {
+        return ssr::fail(AppError::Invalid(format!(
+            "unknown side effect `{side_effect}` (expected none, read, write or irreversible)"
+        )));
+    };
+    policies::upsert(
+        &db,
+        &ToolPolicy {
+            pattern: pattern.clone(),
+            side_effect,
+        },
+    )
+    .await?;
+    audit::record(
+        &db,
+        NewEntry {
+            actor: Some(&admin.username),
+            action: action::POLICY_SAVED,
+            target: Some(&pattern),
+            detail: Some(&format!("side effect {side_effect}")),
+            source: ssr::source().as_deref(),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+#[server(prefix = "/fn", endpoint = "delete_policy")]
+pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::policies;
+
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    if !policies::delete(&db, &pattern).await? {
+        return ssr::fail(AppError::NotFound(format!("tool policy `{pattern}`")));
+    }
+    audit::record(
+        &db,
+        NewEntry {
+            actor: Some(&admin.username),
+            action: action::POLICY_DELETED,
+            target: Some(&pattern),
+            source: ssr::source().as_deref(),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(())
+}

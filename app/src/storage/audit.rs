@@ -14,6 +14,8 @@ pub mod action {
     pub const USER_ROLES_CHANGED: &str = "user_roles_changed";
     pub const TOKEN_CREATED: &str = "token_created";
     pub const TOKEN_REVOKED: &str = "token_revoked";
+    pub const POLICY_SAVED: &str = "tool_policy_saved";
+    pub const POLICY_DELETED: &str = "tool_policy_deleted";
 }
 
 /// One entry to append.

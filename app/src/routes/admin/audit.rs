@@ -17,6 +17,8 @@ const ACTIONS: &[&str] = &[
     "user_roles_changed",
     "token_created",
     "token_revoked",
+    "tool_policy_saved",
+    "tool_policy_deleted",
 ];
 
 #[component]

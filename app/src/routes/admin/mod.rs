@@ -1,6 +1,7 @@
 //! The admin area: users and roles, agent API tokens, and the audit log.
 
 pub mod audit;
+pub mod policies;
 pub mod tokens;
 pub mod users;
 
@@ -29,6 +30,10 @@ pub fn AdminHome() -> impl IntoView {
                 <p>"Bearer tokens for agents: sending traces, asking for approvals, filing escalations, reading runs."</p>
             </li>
             <li class="card">
+                <h2><a href="/admin/policies">"Tool policies"</a></h2>
+                <p>"Which tools read, write or do something irreversible, for agents whose spans do not say."</p>
+            </li>
+            <li class="card">
                 <h2><a href="/admin/audit">"Audit log"</a></h2>
                 <p>"Who signed in, failed to, and changed users or tokens: when and from where."</p>
             </li>
@@ -43,6 +48,7 @@ pub fn AdminTabs() -> impl IntoView {
         <nav class="tabs" aria-label="Admin">
             <A href="/admin/users">"Users"</A>
             <A href="/admin/tokens">"API tokens"</A>
+            <A href="/admin/policies">"Tool policies"</A>
             <A href="/admin/audit">"Audit log"</A>
         </nav>
     }
