@@ -1,0 +1,170 @@
+//! OTLP/gRPC: `TraceService/Export` over a tonic channel, gzip when asked, the bearer
+//! token as `authorization` metadata. UNAVAILABLE and RESOURCE_EXHAUSTED are retryable;
+//! the server's `google.rpc.RetryInfo` detail, when present, says how long to wait.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+use tonic::codec::CompressionEncoding;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::transport::{Channel, Endpoint};
+use tonic::Code;
+
+use super::transport::{Attempt, Transport};
+use super::Target;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(crate) struct Grpc {
+    client: TraceServiceClient<Channel>,
+    authorization: Option<MetadataValue<Ascii>>,
+}
+
+impl Grpc {
+    /// Connects up front so that a wrong endpoint is one clear error, not a failure per
+    /// request.
+    pub(crate) async fn connect(target: &Target) -> anyhow::Result<Self> {
+        let channel = Endpoint::from_shared(target.endpoint.clone())
+            .with_context(|| format!("invalid gRPC endpoint {}", target.endpoint))?
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .connect()
+            .await
+            .with_context(|| format!("connecting to {}", target.endpoint))?;
+        let mut client = TraceServiceClient::new(channel);
+        if target.gzip {
+            client = client
+                .send_compressed(CompressionEncoding::Gzip)
+                .accept_compressed(CompressionEncoding::Gzip);
+        }
+        let authorization = target
+            .token
+            .as_ref()
+            .map(|t| format!("Bearer {t}").parse())
+            .transpose()
+            .context("the token is not valid in gRPC metadata")?;
+        Ok(Self {
+            client,
+            authorization,
+        })
+    }
+}
+
+impl Transport for Grpc {
+    type Payload = ExportTraceServiceRequest;
+
+    fn encode(&self, request: ExportTraceServiceRequest) -> anyhow::Result<Self::Payload> {
+        // tonic encodes while sending; there is nothing to prepare.
+        Ok(request)
+    }
+
+    async fn send(&self, payload: &ExportTraceServiceRequest) -> Attempt {
+        // tonic takes the message by value; keeping the original is what lets a refused
+        // request be sent again.
+        let mut request = tonic::Request::new(payload.clone());
+        if let Some(authorization) = &self.authorization {
+            request
+                .metadata_mut()
+                .insert("authorization", authorization.clone());
+        }
+        // Clients share the channel; cloning one is how tonic allows concurrent calls.
+        match self.client.clone().export(request).await {
+            Ok(response) => Attempt::Accepted {
+                rejected: response
+                    .into_inner()
+                    .partial_success
+                    .map_or(0, |p| u64::try_from(p.rejected_spans).unwrap_or(0)),
+            },
+            Err(status) => match status.code() {
+                Code::Unavailable | Code::ResourceExhausted => Attempt::Retryable {
+                    retry_after: retry_delay(status.details()),
+                },
+                code => Attempt::Failed(format!("gRPC {code:?}: {}", status.message())),
+            },
+        }
+    }
+}
+
+/// The subset of `google.rpc.Status` needed to find a `RetryInfo` among its details.
+/// Declared here because the well-known types are not among this crate's dependencies.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct RpcStatus {
+    #[prost(message, repeated, tag = "3")]
+    pub details: Vec<ProtoAny>,
+}
+
+/// `google.protobuf.Any`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct ProtoAny {
+    #[prost(string, tag = "1")]
+    pub type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    pub value: Vec<u8>,
+}
+
+/// `google.rpc.RetryInfo`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    pub retry_delay: Option<ProtoDuration>,
+}
+
+/// `google.protobuf.Duration`.
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    pub seconds: i64,
+    #[prost(int32, tag = "2")]
+    pub nanos: i32,
+}
+
+pub(crate) const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
+
+/// The delay in the status details' `RetryInfo`, if the server sent one.
+fn retry_delay(details: &[u8]) -> Option<Duration> {
+    let status = RpcStatus::decode(details).ok()?;
+    let any = status
+        .details
+        .iter()
+        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
+    let delay = RetryInfo::decode(any.value.as_slice()).ok()?.retry_delay?;
+    Some(Duration::new(
+        u64::try_from(delay.seconds).ok()?,
+        u32::try_from(delay.nanos).ok()?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_info_is_found_among_status_details() {
+        let details = RpcStatus {
+            details: vec![
+                ProtoAny {
+                    type_url: "type.googleapis.com/google.rpc.DebugInfo".into(),
+                    value: vec![1, 2, 3],
+                },
+                ProtoAny {
+                    type_url: RETRY_INFO_TYPE.into(),
+                    value: RetryInfo {
+                        retry_delay: Some(ProtoDuration {
+                            seconds: 2,
+                            nanos: 500_000_000,
+                        }),
+                    }
+                    .encode_to_vec(),
+                },
+            ],
+        }
+        .encode_to_vec();
+        assert_eq!(retry_delay(&details), Some(Duration::from_millis(2_500)));
+        assert_eq!(retry_delay(&[]), None);
+        assert_eq!(retry_delay(&[0xff, 0xff]), None);
+    }
+}
