@@ -34,6 +34,15 @@ pub enum Command {
     Migrate,
     /// Print the settings in force (secrets redacted) and exit
     Config,
+    /// Fill the database with realistic demo runs (through the normal ingest path)
+    Demo {
+        /// How many runs to generate
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+        /// Seed of the generator; the same seed gives the same runs
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Manage user accounts
     #[command(subcommand)]
     User(UserCommand),

@@ -33,6 +33,10 @@ fn main() -> ExitCode {
                 eprintln!("migrations applied ({})", db.backend_name());
                 Ok(())
             }
+            Command::Demo { runs, seed } => {
+                let db = commands::open_database(&config).await?;
+                commands::demo::run(&db, &config.ingest_settings()?, runs, seed).await
+            }
             Command::User(cmd) => {
                 let db = commands::open_database(&config).await?;
                 match cmd {

@@ -387,3 +387,39 @@ fn an_acknowledged_export_survives_kill_9() {
     });
     assert_eq!(stored, 200, "every acknowledged span is on disk");
 }
+
+#[test]
+fn demo_fills_a_fresh_database_through_the_ingest_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = flightdeck(dir.path())
+        .args(["demo", "--runs", "25"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("in 25 runs"), "{stderr}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (runs, spans) = runtime.block_on(async {
+        let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
+        let db = app::storage::Db::connect(&url).await.unwrap();
+        let page = app::storage::runs::list(
+            &db,
+            &app::storage::runs::RunQuery {
+                limit: 100,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        (page.runs, app::storage::spans::count(&db).await.unwrap())
+    });
+    assert_eq!(runs.len(), 25);
+    assert!(spans > 25 * 3, "{spans} spans");
+    assert!(
+        runs.iter().any(|r| r.duplicate_side_effects > 0),
+        "the demo shows duplicate side effects"
+    );
+    assert!(runs
+        .iter()
+        .any(|r| r.terminal_reason != app::canonical::TerminalReason::Completed));
+}

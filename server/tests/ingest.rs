@@ -949,3 +949,47 @@ async fn tool_policies_classify_calls_that_declare_no_side_effect() {
         t.cleanup().await;
     }
 }
+
+/// The load generator's answer key: realistic runs in all three attribute conventions,
+/// delivered shuffled (children first, roots last, runs split across requests), must come
+/// out exactly as the generator says a correct ingest concludes.
+#[tokio::test]
+async fn synthetic_runs_in_every_convention_match_their_answer_key() {
+    use loadgen::synth::{requests_for_shuffled, Synth, SynthOptions};
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut synth = Synth::new(SynthOptions {
+            seed: 42,
+            ..SynthOptions::default()
+        });
+        let runs: Vec<_> = (0..120).map(|_| synth.next_run()).collect();
+        for req in requests_for_shuffled(&runs, 97, 42) {
+            let (status, response) = h.post_proto(&req).await;
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(response.partial_success, None);
+        }
+        let mut conventions = std::collections::HashSet::new();
+        for r in &runs {
+            let e = &r.expected;
+            conventions.insert(format!("{:?}", e.convention));
+            let got = h.run(&r.run_id).await;
+            let what = format!("{} ({:?})", r.run_id, e.convention);
+            assert_eq!(got["terminal_reason"], e.terminal_reason, "{what}");
+            assert_eq!(got["steps"], e.steps, "{what}");
+            assert_eq!(got["tool_calls"], e.tool_calls, "{what}");
+            assert_eq!(
+                got["duplicate_side_effects"], e.duplicate_side_effects,
+                "{what}"
+            );
+            assert_eq!(got["deduped_calls"], e.deduped_calls, "{what}");
+            assert_eq!(
+                got["completed_without_read"], e.completed_without_read,
+                "{what}"
+            );
+        }
+        assert_eq!(conventions.len(), 3, "all three conventions were exercised");
+        let total: usize = runs.iter().map(|r| r.span_count).sum();
+        assert_eq!(h.stored_spans().await as usize, total);
+        t.cleanup().await;
+    }
+}

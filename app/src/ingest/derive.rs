@@ -150,9 +150,11 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
         .iter()
         .filter(|c| c.outcome == Outcome::Deduped)
         .count() as i64;
-    let read_any = tool_call_list
+    // "Never read anything" is only known when every call's class is known: a run whose
+    // tools are unclassified is not flagged on a guess.
+    let known_no_read = tool_call_list
         .iter()
-        .any(|c| c.side_effect == SideEffect::Read);
+        .all(|c| c.side_effect != SideEffect::Read && c.side_effect != SideEffect::Unknown);
 
     RunDetail {
         run: RunSummary {
@@ -172,7 +174,7 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
             trace_ids,
             duplicate_side_effects: duplicates.iter().map(|d| d.count - 1).sum(),
             deduped_calls,
-            completed_without_read: terminal_reason == TerminalReason::Completed && !read_any,
+            completed_without_read: terminal_reason == TerminalReason::Completed && known_no_read,
             approval_violations: 0,
             escalation_reason,
         },
@@ -434,6 +436,18 @@ mod tests {
         assert!(
             !derive_run("r", &failed).run.completed_without_read,
             "only completed runs are flagged"
+        );
+        let mut unclassified = spans.clone();
+        unclassified.push(tool("t1", "c2", 6, "mystery", "unknown", "ok", None, None));
+        assert!(
+            !derive_run("r", &unclassified).run.completed_without_read,
+            "no flag on a guess"
+        );
+        assert!(
+            derive_run("r", &[root("t1", 100)])
+                .run
+                .completed_without_read,
+            "no tool call at all"
         );
     }
 
