@@ -6,6 +6,7 @@
 //!   cargo xtask run [--release] [-- FLIGHTDECK ARGS]   build everything, then serve
 //!   cargo xtask build [--release]                       build the bundle and the server
 //!   cargo xtask test                                    the whole test suite
+//!   cargo xtask bench [--seconds N]                     ingest throughput and server memory
 
 use anyhow::{bail, Context, Result};
 use std::env;
@@ -19,8 +20,9 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("build") => build(has_flag(&args, "--release")).map(|_| ()),
         Some("test") => test(),
+        Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test");
+            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | bench [--seconds N]");
             return ExitCode::from(2);
         }
     };
@@ -262,4 +264,118 @@ fn test() -> Result<()> {
     }
     eprintln!("\nall test suites passed in {:.0?}", started.elapsed());
     Ok(())
+}
+
+/// A free TCP port on loopback (the OS picks it; it is released at once for the server).
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn machine_description() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_gib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse::<f64>().ok())
+        .map(|kib| kib / 1024.0 / 1024.0)
+        .unwrap_or(0.0);
+    format!("{model}, {cores} cores, {mem_gib:.0} GiB RAM")
+}
+
+/// Ingest benchmark: the release server on a fresh database, the load generator on the
+/// same machine sending as fast as the server answers, for SQLite and (when available)
+/// PostgreSQL, over OTLP/HTTP protobuf and OTLP/gRPC. Prints the figures; asserts nothing.
+fn bench(args: &[String]) -> Result<()> {
+    let seconds: u64 = args
+        .iter()
+        .position(|a| a == "--seconds")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse())
+        .transpose()
+        .context("--seconds takes a whole number")?
+        .unwrap_or(30);
+    step("building the release server and load generator");
+    check(cargo().args(["build", "--release", "--package", "flightdeck", "--package", "loadgen", "--bins"]))?;
+    let release = target_dir().join("release");
+    let mut backends = vec![("sqlite", None)];
+    match postgres_url() {
+        Some(url) => backends.push(("postgres", Some(url))),
+        None => missing("PostgreSQL", "start it to benchmark the PostgreSQL backend too")?,
+    }
+    eprintln!("\nmachine: {}", machine_description());
+    for (backend, admin_url) in backends {
+        for protocol in ["http", "grpc"] {
+            let data = tempdir()?;
+            let database = match &admin_url {
+                Some(url) => {
+                    let name = format!("fdbench_{}_{}", std::process::id(), protocol);
+                    check(Command::new("psql").args([url.as_str(), "-XAtqc", &format!("CREATE DATABASE {name}")]))?;
+                    Some((url.clone(), name))
+                }
+                None => None,
+            };
+            let (ui, http, grpc) = (free_port()?, free_port()?, free_port()?);
+            let mut server = Command::new(release.join("flightdeck"));
+            server
+                .args(["serve", "--ingest-auth", "none"])
+                .args(["--listen", &format!("127.0.0.1:{ui}")])
+                .args(["--otlp-http-listen", &format!("127.0.0.1:{http}")])
+                .args(["--otlp-grpc-listen", &format!("127.0.0.1:{grpc}")])
+                .env("FLIGHTDECK_DATA_DIR", &data)
+                .env("RUST_LOG", "warn")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            if let Some((url, name)) = &database {
+                server.env("DATABASE_URL", with_database(url, name));
+            }
+            let mut server = server.spawn().context("cannot start the release server")?;
+            let ready = (0..300).any(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
+            });
+            if !ready {
+                let _ = server.kill();
+                bail!("the server did not start listening");
+            }
+            step(&format!("{backend}, OTLP/{protocol} protobuf, {seconds} s as fast as the server answers"));
+            let endpoint = format!("http://127.0.0.1:{}", if protocol == "grpc" { grpc } else { http });
+            let result = check(
+                Command::new(release.join("flightdeck-loadgen"))
+                    .args(["--endpoint", &endpoint, "--protocol", protocol])
+                    .args(["--duration", &seconds.to_string(), "--concurrency", "8", "--spans-per-request", "512"])
+                    .args(["--rss-pid", &server.id().to_string()]),
+            );
+            let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+            let _ = server.wait();
+            if let Some((url, name)) = database {
+                let _ = Command::new("psql").args([url.as_str(), "-XAtqc", &format!("DROP DATABASE {name} WITH (FORCE)")]).status();
+            }
+            let _ = std::fs::remove_dir_all(&data);
+            result?;
+        }
+    }
+    Ok(())
+}
+
+fn tempdir() -> Result<PathBuf> {
+    let dir = env::temp_dir().join(format!("flightdeck-bench-{}-{}", std::process::id(), free_port()?));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The same server as `url`, another database.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((url, None));
+    let (scheme, rest) = base.split_once("://").unwrap_or(("postgres", base));
+    let authority = rest.split('/').next().unwrap_or("");
+    match query {
+        Some(q) => format!("{scheme}://{authority}/{name}?{q}"),
+        None => format!("{scheme}://{authority}/{name}"),
+    }
 }
