@@ -55,9 +55,7 @@ impl FromStr for Role {
         Role::ALL
             .into_iter()
             .find(|r| r.as_str() == s.trim())
-            .ok_or_else(|| {
-                format!("unknown role `{s}` (expected one of viewer, approver, operator, admin)")
-            })
+            .ok_or_else(|| format!("unknown role `{s}` (expected one of viewer, approver, operator, admin)"))
     }
 }
 
@@ -80,11 +78,7 @@ pub fn format_roles(roles: &[Role]) -> String {
     let mut roles = roles.to_vec();
     roles.sort();
     roles.dedup();
-    roles
-        .iter()
-        .map(|r| r.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
+    roles.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(",")
 }
 
 /// Whether someone holding `held` may do what needs `needed`.
@@ -127,12 +121,7 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [
-        Scope::Ingest,
-        Scope::Approvals,
-        Scope::Escalations,
-        Scope::Read,
-    ];
+    pub const ALL: [Scope; 4] = [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -156,11 +145,7 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|r| r.as_str() == s.trim())
-            .ok_or_else(|| {
-                format!(
-                    "unknown scope `{s}` (expected one of ingest, approvals, escalations, read)"
-                )
-            })
+            .ok_or_else(|| format!("unknown scope `{s}` (expected one of ingest, approvals, escalations, read)"))
     }
 }
 
@@ -182,11 +167,7 @@ pub fn format_scopes(scopes: &[Scope]) -> String {
     let mut scopes = scopes.to_vec();
     scopes.sort();
     scopes.dedup();
-    scopes
-        .iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
+    scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
 #[cfg(test)]
@@ -215,13 +196,8 @@ mod tests {
         let roles = parse_roles(" admin, viewer,admin ,,approver").unwrap();
         assert_eq!(roles, vec![Role::Viewer, Role::Approver, Role::Admin]);
         assert_eq!(format_roles(&roles), "viewer,approver,admin");
-        assert_eq!(
-            format_roles(&[Role::Admin, Role::Viewer, Role::Admin]),
-            "viewer,admin"
-        );
-        assert!(parse_roles("root")
-            .unwrap_err()
-            .contains("unknown role `root`"));
+        assert_eq!(format_roles(&[Role::Admin, Role::Viewer, Role::Admin]), "viewer,admin");
+        assert!(parse_roles("root").unwrap_err().contains("unknown role `root`"));
     }
 
     #[test]
@@ -238,12 +214,7 @@ mod tests {
 
     #[test]
     fn scopes_parse_and_reject_unknown_names() {
-        assert_eq!(
-            parse_scopes("read,ingest").unwrap(),
-            vec![Scope::Ingest, Scope::Read]
-        );
-        assert!(parse_scopes("write")
-            .unwrap_err()
-            .contains("unknown scope `write`"));
+        assert_eq!(parse_scopes("read,ingest").unwrap(), vec![Scope::Ingest, Scope::Read]);
+        assert!(parse_scopes("write").unwrap_err().contains("unknown scope `write`"));
     }
 }

@@ -176,18 +176,12 @@ mod tests {
 
     #[test]
     fn vocabularies_parse_loosely_and_print_canonically() {
-        assert_eq!(
-            TerminalReason::parse(" Step_Limit "),
-            Some(TerminalReason::StepLimit)
-        );
+        assert_eq!(TerminalReason::parse(" Step_Limit "), Some(TerminalReason::StepLimit));
         assert_eq!(TerminalReason::parse("finished"), None);
         assert_eq!(SideEffect::Irreversible.to_string(), "irreversible");
         assert!(SideEffect::Write.changes_the_world());
         assert!(!SideEffect::Read.changes_the_world());
         assert!(!TerminalReason::StepLimit.is_finished_successfully());
-        assert_eq!(
-            serde_json::to_string(&Outcome::Deduped).unwrap(),
-            "\"deduped\""
-        );
+        assert_eq!(serde_json::to_string(&Outcome::Deduped).unwrap(), "\"deduped\"");
     }
 }

@@ -20,51 +20,20 @@ async fn users_are_created_listed_and_unique() {
     for t in TestDb::each_backend().await {
         let db = &t.db;
         assert_eq!(users::count(db).await.unwrap(), 0);
-        let id = users::create(db, "alice", "$argon2id$fake", &[Role::Admin, Role::Viewer])
-            .await
-            .unwrap();
-        let alice = users::by_username(db, "alice")
-            .await
-            .unwrap()
-            .expect("alice exists");
+        let id = users::create(db, "alice", "$argon2id$fake", &[Role::Admin, Role::Viewer]).await.unwrap();
+        let alice = users::by_username(db, "alice").await.unwrap().expect("alice exists");
         assert_eq!(alice.id, id);
-        assert_eq!(
-            alice.roles(),
-            vec![Role::Viewer, Role::Admin],
-            "{}",
-            t.backend()
-        );
+        assert_eq!(alice.roles(), vec![Role::Viewer, Role::Admin], "{}", t.backend());
         assert_eq!(alice.session_epoch, 0);
 
-        let dup = users::create(db, "alice", "$argon2id$other", &[Role::Viewer])
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(dup, StoreError::Conflict(ref m) if m.contains("already exists")),
-            "{dup:?}"
-        );
-        let bad = users::create(db, "bad name", "x", &[Role::Viewer])
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(bad, StoreError::Conflict(ref m) if m.contains("invalid username")),
-            "{bad:?}"
-        );
-        assert_eq!(
-            users::count(db).await.unwrap(),
-            1,
-            "a refused user changes nothing"
-        );
+        let dup = users::create(db, "alice", "$argon2id$other", &[Role::Viewer]).await.unwrap_err();
+        assert!(matches!(dup, StoreError::Conflict(ref m) if m.contains("already exists")), "{dup:?}");
+        let bad = users::create(db, "bad name", "x", &[Role::Viewer]).await.unwrap_err();
+        assert!(matches!(bad, StoreError::Conflict(ref m) if m.contains("invalid username")), "{bad:?}");
+        assert_eq!(users::count(db).await.unwrap(), 1, "a refused user changes nothing");
 
-        users::create(db, "bob", "$argon2id$b", &[Role::Approver])
-            .await
-            .unwrap();
-        let names: Vec<_> = users::list(db)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|u| u.username)
-            .collect();
+        users::create(db, "bob", "$argon2id$b", &[Role::Approver]).await.unwrap();
+        let names: Vec<_> = users::list(db).await.unwrap().into_iter().map(|u| u.username).collect();
         assert_eq!(names, vec!["alice", "bob"]);
         assert_eq!(users::count_admins(db).await.unwrap(), 1);
         t.cleanup().await;
@@ -75,30 +44,14 @@ async fn users_are_created_listed_and_unique() {
 async fn password_reset_bumps_the_session_epoch_and_roles_change() {
     for t in TestDb::each_backend().await {
         let db = &t.db;
-        users::create(db, "carol", "old", &[Role::Viewer])
-            .await
-            .unwrap();
+        users::create(db, "carol", "old", &[Role::Viewer]).await.unwrap();
         users::set_password(db, "carol", "new").await.unwrap();
         let carol = users::by_username(db, "carol").await.unwrap().unwrap();
-        assert_eq!(
-            (carol.password_hash.as_str(), carol.session_epoch),
-            ("new", 1)
-        );
-        users::set_roles(db, "carol", &[Role::Operator])
-            .await
-            .unwrap();
-        assert_eq!(
-            users::by_id(db, carol.id).await.unwrap().unwrap().roles(),
-            vec![Role::Operator]
-        );
-        assert!(matches!(
-            users::set_password(db, "nobody", "x").await,
-            Err(StoreError::NotFound(_))
-        ));
-        assert!(matches!(
-            users::set_roles(db, "nobody", &[Role::Viewer]).await,
-            Err(StoreError::NotFound(_))
-        ));
+        assert_eq!((carol.password_hash.as_str(), carol.session_epoch), ("new", 1));
+        users::set_roles(db, "carol", &[Role::Operator]).await.unwrap();
+        assert_eq!(users::by_id(db, carol.id).await.unwrap().unwrap().roles(), vec![Role::Operator]);
+        assert!(matches!(users::set_password(db, "nobody", "x").await, Err(StoreError::NotFound(_))));
+        assert!(matches!(users::set_roles(db, "nobody", &[Role::Viewer]).await, Err(StoreError::NotFound(_))));
         t.cleanup().await;
     }
 }
@@ -119,54 +72,27 @@ async fn tokens_are_found_by_hash_until_revoked() {
         )
         .await
         .unwrap();
-        let found = tokens::active_by_hash(db, "hash-1")
-            .await
-            .unwrap()
-            .expect("active token");
+        let found = tokens::active_by_hash(db, "hash-1").await.unwrap().expect("active token");
         assert_eq!(found.id, id);
         assert_eq!(found.scopes, vec![Scope::Ingest, Scope::Read]);
         assert_eq!(found.last_used_at, None);
-        assert!(tokens::active_by_hash(db, "hash-2")
-            .await
-            .unwrap()
-            .is_none());
+        assert!(tokens::active_by_hash(db, "hash-2").await.unwrap().is_none());
 
         let at = now_ms();
         tokens::touch(db, id, at).await.unwrap();
         let listed = tokens::list(db).await.unwrap();
-        assert_eq!(
-            listed[0].last_used_at.map(|t| t.timestamp_millis()),
-            Some(at)
-        );
+        assert_eq!(listed[0].last_used_at.map(|t| t.timestamp_millis()), Some(at));
 
         let revoked = tokens::revoke(db, id).await.unwrap();
         assert!(revoked.revoked_at.is_some());
-        assert!(
-            tokens::active_by_hash(db, "hash-1")
-                .await
-                .unwrap()
-                .is_none(),
-            "revoked tokens do not authenticate"
-        );
+        assert!(tokens::active_by_hash(db, "hash-1").await.unwrap().is_none(), "revoked tokens do not authenticate");
         let again = tokens::revoke(db, id).await.unwrap_err();
-        assert!(
-            matches!(again, StoreError::Conflict(ref m) if m.contains("already revoked")),
-            "{again:?}"
-        );
-        assert!(matches!(
-            tokens::revoke(db, 9999).await,
-            Err(StoreError::NotFound(_))
-        ));
+        assert!(matches!(again, StoreError::Conflict(ref m) if m.contains("already revoked")), "{again:?}");
+        assert!(matches!(tokens::revoke(db, 9999).await, Err(StoreError::NotFound(_))));
 
         let no_scope = tokens::create(
             db,
-            tokens::NewToken {
-                name: "x",
-                prefix: "p",
-                secret_sha256: "hash-3",
-                scopes: &[],
-                created_by: None,
-            },
+            tokens::NewToken { name: "x", prefix: "p", secret_sha256: "hash-3", scopes: &[], created_by: None },
         )
         .await;
         assert!(matches!(no_scope, Err(StoreError::Conflict(_))));
@@ -192,16 +118,9 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
             .await
             .unwrap();
         }
-        audit::record(
-            db,
-            NewEntry {
-                actor: Some("alice"),
-                action: action::LOGIN,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        audit::record(db, NewEntry { actor: Some("alice"), action: action::LOGIN, ..Default::default() })
+            .await
+            .unwrap();
 
         let first = audit::list(db, None, None, 5).await.unwrap();
         assert_eq!(first.entries.len(), 5);
@@ -213,25 +132,10 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
         assert_eq!(only_logins.entries.len(), 1);
 
         let since = now_ms() - 60_000;
-        assert_eq!(
-            audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", since)
-                .await
-                .unwrap(),
-            4
-        );
-        assert_eq!(
-            audit::count_from_source_since(db, action::LOGIN_FAILED, "10.0.0.9", since)
-                .await
-                .unwrap(),
-            7
-        );
+        assert_eq!(audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", since).await.unwrap(), 4);
+        assert_eq!(audit::count_from_source_since(db, action::LOGIN_FAILED, "10.0.0.9", since).await.unwrap(), 7);
         let future = now_ms() + 60_000;
-        assert_eq!(
-            audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", future)
-                .await
-                .unwrap(),
-            0
-        );
+        assert_eq!(audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", future).await.unwrap(), 0);
         t.cleanup().await;
     }
 }
@@ -247,20 +151,13 @@ mod ingest_storage {
     fn kv(key: &str, v: &str) -> KeyValue {
         KeyValue {
             key: key.into(),
-            value: Some(AnyValue {
-                value: Some(any_value::Value::StringValue(v.into())),
-            }),
+            value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.into())) }),
             ..Default::default()
         }
     }
 
     /// A root and one tool call carrying arguments (a body); `failed` marks the root as an error.
-    fn run_spans(
-        trace: u8,
-        run_id: &str,
-        failed: bool,
-        start_ns: u64,
-    ) -> Vec<app::ingest::normalize::NormalizedSpan> {
+    fn run_spans(trace: u8, run_id: &str, failed: bool, start_ns: u64) -> Vec<app::ingest::normalize::NormalizedSpan> {
         let root = Span {
             trace_id: vec![trace; 16],
             span_id: vec![1; 8],
@@ -268,10 +165,7 @@ mod ingest_storage {
             start_time_unix_nano: start_ns,
             end_time_unix_nano: start_ns + 1_000,
             attributes: vec![kv("run.id", run_id)],
-            status: failed.then(|| Status {
-                code: 2,
-                message: "boom".into(),
-            }),
+            status: failed.then(|| Status { code: 2, message: "boom".into() }),
             ..Default::default()
         };
         let call = Span {
@@ -281,18 +175,12 @@ mod ingest_storage {
             name: "tool send".into(),
             start_time_unix_nano: start_ns + 10,
             end_time_unix_nano: start_ns + 20,
-            attributes: vec![
-                kv("tool.name", "send"),
-                kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}"),
-            ],
+            attributes: vec![kv("tool.name", "send"), kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}")],
             ..Default::default()
         };
         let request = ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans {
-                    spans: vec![root, call],
-                    ..Default::default()
-                }],
+                scope_spans: vec![ScopeSpans { spans: vec![root, call], ..Default::default() }],
                 ..Default::default()
             }],
         };
@@ -308,22 +196,14 @@ mod ingest_storage {
             let failed = run_spans(2, "run-failed", true, now_ns);
             let old = run_spans(3, "run-old", true, now_ns - 40 * 86_400 * 1_000_000_000);
             for batch in [&ok, &failed, &old] {
-                spans::write(db, batch, BodyPolicy::FailedRuns)
-                    .await
-                    .unwrap();
+                spans::write(db, batch, BodyPolicy::FailedRuns).await.unwrap();
             }
-            assert!(
-                runs::bodies(db, "run-ok").await.unwrap().is_empty(),
-                "completed runs keep no bodies"
-            );
+            assert!(runs::bodies(db, "run-ok").await.unwrap().is_empty(), "completed runs keep no bodies");
             let kept = runs::bodies(db, "run-failed").await.unwrap();
             assert_eq!(kept.len(), 1);
             assert_eq!(kept[0].1["gen_ai.tool.call.arguments"], "{\"to\":\"x\"}");
             let detail = runs::get(db, "run-ok").await.unwrap().unwrap();
-            assert!(
-                detail.tool_call_list[0].args_sha256.is_some(),
-                "the hash stays without the body"
-            );
+            assert!(detail.tool_call_list[0].args_sha256.is_some(), "the hash stays without the body");
 
             let none = run_spans(4, "run-none", true, now_ns);
             spans::write(db, &none, BodyPolicy::None).await.unwrap();
@@ -333,11 +213,7 @@ mod ingest_storage {
             assert_eq!(deleted_runs, 1);
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
-            assert_eq!(
-                spans::count(db).await.unwrap(),
-                6,
-                "the old run's spans went with it"
-            );
+            assert_eq!(spans::count(db).await.unwrap(), 6, "the old run's spans went with it");
             t.cleanup().await;
         }
     }

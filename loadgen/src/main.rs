@@ -81,10 +81,7 @@ impl Cli {
         let duration = self
             .duration
             .map(|secs| {
-                ensure!(
-                    secs.is_finite() && secs > 0.0,
-                    "--duration must be a positive number of seconds"
-                );
+                ensure!(secs.is_finite() && secs > 0.0, "--duration must be a positive number of seconds");
                 Ok(Duration::from_secs_f64(secs))
             })
             .transpose()?;
@@ -93,14 +90,10 @@ impl Cli {
             (runs, _) => runs,
         };
         // Timestamps near now, so the runs show up as recent in the console.
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .context("the system clock is before 1970")?;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).context("the system clock is before 1970")?;
         Ok(LoadOptions {
             target: Target {
-                endpoint: self
-                    .endpoint
-                    .unwrap_or_else(|| default_endpoint.to_string()),
+                endpoint: self.endpoint.unwrap_or_else(|| default_endpoint.to_string()),
                 protocol,
                 token: self.token,
                 gzip: self.gzip,
@@ -133,9 +126,5 @@ async fn main() -> anyhow::Result<ExitCode> {
     );
     let report = run_load(options).await?;
     println!("{report}");
-    Ok(if report.failures > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if report.failures > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

@@ -87,10 +87,7 @@ fn parse_status(status: &str) -> Option<Sample> {
             .find_map(|line| line.strip_prefix(name))
             .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
     };
-    Some(Sample {
-        rss_kib: field("VmRSS:")?,
-        hwm_kib: field("VmHWM:")?,
-    })
+    Some(Sample { rss_kib: field("VmRSS:")?, hwm_kib: field("VmHWM:")? })
 }
 
 #[cfg(test)]
@@ -100,13 +97,7 @@ mod tests {
     #[test]
     fn parses_the_two_lines_it_needs() {
         let status = "Name:\tflightdeck\nVmPeak:\t  900000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   80000 kB\nThreads:\t9\n";
-        assert_eq!(
-            parse_status(status),
-            Some(Sample {
-                rss_kib: 80_000,
-                hwm_kib: 81_234
-            })
-        );
+        assert_eq!(parse_status(status), Some(Sample { rss_kib: 80_000, hwm_kib: 81_234 }));
         assert_eq!(parse_status("Name:\tkworker/0:1\n"), None);
     }
 
@@ -116,10 +107,7 @@ mod tests {
         tokio::time::sleep(SAMPLE_EVERY * 2).await;
         let peak = sampler.finish().await.unwrap();
         assert!(peak.samples >= 2, "{peak:?}");
-        assert!(
-            peak.peak_rss_kib > 0 && peak.hwm_kib >= peak.peak_rss_kib,
-            "{peak:?}"
-        );
+        assert!(peak.peak_rss_kib > 0 && peak.hwm_kib >= peak.peak_rss_kib, "{peak:?}");
     }
 
     #[test]

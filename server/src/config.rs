@@ -43,97 +43,47 @@ pub struct Overrides {
     pub secure_cookies: Option<bool>,
 
     /// Sign a browser session out after this many minutes without a request [default: 720]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_SESSION_IDLE_MINUTES",
-        global = true,
-        value_name = "MINUTES"
-    )]
+    #[arg(long, env = "FLIGHTDECK_SESSION_IDLE_MINUTES", global = true, value_name = "MINUTES")]
     pub session_idle_minutes: Option<u32>,
 
     /// Address of the OTLP/HTTP receiver (POST /v1/traces) [default: 127.0.0.1:4318]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_OTLP_HTTP_LISTEN",
-        global = true,
-        value_name = "ADDR"
-    )]
+    #[arg(long, env = "FLIGHTDECK_OTLP_HTTP_LISTEN", global = true, value_name = "ADDR")]
     pub otlp_http_listen: Option<SocketAddr>,
 
     /// Address of the OTLP/gRPC receiver [default: 127.0.0.1:4317]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_OTLP_GRPC_LISTEN",
-        global = true,
-        value_name = "ADDR"
-    )]
+    #[arg(long, env = "FLIGHTDECK_OTLP_GRPC_LISTEN", global = true, value_name = "ADDR")]
     pub otlp_grpc_listen: Option<SocketAddr>,
 
     /// `token`: OTLP exports need a token with the ingest scope; `none`: anyone who can
     /// reach the receivers may send (local development only) [default: token]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_INGEST_AUTH",
-        global = true,
-        value_name = "token|none"
-    )]
+    #[arg(long, env = "FLIGHTDECK_INGEST_AUTH", global = true, value_name = "token|none")]
     pub ingest_auth: Option<IngestAuth>,
 
     /// Largest OTLP request accepted, in bytes after decompression [default: 20971520]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_MAX_BODY_BYTES",
-        global = true,
-        value_name = "BYTES"
-    )]
+    #[arg(long, env = "FLIGHTDECK_MAX_BODY_BYTES", global = true, value_name = "BYTES")]
     pub max_body_bytes: Option<usize>,
 
     /// Memory for OTLP requests waiting to be stored, in bytes; beyond it exporters are
     /// told to retry later (503 with Retry-After) [default: 134217728]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_INGEST_QUEUE_BYTES",
-        global = true,
-        value_name = "BYTES"
-    )]
+    #[arg(long, env = "FLIGHTDECK_INGEST_QUEUE_BYTES", global = true, value_name = "BYTES")]
     pub ingest_queue_bytes: Option<usize>,
 
     /// Largest single attribute value accepted; a span with a larger one is rejected
     /// [default: 262144]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_MAX_ATTRIBUTE_BYTES",
-        global = true,
-        value_name = "BYTES"
-    )]
+    #[arg(long, env = "FLIGHTDECK_MAX_ATTRIBUTE_BYTES", global = true, value_name = "BYTES")]
     pub max_attribute_bytes: Option<usize>,
 
     /// Which bodies (prompts, tool arguments and results) to keep: none, failed_runs, all
     /// [default: failed_runs]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_BODY_POLICY",
-        global = true,
-        value_name = "POLICY"
-    )]
+    #[arg(long, env = "FLIGHTDECK_BODY_POLICY", global = true, value_name = "POLICY")]
     pub body_policy: Option<BodyPolicy>,
 
     /// Days to keep the bodies of runs that did not complete [default: 7]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_BODY_RETENTION_DAYS",
-        global = true,
-        value_name = "DAYS"
-    )]
+    #[arg(long, env = "FLIGHTDECK_BODY_RETENTION_DAYS", global = true, value_name = "DAYS")]
     pub body_retention_days: Option<u32>,
 
     /// Days to keep runs and their spans [default: 30]
-    #[arg(
-        long,
-        env = "FLIGHTDECK_RETENTION_DAYS",
-        global = true,
-        value_name = "DAYS"
-    )]
+    #[arg(long, env = "FLIGHTDECK_RETENTION_DAYS", global = true, value_name = "DAYS")]
     pub retention_days: Option<u32>,
 
     /// Extra secret patterns (regular expressions) to redact, beyond the built-in ones
@@ -191,8 +141,8 @@ impl Overrides {
 
     /// Reads a TOML file whose keys are the long flag names with `_` for `-`.
     pub fn from_toml_file(path: &Path) -> anyhow::Result<Overrides> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read config file {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
     }
 }
@@ -235,20 +185,14 @@ impl Config {
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("flightdeck.db").display()));
         Ok(Config {
-            listen: o
-                .listen
-                .unwrap_or_else(|| "127.0.0.1:3000".parse().unwrap()),
+            listen: o.listen.unwrap_or_else(|| "127.0.0.1:3000".parse().unwrap()),
             data_dir,
             database_url,
             site_root: o.site_root.unwrap_or_else(|| PathBuf::from("target/site")),
             secure_cookies: o.secure_cookies.unwrap_or(false),
             session_idle_minutes: o.session_idle_minutes.unwrap_or(720),
-            otlp_http_listen: o
-                .otlp_http_listen
-                .unwrap_or_else(|| "127.0.0.1:4318".parse().unwrap()),
-            otlp_grpc_listen: o
-                .otlp_grpc_listen
-                .unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
+            otlp_http_listen: o.otlp_http_listen.unwrap_or_else(|| "127.0.0.1:4318".parse().unwrap()),
+            otlp_grpc_listen: o.otlp_grpc_listen.unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
             ingest_auth: o.ingest_auth.unwrap_or(IngestAuth::Token),
             max_body_bytes: o.max_body_bytes.unwrap_or(20 * 1024 * 1024),
             ingest_queue_bytes: o.ingest_queue_bytes.unwrap_or(128 * 1024 * 1024),
@@ -267,9 +211,7 @@ impl Config {
         Ok(IngestSettings {
             mapping: self.mapping.clone(),
             redactor: Redactor::new(&self.redact_patterns).map_err(anyhow::Error::msg)?,
-            limits: Limits {
-                max_attribute_bytes: self.max_attribute_bytes,
-            },
+            limits: Limits { max_attribute_bytes: self.max_attribute_bytes },
             body_policy: self.body_policy,
         })
     }
@@ -298,11 +240,7 @@ impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "  listen               {}", self.listen)?;
         writeln!(f, "  data_dir             {}", self.data_dir.display())?;
-        writeln!(
-            f,
-            "  database_url         {}",
-            redact_url(&self.database_url)
-        )?;
+        writeln!(f, "  database_url         {}", redact_url(&self.database_url))?;
         writeln!(f, "  site_root            {}", self.site_root.display())?;
         writeln!(f, "  secure_cookies       {}", self.secure_cookies)?;
         writeln!(f, "  session_idle_minutes {}", self.session_idle_minutes)?;
@@ -319,11 +257,7 @@ impl fmt::Display for Config {
         writeln!(
             f,
             "  mapping              {}",
-            if self.mapping == MappingTable::default() {
-                "default"
-            } else {
-                "customized"
-            }
+            if self.mapping == MappingTable::default() { "default" } else { "customized" }
         )?;
         write!(f, "  tool_policies        {}", self.tool_policies.len())
     }
@@ -352,47 +286,23 @@ mod tests {
 
     #[test]
     fn flags_beat_file_and_file_beats_defaults() {
-        let f =
-            file("listen = \"0.0.0.0:8080\"\ndata_dir = \"/var/lib/fd\"\nsecure_cookies = true\n");
-        let flags = Overrides {
-            listen: Some("127.0.0.1:9999".parse().unwrap()),
-            ..Default::default()
-        };
+        let f = file("listen = \"0.0.0.0:8080\"\ndata_dir = \"/var/lib/fd\"\nsecure_cookies = true\n");
+        let flags = Overrides { listen: Some("127.0.0.1:9999".parse().unwrap()), ..Default::default() };
         let c = Config::resolve(flags, Some(f.path())).unwrap();
-        assert_eq!(
-            c.listen,
-            "127.0.0.1:9999".parse().unwrap(),
-            "flag wins over file"
-        );
-        assert_eq!(
-            c.data_dir,
-            PathBuf::from("/var/lib/fd"),
-            "file wins over default"
-        );
-        assert_eq!(
-            c.database_url, "sqlite:///var/lib/fd/flightdeck.db",
-            "derived from the data dir"
-        );
+        assert_eq!(c.listen, "127.0.0.1:9999".parse().unwrap(), "flag wins over file");
+        assert_eq!(c.data_dir, PathBuf::from("/var/lib/fd"), "file wins over default");
+        assert_eq!(c.database_url, "sqlite:///var/lib/fd/flightdeck.db", "derived from the data dir");
         assert!(c.secure_cookies);
     }
 
     #[test]
     fn unknown_or_mistyped_file_keys_are_clear_errors() {
         let f = file("lisen = \"0.0.0.0:8080\"\n");
-        let err = format!(
-            "{:#}",
-            Config::resolve(Overrides::default(), Some(f.path())).unwrap_err()
-        );
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
         assert!(err.contains("unknown field `lisen`"), "{err}");
         let f = file("listen = \"not an address\"\n");
-        let err = format!(
-            "{:#}",
-            Config::resolve(Overrides::default(), Some(f.path())).unwrap_err()
-        );
-        assert!(
-            err.contains("invalid config file") && err.contains("listen"),
-            "{err}"
-        );
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("invalid config file") && err.contains("listen"), "{err}");
     }
 
     #[test]
@@ -410,20 +320,13 @@ mod tests {
         assert!(c.ingest_settings().is_ok());
         let f = file("redact_patterns = [\"(\"]\n");
         let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
-        assert!(c
-            .ingest_settings()
-            .unwrap_err()
-            .to_string()
-            .contains("invalid redaction pattern"));
+        assert!(c.ingest_settings().unwrap_err().to_string().contains("invalid redaction pattern"));
     }
 
     #[test]
     fn postgres_url_passwords_never_reach_the_banner() {
         let c = Config::resolve(
-            Overrides {
-                database_url: Some("postgres://fd:s3cret@db:5432/fd".into()),
-                ..Default::default()
-            },
+            Overrides { database_url: Some("postgres://fd:s3cret@db:5432/fd".into()), ..Default::default() },
             None,
         )
         .unwrap();

@@ -14,15 +14,10 @@ pub async fn healthz() -> &'static str {
 /// `GET /readyz`: the database answers and every migration is applied.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     match state.db.is_ready().await {
-        Ok(()) => (
-            StatusCode::OK,
-            Json(json!({"status": "ready", "database": state.db.backend_name()})),
-        ),
+        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready", "database": state.db.backend_name()}))),
         Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(
-                json!({"status": "not ready", "database": state.db.backend_name(), "reason": reason}),
-            ),
+            Json(json!({"status": "not ready", "database": state.db.backend_name(), "reason": reason})),
         ),
     }
 }

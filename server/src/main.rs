@@ -9,10 +9,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("flightdeck: cannot start the async runtime: {e}");
@@ -40,9 +37,7 @@ fn main() -> ExitCode {
             Command::User(cmd) => {
                 let db = commands::open_database(&config).await?;
                 match cmd {
-                    UserCommand::Add { username, roles } => {
-                        users::add(&db, &username, &roles).await
-                    }
+                    UserCommand::Add { username, roles } => users::add(&db, &username, &roles).await,
                     UserCommand::Reset { username } => users::reset(&db, &username).await,
                     UserCommand::List => users::list(&db).await,
                 }
@@ -50,9 +45,7 @@ fn main() -> ExitCode {
             Command::Token(cmd) => {
                 let db = commands::open_database(&config).await?;
                 match cmd {
-                    TokenCommand::Create { name, scopes } => {
-                        tokens::create(&db, &name, &scopes).await
-                    }
+                    TokenCommand::Create { name, scopes } => tokens::create(&db, &name, &scopes).await,
                     TokenCommand::Revoke { id } => tokens::revoke(&db, id).await,
                     TokenCommand::List => tokens::list(&db).await,
                 }

@@ -38,23 +38,15 @@ fn protocol_from_env() -> Protocol {
 }
 
 fn otlp_configured() -> bool {
-    [
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    ]
-    .iter()
-    .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|s| !s.trim().is_empty()))
 }
 
 fn otlp_provider() -> anyhow::Result<SdkTracerProvider> {
     let exporter = match protocol_from_env() {
-        Protocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .build()?,
-        protocol => opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(protocol)
-            .build()?,
+        Protocol::Grpc => opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?,
+        protocol => opentelemetry_otlp::SpanExporter::builder().with_http().with_protocol(protocol).build()?,
     };
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
@@ -81,14 +73,8 @@ pub fn init() -> Telemetry {
     } else {
         None
     };
-    let otel = provider
-        .as_ref()
-        .map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("flightdeck")));
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(fmt)
-        .with(otel)
-        .init();
+    let otel = provider.as_ref().map(|p| tracing_opentelemetry::layer().with_tracer(p.tracer("flightdeck")));
+    tracing_subscriber::registry().with(filter).with(fmt).with(otel).init();
     if provider.is_some() {
         tracing::info!(protocol = ?protocol_from_env(), "exporting flightdeck's own spans over OTLP");
     }

@@ -16,79 +16,43 @@ fn flightdeck(data_dir: &std::path::Path) -> Command {
 }
 
 fn run_with_stdin(mut cmd: Command, input: &str) -> (bool, String, String) {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
 #[test]
 fn flags_beat_environment_beat_file_beat_defaults() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("flightdeck.toml");
-    std::fs::write(
-        &file,
-        "listen = \"127.0.0.1:7001\"\nsession_idle_minutes = 30\nsecure_cookies = true\n",
-    )
-    .unwrap();
+    std::fs::write(&file, "listen = \"127.0.0.1:7001\"\nsession_idle_minutes = 30\nsecure_cookies = true\n").unwrap();
 
     let mut cmd = flightdeck(dir.path());
     cmd.args(["--config", file.to_str().unwrap(), "config"]);
     let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(
-        out.contains("listen               127.0.0.1:7001"),
-        "file beats default:\n{out}"
-    );
+    assert!(out.contains("listen               127.0.0.1:7001"), "file beats default:\n{out}");
     assert!(out.contains("session_idle_minutes 30"), "{out}");
 
     let mut cmd = flightdeck(dir.path());
-    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002").args([
-        "--config",
-        file.to_str().unwrap(),
+    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002").args(["--config", file.to_str().unwrap(), "config"]);
+    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(out.contains("listen               127.0.0.1:7002"), "environment beats file:\n{out}");
+
+    let mut cmd = flightdeck(dir.path());
+    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002").env("FLIGHTDECK_CONFIG", &file).args([
         "config",
+        "--listen",
+        "127.0.0.1:7003",
     ]);
     let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(
-        out.contains("listen               127.0.0.1:7002"),
-        "environment beats file:\n{out}"
-    );
+    assert!(out.contains("listen               127.0.0.1:7003"), "flag beats environment:\n{out}");
+    assert!(out.contains("secure_cookies       true"), "the file still fills the rest:\n{out}");
 
     let mut cmd = flightdeck(dir.path());
-    cmd.env("FLIGHTDECK_LISTEN", "127.0.0.1:7002")
-        .env("FLIGHTDECK_CONFIG", &file)
-        .args(["config", "--listen", "127.0.0.1:7003"]);
+    cmd.env("DATABASE_URL", "postgres://fd:hunter2@db.internal/fd").arg("config");
     let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(
-        out.contains("listen               127.0.0.1:7003"),
-        "flag beats environment:\n{out}"
-    );
-    assert!(
-        out.contains("secure_cookies       true"),
-        "the file still fills the rest:\n{out}"
-    );
-
-    let mut cmd = flightdeck(dir.path());
-    cmd.env("DATABASE_URL", "postgres://fd:hunter2@db.internal/fd")
-        .arg("config");
-    let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(
-        !out.contains("hunter2") && out.contains("[REDACTED]"),
-        "{out}"
-    );
+    assert!(!out.contains("hunter2") && out.contains("[REDACTED]"), "{out}");
 
     let mut cmd = flightdeck(dir.path());
     cmd.args(["config", "--listen", "nonsense"]);
@@ -104,10 +68,7 @@ fn users_and_tokens_are_managed_from_the_command_line() {
     add.args(["user", "add", "--role", "approver,operator", "olga"]);
     let (ok, _, err) = run_with_stdin(add, "olga-password-123\n");
     assert!(ok, "{err}");
-    assert!(
-        err.contains("created user olga with roles approver,operator"),
-        "{err}"
-    );
+    assert!(err.contains("created user olga with roles approver,operator"), "{err}");
 
     let mut weak = flightdeck(dir.path());
     weak.args(["user", "add", "pete"]);
@@ -123,67 +84,31 @@ fn users_and_tokens_are_managed_from_the_command_line() {
     generated.args(["user", "reset", "olga"]);
     let (ok, out, err) = run_with_stdin(generated, "");
     assert!(ok, "{err}");
-    assert_eq!(
-        out.trim().len(),
-        20,
-        "a generated password on stdout: {out}"
-    );
+    assert_eq!(out.trim().len(), 20, "a generated password on stdout: {out}");
 
-    let list = flightdeck(dir.path())
-        .args(["user", "list"])
-        .output()
-        .unwrap();
+    let list = flightdeck(dir.path()).args(["user", "list"]).output().unwrap();
     let listing = String::from_utf8_lossy(&list.stdout);
-    assert!(
-        listing.contains("olga") && listing.contains("approver,operator"),
-        "{listing}"
-    );
+    assert!(listing.contains("olga") && listing.contains("approver,operator"), "{listing}");
     assert!(!listing.contains("pete"), "refused users were not created");
 
-    let created = flightdeck(dir.path())
-        .args(["token", "create", "ci-agent", "--scope", "ingest,read"])
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
+    let created =
+        flightdeck(dir.path()).args(["token", "create", "ci-agent", "--scope", "ingest,read"]).output().unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let secret = String::from_utf8(created.stdout).unwrap();
-    assert!(
-        secret.trim().starts_with("fdk_") && secret.trim().len() == 68,
-        "only the secret on stdout: {secret}"
-    );
+    assert!(secret.trim().starts_with("fdk_") && secret.trim().len() == 68, "only the secret on stdout: {secret}");
 
-    let list = flightdeck(dir.path())
-        .args(["token", "list"])
-        .output()
-        .unwrap();
+    let list = flightdeck(dir.path()).args(["token", "list"]).output().unwrap();
     let listing = String::from_utf8_lossy(&list.stdout);
-    assert!(
-        listing.contains("ci-agent")
-            && listing.contains("ingest,read")
-            && listing.contains("active"),
-        "{listing}"
-    );
+    assert!(listing.contains("ci-agent") && listing.contains("ingest,read") && listing.contains("active"), "{listing}");
     assert!(!listing.contains(secret.trim()), "secrets are never listed");
 
-    let revoked = flightdeck(dir.path())
-        .args(["token", "revoke", "1"])
-        .output()
-        .unwrap();
+    let revoked = flightdeck(dir.path()).args(["token", "revoke", "1"]).output().unwrap();
     assert!(revoked.status.success());
-    let again = flightdeck(dir.path())
-        .args(["token", "revoke", "1"])
-        .output()
-        .unwrap();
+    let again = flightdeck(dir.path()).args(["token", "revoke", "1"]).output().unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already revoked"));
 
-    let bad_scope = flightdeck(dir.path())
-        .args(["token", "create", "x", "--scope", "write"])
-        .output()
-        .unwrap();
+    let bad_scope = flightdeck(dir.path()).args(["token", "create", "x", "--scope", "write"]).output().unwrap();
     assert!(!bad_scope.status.success());
     assert!(String::from_utf8_lossy(&bad_scope.stderr).contains("unknown scope `write`"));
 }
@@ -191,19 +116,10 @@ fn users_and_tokens_are_managed_from_the_command_line() {
 #[test]
 fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut child = flightdeck(dir.path())
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args([
-            "--otlp-http-listen",
-            "127.0.0.1:0",
-            "--otlp-grpc-listen",
-            "127.0.0.1:0",
-        ])
+        .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -228,74 +144,44 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
     let password = password.expect("the first start prints the admin password");
     assert_eq!(password.len(), 20, "{password}");
     let ingest_token = ingest_token.expect("and an ingest token");
-    assert!(
-        ingest_token.starts_with("fdk_") && ingest_token.len() == 68,
-        "{ingest_token}"
-    );
+    assert!(ingest_token.starts_with("fdk_") && ingest_token.len() == 68, "{ingest_token}");
     // keep draining stderr so the server never blocks on a full pipe
     let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .unwrap();
+        let client = reqwest::Client::builder().cookie_store(true).build().unwrap();
         let base = format!("http://127.0.0.1:{port}");
         let health = client.get(format!("{base}/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200);
         let login = client
             .post(format!("{base}/fn/login"))
-            .form(&[
-                ("username", "admin"),
-                ("password", password.as_str()),
-                ("next", "/runs"),
-            ])
+            .form(&[("username", "admin"), ("password", password.as_str()), ("next", "/runs")])
             .send()
             .await
             .unwrap();
         assert_eq!(login.status(), 200);
-        let page = client
-            .get(format!("{base}/admin/users"))
-            .send()
-            .await
-            .unwrap();
+        let page = client.get(format!("{base}/admin/users")).send().await.unwrap();
         assert_eq!(page.status(), 200);
         let html = page.text().await.unwrap();
-        assert!(
-            html.contains("admin") && html.contains("Users and roles"),
-            "{html}"
-        );
+        assert!(html.contains("admin") && html.contains("Users and roles"), "{html}");
     });
 
     // a second start does not make another admin or print a password
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(exit.success(), "graceful shutdown exits 0, got {exit}");
     let rest = drain.join().unwrap().join("\n");
     assert!(rest.contains("shutting down"), "{rest}");
 
-    let users = flightdeck(dir.path())
-        .args(["user", "list"])
-        .output()
-        .unwrap();
+    let users = flightdeck(dir.path()).args(["user", "list"]).output().unwrap();
     let listing = String::from_utf8_lossy(&users.stdout);
-    assert!(
-        listing.contains("admin") && listing.contains("viewer,approver,operator,admin"),
-        "{listing}"
-    );
+    assert!(listing.contains("admin") && listing.contains("viewer,approver,operator,admin"), "{listing}");
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Starts `flightdeck serve` on free ports and waits until it serves; returns the child and
@@ -303,19 +189,8 @@ fn free_port() -> u16 {
 fn serve_for_ingest(data_dir: &std::path::Path) -> (std::process::Child, u16) {
     let (ui, otlp) = (free_port(), free_port());
     let mut child = flightdeck(data_dir)
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{ui}"),
-            "--ingest-auth",
-            "none",
-        ])
-        .args([
-            "--otlp-http-listen",
-            &format!("127.0.0.1:{otlp}"),
-            "--otlp-grpc-listen",
-            "127.0.0.1:0",
-        ])
+        .args(["serve", "--listen", &format!("127.0.0.1:{ui}"), "--ingest-auth", "none"])
+        .args(["--otlp-http-listen", &format!("127.0.0.1:{otlp}"), "--otlp-grpc-listen", "127.0.0.1:0"])
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -343,11 +218,7 @@ fn an_acknowledged_export_survives_kill_9() {
         .map(|n| Span {
             trace_id: vec![9; 16],
             span_id: n.to_be_bytes().repeat(2),
-            parent_span_id: if n == 1 {
-                vec![]
-            } else {
-                1u32.to_be_bytes().repeat(2)
-            },
+            parent_span_id: if n == 1 { vec![] } else { 1u32.to_be_bytes().repeat(2) },
             name: format!("span {n}"),
             start_time_unix_nano: 1_800_000_000_000_000_000,
             end_time_unix_nano: 1_800_000_000_000_000_001,
@@ -356,10 +227,7 @@ fn an_acknowledged_export_survives_kill_9() {
         .collect();
     let body = ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            scope_spans: vec![ScopeSpans {
-                spans,
-                ..Default::default()
-            }],
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
             ..Default::default()
         }],
     }
@@ -391,10 +259,7 @@ fn an_acknowledged_export_survives_kill_9() {
 #[test]
 fn demo_fills_a_fresh_database_through_the_ingest_path() {
     let dir = tempfile::tempdir().unwrap();
-    let out = flightdeck(dir.path())
-        .args(["demo", "--runs", "25"])
-        .output()
-        .unwrap();
+    let out = flightdeck(dir.path()).args(["demo", "--runs", "25"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("in 25 runs"), "{stderr}");
@@ -402,24 +267,13 @@ fn demo_fills_a_fresh_database_through_the_ingest_path() {
     let (runs, spans) = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
         let db = app::storage::Db::connect(&url).await.unwrap();
-        let page = app::storage::runs::list(
-            &db,
-            &app::storage::runs::RunQuery {
-                limit: 100,
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        let page = app::storage::runs::list(&db, &app::storage::runs::RunQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap();
         (page.runs, app::storage::spans::count(&db).await.unwrap())
     });
     assert_eq!(runs.len(), 25);
     assert!(spans > 25 * 3, "{spans} spans");
-    assert!(
-        runs.iter().any(|r| r.duplicate_side_effects > 0),
-        "the demo shows duplicate side effects"
-    );
-    assert!(runs
-        .iter()
-        .any(|r| r.terminal_reason != app::canonical::TerminalReason::Completed));
+    assert!(runs.iter().any(|r| r.duplicate_side_effects > 0), "the demo shows duplicate side effects");
+    assert!(runs.iter().any(|r| r.terminal_reason != app::canonical::TerminalReason::Completed));
 }

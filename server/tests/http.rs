@@ -18,26 +18,9 @@ const VICTOR_PASSWORD: &str = "victor-password-123";
 /// A router on a fresh database with an admin (alice) and a viewer (victor).
 async fn setup(t: &TestDb) -> Router {
     let config = Config::resolve(Overrides::default(), None).unwrap();
-    users::create(
-        &t.db,
-        "alice",
-        &password::hash(ALICE_PASSWORD),
-        &[Role::Admin, Role::Viewer],
-    )
-    .await
-    .unwrap();
-    users::create(
-        &t.db,
-        "victor",
-        &password::hash(VICTOR_PASSWORD),
-        &[Role::Viewer],
-    )
-    .await
-    .unwrap();
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-    };
+    users::create(&t.db, "alice", &password::hash(ALICE_PASSWORD), &[Role::Admin, Role::Viewer]).await.unwrap();
+    users::create(&t.db, "victor", &password::hash(VICTOR_PASSWORD), &[Role::Viewer]).await.unwrap();
+    let state = AppState { db: t.db.clone(), leptos_options: flightdeck::commands::serve::leptos_options(&config) };
     flightdeck::web::router(state, &config)
 }
 
@@ -55,10 +38,7 @@ struct Browser {
 
 impl Browser {
     fn new(app: &Router) -> Self {
-        Browser {
-            app: app.clone(),
-            cookie: None,
-        }
+        Browser { app: app.clone(), cookie: None }
     }
 
     async fn send(&mut self, mut req: Request<Body>) -> Reply {
@@ -72,24 +52,12 @@ impl Browser {
         }
         let status = res.status();
         let headers = res.headers().clone();
-        let bytes = axum::body::to_bytes(res.into_body(), 10 << 20)
-            .await
-            .unwrap();
-        Reply {
-            status,
-            headers,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-        }
+        let bytes = axum::body::to_bytes(res.into_body(), 10 << 20).await.unwrap();
+        Reply { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
     }
 
     async fn get(&mut self, path: &str) -> Reply {
-        self.send(
-            Request::get(path)
-                .header(header::ACCEPT, "text/html")
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
+        self.send(Request::get(path).header(header::ACCEPT, "text/html").body(Body::empty()).unwrap()).await
     }
 
     /// Calls a server function the way the hydrated page does.
@@ -107,11 +75,7 @@ impl Browser {
     }
 
     async fn login(&mut self, user: &str, password: &str) -> Reply {
-        self.call(
-            "login",
-            &format!("username={user}&password={password}&next=%2Fruns"),
-        )
-        .await
+        self.call("login", &format!("username={user}&password={password}&next=%2Fruns")).await
     }
 }
 
@@ -120,21 +84,11 @@ async fn api_get(app: &Router, path: &str, token: Option<&str>) -> Reply {
     if let Some(t) = token {
         req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
     }
-    let res = app
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let res = app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
-    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    Reply {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
+    let bytes = axum::body::to_bytes(res.into_body(), 1 << 20).await.unwrap();
+    Reply { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
 }
 
 #[tokio::test]
@@ -145,19 +99,10 @@ async fn health_and_readiness() {
         assert_eq!(r.status, StatusCode::OK);
         let r = api_get(&app, "/readyz", None).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        assert!(
-            r.body
-                .contains(&format!("\"database\":\"{}\"", t.backend())),
-            "{}",
-            r.body
-        );
+        assert!(r.body.contains(&format!("\"database\":\"{}\"", t.backend())), "{}", r.body);
         t.db.close().await;
         let r = api_get(&app, "/readyz", None).await;
-        assert_eq!(
-            r.status,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "a closed database is not ready"
-        );
+        assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "a closed database is not ready");
         t.cleanup().await;
     }
 }
@@ -169,16 +114,10 @@ async fn anonymous_visitors_are_sent_to_sign_in() {
         let mut b = Browser::new(&app);
         let r = b.get("/admin/tokens?x=1").await;
         assert_eq!(r.status, StatusCode::SEE_OTHER);
-        assert_eq!(
-            r.headers[header::LOCATION],
-            "/login?next=/admin/tokens%3Fx%3D1"
-        );
+        assert_eq!(r.headers[header::LOCATION], "/login?next=/admin/tokens%3Fx%3D1");
         let r = b.get("/login").await;
         assert_eq!(r.status, StatusCode::OK);
-        assert!(
-            r.body.contains("name=\"password\""),
-            "the sign-in form renders"
-        );
+        assert!(r.body.contains("name=\"password\""), "the sign-in form renders");
         // server functions refuse anonymous callers on their own, too
         let r = b.call("load_tokens_page", "").await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
@@ -195,36 +134,16 @@ async fn sign_in_sets_a_hardened_cookie_and_shows_the_shell() {
         let r = b.login("alice", ALICE_PASSWORD).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         let set_cookie = r.headers[header::SET_COOKIE].to_str().unwrap().to_string();
-        assert!(
-            set_cookie.starts_with("flightdeck_session="),
-            "{set_cookie}"
-        );
-        assert!(
-            !set_cookie.contains("planted-by-an-attacker"),
-            "a new session id is issued"
-        );
-        assert!(
-            set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"),
-            "{set_cookie}"
-        );
-        assert!(
-            !set_cookie.contains("Secure"),
-            "Secure is off unless configured"
-        );
+        assert!(set_cookie.starts_with("flightdeck_session="), "{set_cookie}");
+        assert!(!set_cookie.contains("planted-by-an-attacker"), "a new session id is issued");
+        assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Lax"), "{set_cookie}");
+        assert!(!set_cookie.contains("Secure"), "Secure is off unless configured");
 
         let r = b.get("/runs").await;
         assert_eq!(r.status, StatusCode::OK);
-        assert!(
-            r.body.contains("alice") && r.body.contains("Runs"),
-            "{}",
-            r.body
-        );
+        assert!(r.body.contains("alice") && r.body.contains("Runs"), "{}", r.body);
         let r = b.get("/login").await;
-        assert_eq!(
-            r.status,
-            StatusCode::SEE_OTHER,
-            "signed-in users skip the sign-in page"
-        );
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "signed-in users skip the sign-in page");
 
         let r = b.call("logout", "").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
@@ -247,36 +166,19 @@ async fn wrong_passwords_are_refused_audited_and_rate_limited() {
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
         assert!(r.body.contains("BadCredentials"), "{}", r.body);
         let r = b.login("nobody", "wrong-password").await;
-        assert_eq!(
-            r.status,
-            StatusCode::UNAUTHORIZED,
-            "unknown users look the same"
-        );
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "unknown users look the same");
         for _ in 0..4 {
             b.login("alice", "wrong-password").await;
         }
         let r = b.login("alice", ALICE_PASSWORD).await;
         assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
-        assert!(
-            r.body.contains("too many failed sign-in attempts"),
-            "{}",
-            r.body
-        );
-        assert!(
-            b.get("/runs").await.status == StatusCode::SEE_OTHER,
-            "not signed in"
-        );
+        assert!(r.body.contains("too many failed sign-in attempts"), "{}", r.body);
+        assert!(b.get("/runs").await.status == StatusCode::SEE_OTHER, "not signed in");
         // the limit is per user: victor can still sign in
         let mut other = Browser::new(&app);
-        assert_eq!(
-            other.login("victor", VICTOR_PASSWORD).await.status,
-            StatusCode::OK
-        );
+        assert_eq!(other.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
 
-        let failed = audit::list(&t.db, None, Some("login_failed"), 50)
-            .await
-            .unwrap()
-            .entries;
+        let failed = audit::list(&t.db, None, Some("login_failed"), 50).await.unwrap().entries;
         assert_eq!(failed.len(), 6);
         assert_eq!(failed.last().unwrap().target.as_deref(), Some("alice"));
         t.cleanup().await;
@@ -288,24 +190,14 @@ async fn viewers_get_403_for_admin_pages_and_functions() {
     for t in TestDb::each_backend().await {
         let app = setup(&t).await;
         let mut b = Browser::new(&app);
-        assert_eq!(
-            b.login("victor", VICTOR_PASSWORD).await.status,
-            StatusCode::OK
-        );
+        assert_eq!(b.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
         let r = b.get("/admin/tokens").await;
         assert_eq!(r.status, StatusCode::FORBIDDEN);
-        assert!(
-            r.body.contains("needs the") && r.body.contains("admin"),
-            "{}",
-            r.body
-        );
+        assert!(r.body.contains("needs the") && r.body.contains("admin"), "{}", r.body);
         assert!(r.body.contains("victor"), "the page says who is signed in");
         let r = b.call("create_token", "name=sneaky&scope_read=on").await;
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
-        assert!(
-            tokens::list(&t.db).await.unwrap().is_empty(),
-            "nothing was created"
-        );
+        assert!(tokens::list(&t.db).await.unwrap().is_empty(), "nothing was created");
         let r = b.get("/runs").await;
         assert_eq!(r.status, StatusCode::OK, "viewers read everything");
         t.cleanup().await;
@@ -318,12 +210,7 @@ async fn admins_create_tokens_that_agents_use_until_revoked() {
         let app = setup(&t).await;
         let mut b = Browser::new(&app);
         b.login("alice", ALICE_PASSWORD).await;
-        let r = b
-            .call(
-                "create_token",
-                "name=billing-agent&scope_read=on&scope_approvals=on",
-            )
-            .await;
+        let r = b.call("create_token", "name=billing-agent&scope_read=on&scope_approvals=on").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         let r = b.call("create_token", "name=no-scopes").await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
@@ -337,10 +224,7 @@ async fn admins_create_tokens_that_agents_use_until_revoked() {
             .body
             .match_indices("fdk_")
             .map(|(i, _)| {
-                page.body[i..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect::<String>()
+                page.body[i..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>()
             })
             .find(|s| s.len() == 68)
             .expect("secret shown");
@@ -353,30 +237,18 @@ async fn admins_create_tokens_that_agents_use_until_revoked() {
         let v: serde_json::Value = serde_json::from_str(&r.body).unwrap();
         assert_eq!(v["name"], "billing-agent");
         assert_eq!(v["scopes"], serde_json::json!(["approvals", "read"]));
-        assert!(
-            tokens::list(&t.db).await.unwrap()[0].last_used_at.is_some(),
-            "last use recorded"
-        );
+        assert!(tokens::list(&t.db).await.unwrap()[0].last_used_at.is_some(), "last use recorded");
 
         let id = tokens::list(&t.db).await.unwrap()[0].id;
         let r = b.call("revoke_token", &format!("id={id}")).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
         let r = api_get(&app, "/api/v1/token", Some(&secret)).await;
-        assert_eq!(
-            r.status,
-            StatusCode::UNAUTHORIZED,
-            "revoked tokens stop working"
-        );
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "revoked tokens stop working");
         let r = b.call("revoke_token", &format!("id={id}")).await;
         assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
 
-        let actions: Vec<_> = audit::list(&t.db, None, None, 10)
-            .await
-            .unwrap()
-            .entries
-            .into_iter()
-            .map(|e| e.action)
-            .collect();
+        let actions: Vec<_> =
+            audit::list(&t.db, None, None, 10).await.unwrap().entries.into_iter().map(|e| e.action).collect();
         assert_eq!(actions, vec!["token_revoked", "token_created", "login"]);
         t.cleanup().await;
     }
@@ -388,10 +260,7 @@ async fn the_api_refuses_missing_and_unknown_tokens_clearly() {
         let app = setup(&t).await;
         let r = api_get(&app, "/api/v1/token", None).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED);
-        assert_eq!(
-            r.headers[header::WWW_AUTHENTICATE],
-            "Bearer realm=\"flightdeck\""
-        );
+        assert_eq!(r.headers[header::WWW_AUTHENTICATE], "Bearer realm=\"flightdeck\"");
         assert!(r.body.contains("missing bearer token"), "{}", r.body);
         let r = api_get(&app, "/api/v1/token", Some("fdk_not-a-real-token")).await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED);
@@ -409,9 +278,7 @@ async fn cross_site_posts_are_refused_and_change_nothing() {
         let app = setup(&t).await;
         let mut b = Browser::new(&app);
         b.login("alice", ALICE_PASSWORD).await;
-        let r = b
-            .call_from("create_token", "name=forged&scope_read=on", "cross-site")
-            .await;
+        let r = b.call_from("create_token", "name=forged&scope_read=on", "cross-site").await;
         assert_eq!(r.status, StatusCode::FORBIDDEN);
         assert!(r.body.contains("cross-site request refused"), "{}", r.body);
         let forged = Request::post("/fn/logout")
@@ -421,11 +288,7 @@ async fn cross_site_posts_are_refused_and_change_nothing() {
             .unwrap();
         assert_eq!(b.send(forged).await.status, StatusCode::FORBIDDEN);
         assert!(tokens::list(&t.db).await.unwrap().is_empty());
-        assert_eq!(
-            b.get("/runs").await.status,
-            StatusCode::OK,
-            "still signed in"
-        );
+        assert_eq!(b.get("/runs").await.status, StatusCode::OK, "still signed in");
         t.cleanup().await;
     }
 }
@@ -441,21 +304,12 @@ async fn password_reset_signs_the_user_out_everywhere() {
         alice.login("alice", ALICE_PASSWORD).await;
         let r = alice.call("reset_password", "username=victor").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        assert_eq!(
-            victor.get("/runs").await.status,
-            StatusCode::SEE_OTHER,
-            "old session ended"
-        );
+        assert_eq!(victor.get("/runs").await.status, StatusCode::SEE_OTHER, "old session ended");
         let page = alice.get("/admin/users").await;
-        assert!(
-            page.body.contains("new password for victor"),
-            "the new password is shown once"
-        );
+        assert!(page.body.contains("new password for victor"), "the new password is shown once");
 
         // the last administrator cannot drop the admin role
-        let r = alice
-            .call("set_roles", "username=alice&role_viewer=on")
-            .await;
+        let r = alice.call("set_roles", "username=alice&role_viewer=on").await;
         assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
         assert!(r.body.contains("last administrator"), "{}", r.body);
         t.cleanup().await;
@@ -468,13 +322,9 @@ async fn admins_edit_tool_policies_with_validation_and_audit() {
         let app = setup(&t).await;
         let mut alice = Browser::new(&app);
         alice.login("alice", ALICE_PASSWORD).await;
-        let r = alice
-            .call("save_policy", "pattern=send_*&side_effect=irreversible")
-            .await;
+        let r = alice.call("save_policy", "pattern=send_*&side_effect=irreversible").await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        let r = alice
-            .call("save_policy", "pattern=send_*&side_effect=dangerous")
-            .await;
+        let r = alice.call("save_policy", "pattern=send_*&side_effect=dangerous").await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST);
         assert!(r.body.contains("unknown side effect"), "{}", r.body);
         let page = alice.get("/admin/policies").await;
@@ -482,37 +332,16 @@ async fn admins_edit_tool_policies_with_validation_and_audit() {
         assert!(page.body.contains("send_*") && page.body.contains("irreversible"));
         let listed = app::storage::policies::list(&t.db).await.unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!(
-            listed[0].side_effect,
-            app::canonical::SideEffect::Irreversible
-        );
+        assert_eq!(listed[0].side_effect, app::canonical::SideEffect::Irreversible);
 
         let mut victor = Browser::new(&app);
         victor.login("victor", VICTOR_PASSWORD).await;
-        assert_eq!(
-            victor.call("delete_policy", "pattern=send_*").await.status,
-            StatusCode::FORBIDDEN
-        );
-        assert_eq!(
-            alice.call("delete_policy", "pattern=send_*").await.status,
-            StatusCode::OK
-        );
-        assert_eq!(
-            alice.call("delete_policy", "pattern=send_*").await.status,
-            StatusCode::NOT_FOUND
-        );
-        let actions: Vec<_> = audit::list(&t.db, None, None, 3)
-            .await
-            .unwrap()
-            .entries
-            .into_iter()
-            .map(|e| e.action)
-            .collect();
-        assert_eq!(
-            actions,
-            vec!["tool_policy_deleted", "login", "tool_policy_saved"],
-            "victor signed in between"
-        );
+        assert_eq!(victor.call("delete_policy", "pattern=send_*").await.status, StatusCode::FORBIDDEN);
+        assert_eq!(alice.call("delete_policy", "pattern=send_*").await.status, StatusCode::OK);
+        assert_eq!(alice.call("delete_policy", "pattern=send_*").await.status, StatusCode::NOT_FOUND);
+        let actions: Vec<_> =
+            audit::list(&t.db, None, None, 3).await.unwrap().entries.into_iter().map(|e| e.action).collect();
+        assert_eq!(actions, vec!["tool_policy_deleted", "login", "tool_policy_saved"], "victor signed in between");
         t.cleanup().await;
     }
 }

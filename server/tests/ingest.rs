@@ -17,9 +17,7 @@ use flightdeck::otlp::IngestService;
 use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::KeyValue as OtelKv;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
@@ -57,13 +55,7 @@ struct Harness {
 }
 
 async fn harness(t: &TestDb, max_body: usize) -> Harness {
-    let service = IngestService::start(
-        t.db.clone(),
-        IngestSettings::default(),
-        IngestAuth::Token,
-        max_body,
-        64 << 20,
-    );
+    let service = IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, 64 << 20);
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
@@ -88,32 +80,16 @@ impl Harness {
         for (k, v) in extra {
             req = req.header(*k, *v);
         }
-        let res = self
-            .http
-            .clone()
-            .oneshot(req.body(Body::from(body)).unwrap())
-            .await
-            .unwrap();
+        let res = self.http.clone().oneshot(req.body(Body::from(body)).unwrap()).await.unwrap();
         let status = res.status();
         let headers = res.headers().clone();
-        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap()
-            .to_vec();
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24).await.unwrap().to_vec();
         (status, headers, bytes)
     }
 
-    async fn post_proto(
-        &self,
-        request: &ExportTraceServiceRequest,
-    ) -> (StatusCode, ExportTraceServiceResponse) {
-        let (status, _, body) = self
-            .post("application/x-protobuf", request.encode_to_vec(), &[], None)
-            .await;
-        (
-            status,
-            ExportTraceServiceResponse::decode(body.as_slice()).unwrap_or_default(),
-        )
+    async fn post_proto(&self, request: &ExportTraceServiceRequest) -> (StatusCode, ExportTraceServiceResponse) {
+        let (status, _, body) = self.post("application/x-protobuf", request.encode_to_vec(), &[], None).await;
+        (status, ExportTraceServiceResponse::decode(body.as_slice()).unwrap_or_default())
     }
 
     async fn api(&self, path: &str) -> (StatusCode, Value) {
@@ -123,13 +99,8 @@ impl Harness {
             .unwrap();
         let res = self.api.clone().oneshot(req).await.unwrap();
         let status = res.status();
-        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24)
-            .await
-            .unwrap();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        let bytes = axum::body::to_bytes(res.into_body(), 1 << 24).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
     async fn run(&self, run_id: &str) -> Value {
@@ -144,11 +115,7 @@ impl Harness {
 }
 
 fn kv(key: &str, value: any_value::Value) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue { value: Some(value) }),
-        ..Default::default()
-    }
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
 }
 fn s(key: &str, v: &str) -> KeyValue {
     kv(key, any_value::Value::StringValue(v.into()))
@@ -173,28 +140,14 @@ fn span(trace: u8, id: u8, parent: Option<u8>, name: &str, attrs: Vec<KeyValue>)
 fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            resource: Some(Resource {
-                attributes: vec![s("service.name", "billing-agent")],
-                ..Default::default()
-            }),
-            scope_spans: vec![ScopeSpans {
-                spans,
-                ..Default::default()
-            }],
+            resource: Some(Resource { attributes: vec![s("service.name", "billing-agent")], ..Default::default() }),
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
             ..Default::default()
         }],
     }
 }
 
-fn tool(
-    trace: u8,
-    id: u8,
-    name: &str,
-    class: &str,
-    outcome: &str,
-    key: &str,
-    external: Option<&str>,
-) -> Span {
+fn tool(trace: u8, id: u8, name: &str, class: &str, outcome: &str, key: &str, external: Option<&str>) -> Span {
     let mut attrs = vec![
         s("tool.name", name),
         s("tool.side_effect", class),
@@ -211,51 +164,17 @@ fn tool(
 /// A complete run: root (named), one step, a duplicated email, a deduped call, a read.
 fn whole_run(trace: u8, run_id: &str) -> Vec<Span> {
     vec![
-        span(
-            trace,
-            1,
-            None,
-            "agent.run",
-            vec![s("run.id", run_id), s("run.trigger", "user")],
-        ),
+        span(trace, 1, None, "agent.run", vec![s("run.id", run_id), s("run.trigger", "user")]),
         span(
             trace,
             2,
             Some(1),
             "step 1",
-            vec![
-                i("step.index", 1),
-                i("step.input_tokens", 100),
-                i("step.output_tokens", 20),
-            ],
+            vec![i("step.index", 1), i("step.input_tokens", 100), i("step.output_tokens", 20)],
         ),
-        tool(
-            trace,
-            3,
-            "send_email",
-            "irreversible",
-            "ok",
-            "k-mail",
-            Some("msg_1"),
-        ),
-        tool(
-            trace,
-            4,
-            "send_email",
-            "irreversible",
-            "ok",
-            "k-mail",
-            Some("msg_2"),
-        ),
-        tool(
-            trace,
-            5,
-            "create_doc",
-            "write",
-            "deduped",
-            "k-doc",
-            Some("doc_1"),
-        ),
+        tool(trace, 3, "send_email", "irreversible", "ok", "k-mail", Some("msg_1")),
+        tool(trace, 4, "send_email", "irreversible", "ok", "k-mail", Some("msg_2")),
+        tool(trace, 5, "create_doc", "write", "deduped", "k-doc", Some("doc_1")),
         tool(trace, 6, "lookup", "read", "ok", "k-read", None),
     ]
 }
@@ -271,21 +190,12 @@ async fn a_run_is_derived_and_read_back_through_the_api() {
         assert_eq!(run["terminal_reason"], "completed", "{run}");
         assert_eq!(run["agent"], "billing-agent");
         assert_eq!(run["trigger"], "user");
-        assert_eq!(
-            (run["steps"].as_i64(), run["tool_calls"].as_i64()),
-            (Some(1), Some(4))
-        );
-        assert_eq!(
-            (run["input_tokens"].as_i64(), run["output_tokens"].as_i64()),
-            (Some(100), Some(20))
-        );
+        assert_eq!((run["steps"].as_i64(), run["tool_calls"].as_i64()), (Some(1), Some(4)));
+        assert_eq!((run["input_tokens"].as_i64(), run["output_tokens"].as_i64()), (Some(100), Some(20)));
         assert_eq!(run["duplicate_side_effects"], 1);
         assert_eq!(run["deduped_calls"], 1);
         assert_eq!(run["completed_without_read"], false);
-        assert_eq!(
-            run["trace_ids"],
-            serde_json::json!(["01010101010101010101010101010101"])
-        );
+        assert_eq!(run["trace_ids"], serde_json::json!(["01010101010101010101010101010101"]));
         assert_eq!(
             run["duplicates"][0],
             serde_json::json!({"tool": "send_email", "key": "k-mail", "count": 2, "external_ids": ["msg_1", "msg_2"]})
@@ -307,11 +217,7 @@ async fn a_run_is_derived_and_read_back_through_the_api() {
         ] {
             assert!(call.get(field).is_some(), "tool call lacks {field}: {call}");
         }
-        assert!(
-            run["started_at"].as_str().unwrap().ends_with('Z'),
-            "RFC 3339 UTC: {}",
-            run["started_at"]
-        );
+        assert!(run["started_at"].as_str().unwrap().ends_with('Z'), "RFC 3339 UTC: {}", run["started_at"]);
         t.cleanup().await;
     }
 }
@@ -322,20 +228,10 @@ async fn resent_spans_are_stored_once() {
         let h = harness(&t, 20 << 20).await;
         let req = request(whole_run(2, "run-resent"));
         assert_eq!(h.post_proto(&req).await.0, StatusCode::OK);
-        assert_eq!(
-            h.post_proto(&req).await.0,
-            StatusCode::OK,
-            "a retry after a lost response is fine"
-        );
+        assert_eq!(h.post_proto(&req).await.0, StatusCode::OK, "a retry after a lost response is fine");
         assert_eq!(h.stored_spans().await, 6);
         let run = h.run("run-resent").await;
-        assert_eq!(
-            (
-                run["tool_calls"].as_i64(),
-                run["duplicate_side_effects"].as_i64()
-            ),
-            (Some(4), Some(1))
-        );
+        assert_eq!((run["tool_calls"].as_i64(), run["duplicate_side_effects"].as_i64()), (Some(4), Some(1)));
         t.cleanup().await;
     }
 }
@@ -355,10 +251,7 @@ async fn children_first_root_last_over_several_requests() {
         h.post_proto(&request(vec![root])).await;
         let run = h.run("run-late-root").await;
         assert_eq!(run["terminal_reason"], "completed");
-        assert_eq!(
-            (run["steps"].as_i64(), run["tool_calls"].as_i64()),
-            (Some(1), Some(4))
-        );
+        assert_eq!((run["steps"].as_i64(), run["tool_calls"].as_i64()), (Some(1), Some(4)));
         let (status, _) = h.api("/api/v1/runs/03030303030303030303030303030303").await;
         assert_eq!(status, StatusCode::NOT_FOUND, "the placeholder run is gone");
         let (_, list) = h.api("/api/v1/runs").await;
@@ -372,54 +265,15 @@ async fn one_run_over_two_traces_after_an_orchestrator_retry() {
     for t in TestDb::each_backend().await {
         let h = harness(&t, 20 << 20).await;
         let mut first = vec![
-            span(
-                4,
-                1,
-                None,
-                "agent.run",
-                vec![s("run.id", "run-retried"), s("run.trigger", "user")],
-            ),
-            tool(
-                4,
-                3,
-                "send_email",
-                "irreversible",
-                "ok",
-                "k-mail",
-                Some("msg_1"),
-            ),
+            span(4, 1, None, "agent.run", vec![s("run.id", "run-retried"), s("run.trigger", "user")]),
+            tool(4, 3, "send_email", "irreversible", "ok", "k-mail", Some("msg_1")),
             tool(4, 4, "create_record", "write", "timeout", "k-rec", None),
         ];
-        first[0].status = Some(Status {
-            code: 2,
-            message: "tool timed out".into(),
-        });
+        first[0].status = Some(Status { code: 2, message: "tool timed out".into() });
         let mut second = vec![
-            span(
-                5,
-                11,
-                None,
-                "agent.run",
-                vec![s("run.id", "run-retried"), s("run.trigger", "retry")],
-            ),
-            tool(
-                5,
-                13,
-                "send_email",
-                "irreversible",
-                "ok",
-                "k-mail",
-                Some("msg_2"),
-            ),
-            tool(
-                5,
-                14,
-                "create_record",
-                "write",
-                "ok",
-                "k-rec",
-                Some("rec_1"),
-            ),
+            span(5, 11, None, "agent.run", vec![s("run.id", "run-retried"), s("run.trigger", "retry")]),
+            tool(5, 13, "send_email", "irreversible", "ok", "k-mail", Some("msg_2")),
+            tool(5, 14, "create_record", "write", "ok", "k-rec", Some("rec_1")),
         ];
         for sp in &mut second {
             if sp.parent_span_id == vec![1; 8] {
@@ -432,16 +286,10 @@ async fn one_run_over_two_traces_after_an_orchestrator_retry() {
         h.post_proto(&request(second)).await;
         let run = h.run("run-retried").await;
         assert_eq!(run["trace_ids"].as_array().unwrap().len(), 2, "{run}");
-        assert_eq!(
-            run["terminal_reason"], "completed",
-            "the latest attempt decides"
-        );
+        assert_eq!(run["terminal_reason"], "completed", "the latest attempt decides");
         assert_eq!(run["trigger"], "user");
         assert_eq!(run["duplicate_side_effects"], 1, "the email went out twice");
-        assert_eq!(
-            run["duplicates"][0]["external_ids"],
-            serde_json::json!(["msg_1", "msg_2"])
-        );
+        assert_eq!(run["duplicates"][0]["external_ids"], serde_json::json!(["msg_1", "msg_2"]));
         t.cleanup().await;
     }
 }
@@ -452,29 +300,15 @@ async fn partial_success_keeps_the_valid_spans_and_explains_the_rest() {
         let h = harness(&t, 20 << 20).await;
         let mut bad = span(6, 2, Some(1), "bad", vec![]);
         bad.trace_id = vec![6; 15];
-        let mut huge = span(
-            6,
-            3,
-            Some(1),
-            "huge",
-            vec![s("blob", &"x".repeat(300 * 1024))],
-        );
+        let mut huge = span(6, 3, Some(1), "huge", vec![s("blob", &"x".repeat(300 * 1024))]);
         huge.name = "huge".into();
         let good = span(6, 1, None, "agent.run", vec![s("run.id", "run-partial")]);
         let (status, response) = h.post_proto(&request(vec![good, bad, huge])).await;
         assert_eq!(status, StatusCode::OK);
         let partial = response.partial_success.expect("partial success reported");
         assert_eq!(partial.rejected_spans, 2);
-        assert!(
-            partial.error_message.contains("trace_id must be 16 bytes"),
-            "{}",
-            partial.error_message
-        );
-        assert!(
-            partial.error_message.contains("attribute `blob`"),
-            "{}",
-            partial.error_message
-        );
+        assert!(partial.error_message.contains("trace_id must be 16 bytes"), "{}", partial.error_message);
+        assert!(partial.error_message.contains("attribute `blob`"), "{}", partial.error_message);
         assert_eq!(h.stored_spans().await, 1);
         t.cleanup().await;
     }
@@ -488,55 +322,22 @@ async fn bad_requests_get_clear_errors_and_store_nothing() {
 
         let (status, _, body) = h.post("text/plain", valid.clone(), &[], None).await;
         assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-        assert!(
-            String::from_utf8_lossy(&body).contains("application/x-protobuf or application/json")
-        );
+        assert!(String::from_utf8_lossy(&body).contains("application/x-protobuf or application/json"));
 
-        let (status, headers, body) = h
-            .post(
-                "application/x-protobuf",
-                b"\x0a\xff\xff\xff".to_vec(),
-                &[],
-                None,
-            )
-            .await;
+        let (status, headers, body) = h.post("application/x-protobuf", b"\x0a\xff\xff\xff".to_vec(), &[], None).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert_eq!(headers[header::CONTENT_TYPE], "application/x-protobuf");
         let rpc = flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap();
         assert_eq!(rpc.code, 3);
-        assert!(
-            rpc.message.contains("not a valid OTLP protobuf"),
-            "{}",
-            rpc.message
-        );
+        assert!(rpc.message.contains("not a valid OTLP protobuf"), "{}", rpc.message);
 
-        let (status, headers, body) = h
-            .post(
-                "application/json",
-                b"{\"resourceSpans\": 5}".to_vec(),
-                &[],
-                None,
-            )
-            .await;
+        let (status, headers, body) = h.post("application/json", b"{\"resourceSpans\": 5}".to_vec(), &[], None).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         let rpc: Value = serde_json::from_slice(&body).unwrap();
-        assert!(
-            rpc["message"]
-                .as_str()
-                .unwrap()
-                .contains("not valid OTLP JSON"),
-            "{rpc}"
-        );
+        assert!(rpc["message"].as_str().unwrap().contains("not valid OTLP JSON"), "{rpc}");
 
-        let oversize = request(vec![span(
-            7,
-            1,
-            None,
-            "x",
-            vec![s("pad", &"y".repeat(100 * 1024))],
-        )])
-        .encode_to_vec();
+        let oversize = request(vec![span(7, 1, None, "x", vec![s("pad", &"y".repeat(100 * 1024))])]).encode_to_vec();
         let (status, _, body) = h.post("application/x-protobuf", oversize, &[], None).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(String::from_utf8_lossy(&body).contains("byte limit"));
@@ -544,95 +345,36 @@ async fn bad_requests_get_clear_errors_and_store_nothing() {
         let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(&vec![0u8; 8 << 20]).unwrap();
         let bomb = gz.finish().unwrap();
-        let (status, _, _) = h
-            .post(
-                "application/x-protobuf",
-                bomb,
-                &[("content-encoding", "gzip")],
-                None,
-            )
-            .await;
-        assert_eq!(
-            status,
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "a gzip bomb stops at the limit"
-        );
+        let (status, _, _) = h.post("application/x-protobuf", bomb, &[("content-encoding", "gzip")], None).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "a gzip bomb stops at the limit");
 
-        let (status, _, _) = h
-            .post(
-                "application/x-protobuf",
-                valid.clone(),
-                &[("content-encoding", "br")],
-                None,
-            )
-            .await;
+        let (status, _, _) = h.post("application/x-protobuf", valid.clone(), &[("content-encoding", "br")], None).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
 
-        let (status, _, body) = h
-            .post(
-                "application/x-protobuf",
-                valid.clone(),
-                &[],
-                Some("fdk_wrong"),
-            )
-            .await;
+        let (status, _, body) = h.post("application/x-protobuf", valid.clone(), &[], Some("fdk_wrong")).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
-        assert_eq!(
-            flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
-                .unwrap()
-                .code,
-            16
-        );
+        assert_eq!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap().code, 16);
         let read_only = h.read_token.clone();
-        let (status, _, body) = h
-            .post(
-                "application/x-protobuf",
-                valid.clone(),
-                &[],
-                Some(&read_only),
-            )
-            .await;
+        let (status, _, body) = h.post("application/x-protobuf", valid.clone(), &[], Some(&read_only)).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
-        assert!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
-            .unwrap()
-            .message
-            .contains("`ingest` scope"));
+        assert!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap().message.contains("`ingest` scope"));
 
         let mut all_bad = span(7, 1, None, "x", vec![]);
         all_bad.span_id = vec![1; 3];
-        let (status, _, _) = h
-            .post(
-                "application/x-protobuf",
-                request(vec![all_bad]).encode_to_vec(),
-                &[],
-                None,
-            )
-            .await;
-        assert_eq!(
-            status,
-            StatusCode::BAD_REQUEST,
-            "a request with nothing valid is refused"
-        );
+        let (status, _, _) = h.post("application/x-protobuf", request(vec![all_bad]).encode_to_vec(), &[], None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "a request with nothing valid is refused");
 
         assert_eq!(h.stored_spans().await, 0, "no error stored anything");
 
         // the same request, gzip-compressed and as JSON with unknown fields, is fine
         let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(&valid).unwrap();
-        let (status, _, _) = h
-            .post(
-                "application/x-protobuf",
-                gz.finish().unwrap(),
-                &[("content-encoding", "gzip")],
-                None,
-            )
-            .await;
+        let (status, _, _) =
+            h.post("application/x-protobuf", gz.finish().unwrap(), &[("content-encoding", "gzip")], None).await;
         assert_eq!(status, StatusCode::OK);
         let mut json: Value = serde_json::to_value(request(whole_run(8, "run-json"))).unwrap();
         json["someFutureField"] = Value::Bool(true);
-        let (status, headers, body) = h
-            .post("application/json", json.to_string().into_bytes(), &[], None)
-            .await;
+        let (status, headers, body) = h.post("application/json", json.to_string().into_bytes(), &[], None).await;
         assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
         assert_eq!(headers[header::CONTENT_TYPE], "application/json");
         assert_eq!(h.stored_spans().await, 12);
@@ -646,29 +388,14 @@ async fn overload_is_refused_with_retry_after_and_nothing_is_lost() {
     let h = harness(&t, 20 << 20).await;
     // Fill the memory budget as a burst of in-flight exports would.
     let held = h.service.reserve(usize::MAX).unwrap();
-    let (status, headers, body) = h
-        .post(
-            "application/x-protobuf",
-            request(whole_run(9, "run-busy")).encode_to_vec(),
-            &[],
-            None,
-        )
-        .await;
+    let (status, headers, body) =
+        h.post("application/x-protobuf", request(whole_run(9, "run-busy")).encode_to_vec(), &[], None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(headers[header::RETRY_AFTER], "1");
-    assert_eq!(
-        flightdeck::otlp::http::RpcStatus::decode(body.as_slice())
-            .unwrap()
-            .code,
-        14
-    );
+    assert_eq!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap().code, 14);
     assert_eq!(h.stored_spans().await, 0);
     drop(held);
-    assert_eq!(
-        h.post_proto(&request(whole_run(9, "run-busy"))).await.0,
-        StatusCode::OK,
-        "the retry succeeds"
-    );
+    assert_eq!(h.post_proto(&request(whole_run(9, "run-busy"))).await.0, StatusCode::OK, "the retry succeeds");
     assert_eq!(h.stored_spans().await, 6);
     t.cleanup().await;
 }
@@ -691,11 +418,7 @@ async fn listen(h: &Harness) -> (SocketAddr, SocketAddr) {
 fn emit_with_sdk(exporter: opentelemetry_otlp::SpanExporter, run_id: &str) {
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
         .with_simple_exporter(exporter)
-        .with_resource(
-            opentelemetry_sdk::Resource::builder()
-                .with_service_name("sdk-agent")
-                .build(),
-        )
+        .with_resource(opentelemetry_sdk::Resource::builder().with_service_name("sdk-agent").build())
         .build();
     let tracer = provider.tracer("agent");
     let mut root = tracer.start("agent.run");
@@ -734,11 +457,9 @@ async fn the_official_exporter_over_http_protobuf_http_json_and_grpc() {
         let h = harness(&t, 20 << 20).await;
         let (http, grpc) = listen(&h).await;
         let bearer = format!("Bearer {}", h.ingest_token);
-        for (label, protocol) in [
-            ("proto", Protocol::HttpBinary),
-            ("json", Protocol::HttpJson),
-            ("grpc", Protocol::Grpc),
-        ] {
+        for (label, protocol) in
+            [("proto", Protocol::HttpBinary), ("json", Protocol::HttpJson), ("grpc", Protocol::Grpc)]
+        {
             let run_id = format!("sdk-{label}");
             let exporter = match protocol {
                 Protocol::Grpc => {
@@ -762,18 +483,12 @@ async fn the_official_exporter_over_http_protobuf_http_json_and_grpc() {
             };
             let id = run_id.clone();
             // The simple processor exports synchronously: keep it off the async threads.
-            tokio::task::spawn_blocking(move || emit_with_sdk(exporter, &id))
-                .await
-                .unwrap();
+            tokio::task::spawn_blocking(move || emit_with_sdk(exporter, &id)).await.unwrap();
             let run = h.run(&run_id).await;
             assert_eq!(run["terminal_reason"], "completed", "{label}: {run}");
             assert_eq!(run["agent"], "sdk-agent");
             assert_eq!(run["trigger"], "schedule");
-            assert_eq!(
-                (run["steps"].as_i64(), run["tool_calls"].as_i64()),
-                (Some(1), Some(3)),
-                "{label}"
-            );
+            assert_eq!((run["steps"].as_i64(), run["tool_calls"].as_i64()), (Some(1), Some(3)), "{label}");
             assert_eq!(run["input_tokens"], 42);
             assert_eq!(run["duplicate_side_effects"], 1, "{label}");
             assert_eq!(run["step_list"][0]["model_id"], "model-x");
@@ -788,21 +503,13 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
     let h = harness(&t, 20 << 20).await;
     let (_, grpc) = listen(&h).await;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
-    let mut client = TraceServiceClient::connect(format!("http://{grpc}"))
-        .await
-        .unwrap();
-    let err = client
-        .export(request(whole_run(10, "g")))
-        .await
-        .unwrap_err();
+    let mut client = TraceServiceClient::connect(format!("http://{grpc}")).await.unwrap();
+    let err = client.export(request(whole_run(10, "g"))).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unauthenticated);
     let mut bad = span(10, 1, None, "x", vec![]);
     bad.trace_id = vec![1; 2];
     let mut req = tonic::Request::new(request(vec![bad]));
-    req.metadata_mut().insert(
-        "authorization",
-        format!("Bearer {}", h.ingest_token).parse().unwrap(),
-    );
+    req.metadata_mut().insert("authorization", format!("Bearer {}", h.ingest_token).parse().unwrap());
     let err = client.export(req).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(err.message().contains("trace_id must be 16 bytes"));
@@ -831,23 +538,11 @@ async fn the_run_list_filters_and_pages() {
         }
         let (status, page) = h.api("/api/v1/runs?limit=3").await;
         assert_eq!(status, StatusCode::OK);
-        let ids: Vec<&str> = page["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["run_id"].as_str().unwrap())
-            .collect();
+        let ids: Vec<&str> = page["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap()).collect();
         assert_eq!(ids, vec!["run-6", "run-5", "run-4"], "newest first");
         let cursor = page["next_cursor"].as_str().unwrap().to_string();
-        let (_, next) = h
-            .api(&format!("/api/v1/runs?limit=3&cursor={cursor}"))
-            .await;
-        let ids: Vec<&str> = next["runs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["run_id"].as_str().unwrap())
-            .collect();
+        let (_, next) = h.api(&format!("/api/v1/runs?limit=3&cursor={cursor}")).await;
+        let ids: Vec<&str> = next["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap()).collect();
         assert_eq!(ids, vec!["run-3", "run-2", "run-1"]);
 
         let (_, budget) = h.api("/api/v1/runs?terminal_reason=budget").await;
@@ -856,9 +551,7 @@ async fn the_run_list_filters_and_pages() {
         let (_, no_read) = h.api("/api/v1/runs?flag=no_read").await;
         assert_eq!(no_read["runs"][0]["run_id"], "run-5");
         assert_eq!(no_read["runs"].as_array().unwrap().len(), 1);
-        let (_, dups) = h
-            .api("/api/v1/runs?flag=duplicates&agent=billing-agent")
-            .await;
+        let (_, dups) = h.api("/api/v1/runs?flag=duplicates&agent=billing-agent").await;
         assert_eq!(dups["runs"].as_array().unwrap().len(), 6);
         let (_, none) = h.api("/api/v1/runs?since=2099-01-01T00:00:00Z").await;
         assert_eq!(none["runs"].as_array().unwrap().len(), 0);
@@ -873,13 +566,7 @@ async fn the_run_list_filters_and_pages() {
         ] {
             let (status, body) = h.api(&format!("/api/v1/runs?{query}")).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{query}");
-            assert!(
-                body["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains(complaint),
-                "{query}: {body}"
-            );
+            assert!(body["error"]["message"].as_str().unwrap().contains(complaint), "{query}: {body}");
         }
         let req = Request::get("/api/v1/runs")
             .header(header::AUTHORIZATION, format!("Bearer {}", h.ingest_token))
@@ -915,37 +602,22 @@ async fn tool_policies_classify_calls_that_declare_no_side_effect() {
                 2,
                 Some(1),
                 "tool charge_card",
-                vec![
-                    s("tool.name", "charge_card"),
-                    s("tool.idempotency_key", "k"),
-                ],
+                vec![s("tool.name", "charge_card"), s("tool.idempotency_key", "k")],
             ),
             span(
                 30,
                 3,
                 Some(1),
                 "tool charge_card",
-                vec![
-                    s("tool.name", "charge_card"),
-                    s("tool.idempotency_key", "k"),
-                ],
+                vec![s("tool.name", "charge_card"), s("tool.idempotency_key", "k")],
             ),
-            span(
-                30,
-                4,
-                Some(1),
-                "tool mystery",
-                vec![s("tool.name", "mystery")],
-            ),
+            span(30, 4, Some(1), "tool mystery", vec![s("tool.name", "mystery")]),
         ];
         h.post_proto(&request(spans)).await;
         let run = h.run("run-policy").await;
         assert_eq!(run["tool_call_list"][0]["side_effect"], "irreversible");
         assert_eq!(run["tool_call_list"][2]["side_effect"], "unknown");
-        assert_eq!(
-            run["duplicate_side_effects"], 1,
-            "a charge made twice is a duplicate"
-        );
+        assert_eq!(run["duplicate_side_effects"], 1, "a charge made twice is a duplicate");
         t.cleanup().await;
     }
 }
@@ -958,10 +630,7 @@ async fn synthetic_runs_in_every_convention_match_their_answer_key() {
     use loadgen::synth::{requests_for_shuffled, Synth, SynthOptions};
     for t in TestDb::each_backend().await {
         let h = harness(&t, 20 << 20).await;
-        let mut synth = Synth::new(SynthOptions {
-            seed: 42,
-            ..SynthOptions::default()
-        });
+        let mut synth = Synth::new(SynthOptions { seed: 42, ..SynthOptions::default() });
         let runs: Vec<_> = (0..120).map(|_| synth.next_run()).collect();
         for req in requests_for_shuffled(&runs, 97, 42) {
             let (status, response) = h.post_proto(&req).await;
@@ -977,15 +646,9 @@ async fn synthetic_runs_in_every_convention_match_their_answer_key() {
             assert_eq!(got["terminal_reason"], e.terminal_reason, "{what}");
             assert_eq!(got["steps"], e.steps, "{what}");
             assert_eq!(got["tool_calls"], e.tool_calls, "{what}");
-            assert_eq!(
-                got["duplicate_side_effects"], e.duplicate_side_effects,
-                "{what}"
-            );
+            assert_eq!(got["duplicate_side_effects"], e.duplicate_side_effects, "{what}");
             assert_eq!(got["deduped_calls"], e.deduped_calls, "{what}");
-            assert_eq!(
-                got["completed_without_read"], e.completed_without_read,
-                "{what}"
-            );
+            assert_eq!(got["completed_without_read"], e.completed_without_read, "{what}");
         }
         assert_eq!(conventions.len(), 3, "all three conventions were exercised");
         let total: usize = runs.iter().map(|r| r.span_count).sum();

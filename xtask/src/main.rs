@@ -40,16 +40,11 @@ fn has_flag(args: &[String], flag: &str) -> bool {
 }
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
 }
 
 fn target_dir() -> PathBuf {
-    env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
+    env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// Where the browser bundle goes; the server's default `site_root` points here.
@@ -68,9 +63,7 @@ fn cargo() -> Command {
 }
 
 fn check(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot start {cmd:?}"))?;
+    let status = cmd.status().with_context(|| format!("cannot start {cmd:?}"))?;
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
@@ -78,25 +71,15 @@ fn check(cmd: &mut Command) -> Result<()> {
 }
 
 fn ensure_wasm_target() -> Result<()> {
-    let out = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output();
+    let out = Command::new("rustup").args(["target", "list", "--installed"]).output();
     match out {
-        Ok(out)
-            if String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .any(|l| l.trim() == "wasm32-unknown-unknown") =>
-        {
-            Ok(())
-        }
+        Ok(out) if String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == "wasm32-unknown-unknown") => Ok(()),
         Ok(_) => {
             step("installing the wasm32-unknown-unknown target");
             check(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
         }
         Err(_) => {
-            eprintln!(
-                "xtask: rustup not found; assuming the wasm32-unknown-unknown target is installed"
-            );
+            eprintln!("xtask: rustup not found; assuming the wasm32-unknown-unknown target is installed");
             Ok(())
         }
     }
@@ -134,32 +117,18 @@ fn build(release: bool) -> Result<PathBuf> {
         .typescript(false)
         .generate(&pkg)
         .with_context(|| format!("wasm-bindgen failed on {}", wasm.display()))?;
-    std::fs::copy(
-        workspace_root().join("style/main.css"),
-        pkg.join("flightdeck.css"),
-    )
-    .context("cannot copy style/main.css")?;
+    std::fs::copy(workspace_root().join("style/main.css"), pkg.join("flightdeck.css"))
+        .context("cannot copy style/main.css")?;
 
-    step(if release {
-        "building the server (release)"
-    } else {
-        "building the server"
-    });
+    step(if release { "building the server (release)" } else { "building the server" });
     let mut server = cargo();
     server.args(["build", "--package", "flightdeck", "--bin", "flightdeck"]);
     if release {
         server.arg("--release");
     }
     check(&mut server)?;
-    let binary = target_dir()
-        .join(if release { "release" } else { "debug" })
-        .join("flightdeck");
-    eprintln!(
-        "built in {:.0?}: bundle in {}, server {}",
-        started.elapsed(),
-        pkg.display(),
-        binary.display()
-    );
+    let binary = target_dir().join(if release { "release" } else { "debug" }).join("flightdeck");
+    eprintln!("built in {:.0?}: bundle in {}, server {}", started.elapsed(), pkg.display(), binary.display());
     Ok(binary)
 }
 
@@ -168,9 +137,7 @@ fn run(args: &[String]) -> Result<()> {
     let passthrough: Vec<&String> = args.iter().skip_while(|a| *a != "--").skip(1).collect();
     step("starting flightdeck (Ctrl-C stops it)");
     let mut cmd = Command::new(binary);
-    cmd.current_dir(workspace_root())
-        .env("FLIGHTDECK_SITE_ROOT", site_root())
-        .args(passthrough);
+    cmd.current_dir(workspace_root()).env("FLIGHTDECK_SITE_ROOT", site_root()).args(passthrough);
     // Replace this process so Ctrl-C and exit codes belong to the server.
     #[cfg(unix)]
     {
@@ -200,17 +167,12 @@ fn missing(what: &str, how: &str) -> Result<()> {
 fn postgres_url() -> Option<String> {
     let url = env::var("FLIGHTDECK_TEST_PG_URL")
         .unwrap_or_else(|_| "postgres:///postgres?host=/var/run/postgresql".to_string());
-    let ok = Command::new("psql")
-        .args([url.as_str(), "-XAtqc", "SELECT 1"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = Command::new("psql").args([url.as_str(), "-XAtqc", "SELECT 1"]).output().is_ok_and(|o| o.status.success());
     ok.then_some(url)
 }
 
 fn chromium() -> Option<PathBuf> {
-    let path = env::var_os("FLIGHTDECK_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "/usr/bin/chromium".into());
+    let path = env::var_os("FLIGHTDECK_CHROMIUM").map(PathBuf::from).unwrap_or_else(|| "/usr/bin/chromium".into());
     path.exists().then_some(path)
 }
 
@@ -237,19 +199,12 @@ fn test() -> Result<()> {
     check(&mut tests)?;
 
     match chromium() {
-        None => missing(
-            "Chromium",
-            "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM",
-        )?,
+        None => missing("Chromium", "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM")?,
         Some(browser) => {
             let e2e = workspace_root().join("end2end");
             if !e2e.join("node_modules/playwright-core").exists() {
                 step("installing the browser-test packages (npm ci)");
-                check(
-                    Command::new("npm")
-                        .args(["ci", "--no-audit", "--no-fund"])
-                        .current_dir(&e2e),
-                )?;
+                check(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&e2e))?;
             }
             step("browser tests (Playwright, headless Chromium)");
             check(
@@ -354,7 +309,9 @@ fn bench(args: &[String]) -> Result<()> {
             let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
             let _ = server.wait();
             if let Some((url, name)) = database {
-                let _ = Command::new("psql").args([url.as_str(), "-XAtqc", &format!("DROP DATABASE {name} WITH (FORCE)")]).status();
+                let _ = Command::new("psql")
+                    .args([url.as_str(), "-XAtqc", &format!("DROP DATABASE {name} WITH (FORCE)")])
+                    .status();
             }
             let _ = std::fs::remove_dir_all(&data);
             result?;

@@ -30,8 +30,6 @@ mod tests {
         assert!(check(0, 0).is_ok());
         assert!(check(MAX_PER_USER - 1, MAX_PER_SOURCE - 1).is_ok());
         assert!(check(MAX_PER_USER, 0).is_err());
-        assert!(check(0, MAX_PER_SOURCE)
-            .unwrap_err()
-            .contains("wait 15 minutes"));
+        assert!(check(0, MAX_PER_SOURCE).unwrap_err().contains("wait 15 minutes"));
     }
 }

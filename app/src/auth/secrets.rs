@@ -33,9 +33,6 @@ mod tests {
         assert!(a.starts_with(&prefix) && prefix.len() == 12);
         assert_eq!(sha256_hex(&a), sha256_hex(&a));
         assert_ne!(sha256_hex(&a), sha256_hex(&b));
-        assert_eq!(
-            sha256_hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

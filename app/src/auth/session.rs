@@ -19,18 +19,11 @@ pub async fn current_user(db: &Db, session: &Session) -> Option<CurrentUser> {
         return None;
     }
     let roles = user.roles();
-    Some(CurrentUser {
-        id: user.id,
-        username: user.username,
-        roles,
-    })
+    Some(CurrentUser { id: user.id, username: user.username, roles })
 }
 
 /// Binds the session to a user, under a new session id so a planted id is worthless.
-pub async fn sign_in(
-    session: &Session,
-    user: &users::UserRecord,
-) -> Result<(), tower_sessions::session::Error> {
+pub async fn sign_in(session: &Session, user: &users::UserRecord) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
     session.insert(USER_ID, user.id).await?;
     session.insert(EPOCH, user.session_epoch).await?;
@@ -49,15 +42,9 @@ pub async fn stash_secret(
     slot: &str,
     secret: OneTimeSecret,
 ) -> Result<(), tower_sessions::session::Error> {
-    session
-        .insert(&format!("one_time_secret:{slot}"), secret)
-        .await
+    session.insert(&format!("one_time_secret:{slot}"), secret).await
 }
 
 pub async fn take_secret(session: &Session, slot: &str) -> Option<OneTimeSecret> {
-    session
-        .remove(&format!("one_time_secret:{slot}"))
-        .await
-        .ok()
-        .flatten()
+    session.remove(&format!("one_time_secret:{slot}")).await.ok().flatten()
 }

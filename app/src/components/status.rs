@@ -32,11 +32,7 @@ pub fn NotFound() -> impl IntoView {
 /// Shown in place of a page the signed-in user may not see. The server also answers
 /// such a request with status 403.
 #[component]
-pub fn Forbidden(
-    #[prop(into)] needed: String,
-    #[prop(into)] username: String,
-    roles: String,
-) -> impl IntoView {
+pub fn Forbidden(#[prop(into)] needed: String, #[prop(into)] username: String, roles: String) -> impl IntoView {
     set_page_status(403);
     view! {
         <Title text="Forbidden"/>

@@ -15,11 +15,7 @@ mod slots {
 #[cfg(feature = "ssr")]
 /// Collects ticked checkboxes (`Some("on")`) into the values they stand for.
 fn ticked<T: Copy>(boxes: &[(Option<String>, T)]) -> Vec<T> {
-    boxes
-        .iter()
-        .filter(|(b, _)| b.is_some())
-        .map(|(_, v)| *v)
-        .collect()
+    boxes.iter().filter(|(b, _)| b.is_some()).map(|(_, v)| *v).collect()
 }
 
 #[server(prefix = "/fn", endpoint = "load_tokens_page")]
@@ -30,10 +26,7 @@ pub async fn load_tokens_page() -> Result<TokensPage, AppError> {
     ssr::require(crate::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::TOKENS).await;
-    Ok(TokensPage {
-        tokens: tokens::list(&db).await?,
-        new_secret,
-    })
+    Ok(TokensPage { tokens: tokens::list(&db).await?, new_secret })
 }
 
 /// Creates an agent API token with the ticked scopes; its secret is shown once on the
@@ -65,9 +58,7 @@ pub async fn create_token(
         return ssr::fail(AppError::Invalid(message));
     }
     if scopes.is_empty() {
-        return ssr::fail(AppError::Invalid(
-            "tick at least one scope for the token".into(),
-        ));
+        return ssr::fail(AppError::Invalid("tick at least one scope for the token".into()));
     }
     let (secret, prefix) = secrets::generate_token();
     let hash = secrets::sha256_hex(&secret);
@@ -88,22 +79,15 @@ pub async fn create_token(
             actor: Some(&admin.username),
             action: action::TOKEN_CREATED,
             target: Some(name.trim()),
-            detail: Some(&format!(
-                "scopes {}, prefix {prefix}",
-                format_scopes(&scopes)
-            )),
+            detail: Some(&format!("scopes {}, prefix {prefix}", format_scopes(&scopes))),
             source: ssr::source().as_deref(),
         },
     )
     .await?;
     let label = format!("API token {}", name.trim());
-    session::stash_secret(
-        &ssr::session()?,
-        slots::TOKENS,
-        OneTimeSecret { label, secret },
-    )
-    .await
-    .map_err(|_| AppError::Internal)?;
+    session::stash_secret(&ssr::session()?, slots::TOKENS, OneTimeSecret { label, secret })
+        .await
+        .map_err(|_| AppError::Internal)?;
     Ok(())
 }
 
@@ -142,10 +126,7 @@ pub async fn load_users_page() -> Result<UsersPage, AppError> {
     ssr::require(crate::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::USERS).await;
-    Ok(UsersPage {
-        users: users::list(&db).await?,
-        new_secret,
-    })
+    Ok(UsersPage { users: users::list(&db).await?, new_secret })
 }
 
 /// Creates a user with the ticked roles and a generated password, shown once.
@@ -181,9 +162,7 @@ pub async fn create_user(
     }
     let secret = password::generate();
     let for_hash = secret.clone();
-    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash))
-        .await
-        .map_err(|_| AppError::Internal)?;
+    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash)).await.map_err(|_| AppError::Internal)?;
     if let Err(e) = users::create(&db, &username, &hash, &roles).await {
         return ssr::fail(e.into());
     }
@@ -199,13 +178,9 @@ pub async fn create_user(
     )
     .await?;
     let label = format!("password for {username}");
-    session::stash_secret(
-        &ssr::session()?,
-        slots::USERS,
-        OneTimeSecret { label, secret },
-    )
-    .await
-    .map_err(|_| AppError::Internal)?;
+    session::stash_secret(&ssr::session()?, slots::USERS, OneTimeSecret { label, secret })
+        .await
+        .map_err(|_| AppError::Internal)?;
     Ok(())
 }
 
@@ -224,9 +199,7 @@ pub async fn reset_password(username: String) -> Result<(), AppError> {
     let db = ssr::db()?;
     let secret = password::generate();
     let for_hash = secret.clone();
-    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash))
-        .await
-        .map_err(|_| AppError::Internal)?;
+    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash)).await.map_err(|_| AppError::Internal)?;
     if let Err(e) = users::set_password(&db, &username, &hash).await {
         return ssr::fail(e.into());
     }
@@ -242,13 +215,9 @@ pub async fn reset_password(username: String) -> Result<(), AppError> {
     )
     .await?;
     let label = format!("new password for {username}");
-    session::stash_secret(
-        &ssr::session()?,
-        slots::USERS,
-        OneTimeSecret { label, secret },
-    )
-    .await
-    .map_err(|_| AppError::Internal)?;
+    session::stash_secret(&ssr::session()?, slots::USERS, OneTimeSecret { label, secret })
+        .await
+        .map_err(|_| AppError::Internal)?;
     Ok(())
 }
 
@@ -281,10 +250,7 @@ pub async fn set_roles(
     let Some(target) = users::by_username(&db, &username).await? else {
         return ssr::fail(AppError::NotFound(format!("user `{username}`")));
     };
-    if target.roles().contains(&Role::Admin)
-        && !roles.contains(&Role::Admin)
-        && users::count_admins(&db).await? <= 1
-    {
+    if target.roles().contains(&Role::Admin) && !roles.contains(&Role::Admin) && users::count_admins(&db).await? <= 1 {
         return ssr::fail(AppError::Conflict(format!(
             "`{username}` is the last administrator; give another user the admin role first"
         )));
@@ -306,10 +272,7 @@ pub async fn set_roles(
 
 /// A page of the audit log, newest first.
 #[server(prefix = "/fn", endpoint = "load_audit_page")]
-pub async fn load_audit_page(
-    before: Option<i64>,
-    action: Option<String>,
-) -> Result<AuditPage, AppError> {
+pub async fn load_audit_page(before: Option<i64>, action: Option<String>) -> Result<AuditPage, AppError> {
     use super::ssr;
     use crate::storage::audit;
     ssr::require(crate::access::Role::Admin)?;
@@ -327,10 +290,7 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
     let list = policies::list(&ssr::db()?).await?;
     Ok(list
         .into_iter()
-        .map(|p| crate::models::PolicyRow {
-            pattern: p.pattern,
-            side_effect: p.side_effect.to_string(),
-        })
+        .map(|p| crate::models::PolicyRow { pattern: p.pattern, side_effect: p.side_effect.to_string() })
         .collect())
 }
 
@@ -352,20 +312,12 @@ pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), App
             "a pattern needs 1 to 200 characters, e.g. send_* or delete_repository".into(),
         ));
     }
-    let Some(side_effect) = SideEffect::parse(&side_effect).filter(|s| *s != SideEffect::Unknown)
-    else {
+    let Some(side_effect) = SideEffect::parse(&side_effect).filter(|s| *s != SideEffect::Unknown) else {
         return ssr::fail(AppError::Invalid(format!(
             "unknown side effect `{side_effect}` (expected none, read, write or irreversible)"
         )));
     };
-    policies::upsert(
-        &db,
-        &ToolPolicy {
-            pattern: pattern.clone(),
-            side_effect,
-        },
-    )
-    .await?;
+    policies::upsert(&db, &ToolPolicy { pattern: pattern.clone(), side_effect }).await?;
     audit::record(
         &db,
         NewEntry {

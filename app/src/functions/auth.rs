@@ -7,11 +7,7 @@ use leptos::prelude::*;
 /// it also returns.
 /// Failures are audited and rate-limited per username and per address.
 #[server(prefix = "/fn", endpoint = "login")]
-pub async fn login(
-    username: String,
-    password: String,
-    next: Option<String>,
-) -> Result<String, AppError> {
+pub async fn login(username: String, password: String, next: Option<String>) -> Result<String, AppError> {
     use super::ssr;
     use crate::auth::{login_limit, password as pw, session};
     use crate::storage::audit::{self, action, NewEntry};
@@ -23,8 +19,7 @@ pub async fn login(
     let username = username.trim().to_string();
 
     let since = now_ms() - login_limit::WINDOW_MS;
-    let by_user =
-        audit::count_for_target_since(&db, action::LOGIN_FAILED, &username, since).await?;
+    let by_user = audit::count_for_target_since(&db, action::LOGIN_FAILED, &username, since).await?;
     let by_source = match &source {
         Some(s) => audit::count_from_source_since(&db, action::LOGIN_FAILED, s, since).await?,
         None => 0,
@@ -36,22 +31,15 @@ pub async fn login(
 
     let user = users::by_username(&db, &username).await?;
     // Verify against a dummy hash for unknown users so timing does not reveal them.
-    let phc = user
-        .as_ref()
-        .map(|u| u.password_hash.clone())
-        .unwrap_or_else(|| pw::dummy_hash().to_string());
-    let matches = tokio::task::spawn_blocking(move || pw::verify(&password, &phc))
-        .await
-        .unwrap_or(false);
+    let phc = user.as_ref().map(|u| u.password_hash.clone()).unwrap_or_else(|| pw::dummy_hash().to_string());
+    let matches = tokio::task::spawn_blocking(move || pw::verify(&password, &phc)).await.unwrap_or(false);
 
     match user {
         Some(user) if matches => {
-            session::sign_in(&browser_session, &user)
-                .await
-                .map_err(|e| {
-                    tracing::error!(error = %e, "cannot start session");
-                    AppError::Internal
-                })?;
+            session::sign_in(&browser_session, &user).await.map_err(|e| {
+                tracing::error!(error = %e, "cannot start session");
+                AppError::Internal
+            })?;
             audit::record(
                 &db,
                 NewEntry {
@@ -115,11 +103,7 @@ pub async fn logout() -> Result<String, AppError> {
 /// freshly signed-in user to another site.
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
-        Some(path)
-            if path.starts_with('/') && !path.starts_with("//") && !path.starts_with("/\\") =>
-        {
-            path.to_string()
-        }
+        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.starts_with("/\\") => path.to_string(),
         _ => "/runs".to_string(),
     }
 }

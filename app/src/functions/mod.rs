@@ -32,14 +32,10 @@ pub mod ssr {
     }
 
     pub fn session() -> Result<Session, AppError> {
-        parts()?
-            .extensions
-            .get::<Session>()
-            .cloned()
-            .ok_or_else(|| {
-                tracing::error!("session layer missing in front of a server function");
-                AppError::Internal
-            })
+        parts()?.extensions.get::<Session>().cloned().ok_or_else(|| {
+            tracing::error!("session layer missing in front of a server function");
+            AppError::Internal
+        })
     }
 
     /// The user the request's session belongs to, as loaded by the server's middleware.
@@ -50,17 +46,12 @@ pub mod ssr {
     /// The client address, for the audit log and the sign-in rate limit.
     pub fn source() -> Option<String> {
         let parts = parts().ok()?;
-        parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| addr.ip().to_string())
+        parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip().to_string())
     }
 
     fn set_status(code: u16) {
         if let Some(res) = use_context::<leptos_axum::ResponseOptions>() {
-            res.set_status(
-                http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR),
-            );
+            res.set_status(http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR));
         }
     }
 
@@ -84,10 +75,7 @@ pub mod ssr {
     /// navigation would keep the old signed-in state.
     pub fn redirect_form_post(path: &str) {
         let from_form = parts().ok().is_some_and(|p| {
-            p.headers
-                .get(http::header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.contains("text/html"))
+            p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
         });
         if from_form {
             leptos_axum::redirect(path);

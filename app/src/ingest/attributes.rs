@@ -12,9 +12,7 @@ pub fn to_json(value: &AnyValue) -> Value {
         Some(Otlp::StringValue(s)) => Value::String(s.clone()),
         Some(Otlp::BoolValue(b)) => Value::Bool(*b),
         Some(Otlp::IntValue(i)) => Value::from(*i),
-        Some(Otlp::DoubleValue(d)) => serde_json::Number::from_f64(*d)
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
+        Some(Otlp::DoubleValue(d)) => serde_json::Number::from_f64(*d).map(Value::Number).unwrap_or(Value::Null),
         Some(Otlp::ArrayValue(a)) => Value::Array(a.values.iter().map(to_json).collect()),
         Some(Otlp::KvlistValue(kv)) => Value::Object(to_map(&kv.values)),
         Some(Otlp::BytesValue(b)) => Value::String(hex::encode(b)),
@@ -29,10 +27,7 @@ pub fn to_map(pairs: &[KeyValue]) -> Map<String, Value> {
     let mut map = Map::new();
     for kv in pairs {
         if !map.contains_key(&kv.key) {
-            map.insert(
-                kv.key.clone(),
-                kv.value.as_ref().map(to_json).unwrap_or(Value::Null),
-            );
+            map.insert(kv.key.clone(), kv.value.as_ref().map(to_json).unwrap_or(Value::Null));
         }
     }
     map
@@ -53,9 +48,7 @@ pub fn as_text(value: &Value) -> Option<String> {
 /// A value as an integer: integers, integral doubles, or numeric strings.
 pub fn as_i64(value: &Value) -> Option<i64> {
     match value {
-        Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -75,11 +68,7 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::ArrayValue;
 
     fn kv(key: &str, value: Otlp) -> KeyValue {
-        KeyValue {
-            key: key.into(),
-            value: Some(AnyValue { value: Some(value) }),
-            ..Default::default()
-        }
+        KeyValue { key: key.into(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
     }
 
     #[test]
@@ -93,9 +82,7 @@ mod tests {
             kv(
                 "a",
                 Otlp::ArrayValue(ArrayValue {
-                    values: vec![AnyValue {
-                        value: Some(Otlp::StringValue("stop".into())),
-                    }],
+                    values: vec![AnyValue { value: Some(Otlp::StringValue("stop".into())) }],
                 }),
             ),
             kv("s", Otlp::StringValue("second".into())),

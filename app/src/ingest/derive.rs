@@ -3,8 +3,7 @@
 //! and gives the same answer whatever order the spans arrived in.
 
 use crate::canonical::{
-    DuplicateView, Outcome, RunDetail, RunSummary, SideEffect, StepView, TerminalReason,
-    ToolCallView, Trigger,
+    DuplicateView, Outcome, RunDetail, RunSummary, SideEffect, StepView, TerminalReason, ToolCallView, Trigger,
 };
 use crate::storage::from_ms;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,33 +59,17 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
     traces.sort_by_key(|(t, start)| (*start, *t));
     let trace_ids: Vec<String> = traces.iter().map(|(t, _)| t.to_string()).collect();
 
-    let roots: Vec<&SpanFacts> = spans
-        .iter()
-        .filter(|s| s.parent_span_id.is_none())
-        .collect();
-    let root_of = |trace: &str| {
-        roots
-            .iter()
-            .copied()
-            .filter(|r| r.trace_id == trace)
-            .min_by_key(|r| r.start_ns)
-    };
+    let roots: Vec<&SpanFacts> = spans.iter().filter(|s| s.parent_span_id.is_none()).collect();
+    let root_of = |trace: &str| roots.iter().copied().filter(|r| r.trace_id == trace).min_by_key(|r| r.start_ns);
     // A trace whose root has not arrived (or not ended) is still running.
-    let all_traces_ended = traces
-        .iter()
-        .all(|(t, _)| root_of(t).is_some_and(|r| r.end_ns > 0));
+    let all_traces_ended = traces.iter().all(|(t, _)| root_of(t).is_some_and(|r| r.end_ns > 0));
     let latest_trace = traces.last().map(|(t, _)| *t);
     let in_latest = |s: &&SpanFacts| Some(s.trace_id.as_str()) == latest_trace;
 
     let explicit_reason = latest_trace
         .and_then(root_of)
         .and_then(|r| r.terminal_reason.as_deref())
-        .or_else(|| {
-            spans
-                .iter()
-                .filter(in_latest)
-                .find_map(|s| s.terminal_reason.as_deref())
-        })
+        .or_else(|| spans.iter().filter(in_latest).find_map(|s| s.terminal_reason.as_deref()))
         .and_then(TerminalReason::parse);
     let escalation_reason = spans
         .iter()
@@ -97,25 +80,16 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
         TerminalReason::Running
     } else if let Some(reason) = explicit_reason.filter(|r| *r != TerminalReason::Running) {
         reason
-    } else if latest_trace
-        .and_then(root_of)
-        .is_some_and(|r| r.status_code == STATUS_ERROR)
-    {
+    } else if latest_trace.and_then(root_of).is_some_and(|r| r.status_code == STATUS_ERROR) {
         TerminalReason::Error
-    } else if spans
-        .iter()
-        .filter(in_latest)
-        .any(|s| s.escalation_reason.is_some())
-    {
+    } else if spans.iter().filter(in_latest).any(|s| s.escalation_reason.is_some()) {
         TerminalReason::Escalated
     } else {
         TerminalReason::Completed
     };
 
     let earliest_root = traces.first().and_then(|(t, _)| root_of(t));
-    let agent = earliest_root
-        .and_then(|r| r.agent.clone())
-        .or_else(|| spans.iter().find_map(|s| s.agent.clone()));
+    let agent = earliest_root.and_then(|r| r.agent.clone()).or_else(|| spans.iter().find_map(|s| s.agent.clone()));
     let trigger = earliest_root
         .and_then(|r| r.trigger.as_deref())
         .or_else(|| spans.iter().find_map(|s| s.trigger.as_deref()))
@@ -125,13 +99,7 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
     // Cost is a running total within an attempt: take each trace's highest, add attempts.
     let cost: f64 = traces
         .iter()
-        .map(|(t, _)| {
-            spans
-                .iter()
-                .filter(|s| s.trace_id == *t)
-                .filter_map(|s| s.cost)
-                .fold(0.0, f64::max)
-        })
+        .map(|(t, _)| spans.iter().filter(|s| s.trace_id == *t).filter_map(|s| s.cost).fold(0.0, f64::max))
         .sum();
 
     let started_ns = spans.iter().map(|s| s.start_ns).filter(|n| *n > 0).min();
@@ -146,15 +114,11 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
     let step_list = steps(spans);
     let tool_call_list = tool_calls(spans, &step_list);
     let duplicates = duplicates(&tool_call_list);
-    let deduped_calls = tool_call_list
-        .iter()
-        .filter(|c| c.outcome == Outcome::Deduped)
-        .count() as i64;
+    let deduped_calls = tool_call_list.iter().filter(|c| c.outcome == Outcome::Deduped).count() as i64;
     // "Never read anything" is only known when every call's class is known: a run whose
     // tools are unclassified is not flagged on a guess.
-    let known_no_read = tool_call_list
-        .iter()
-        .all(|c| c.side_effect != SideEffect::Read && c.side_effect != SideEffect::Unknown);
+    let known_no_read =
+        tool_call_list.iter().all(|c| c.side_effect != SideEffect::Read && c.side_effect != SideEffect::Unknown);
 
     RunDetail {
         run: RunSummary {
@@ -187,10 +151,7 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
 /// Steps in order. Explicit `step.index` values are kept; steps without one are numbered
 /// by start time after the highest explicit index.
 fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
-    let mut list: Vec<&SpanFacts> = spans
-        .iter()
-        .filter(|s| s.role.as_deref() == Some("step"))
-        .collect();
+    let mut list: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("step")).collect();
     list.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
     let mut next = list.iter().filter_map(|s| s.step_index).max().unwrap_or(0) + 1;
     let mut out: Vec<StepView> = list
@@ -218,29 +179,16 @@ fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
 /// Tool calls in start order, each placed in a step: its own `step.index`, else its
 /// parent step, else the latest step that started before it in the same trace.
 fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
-    let step_by_span: BTreeMap<&str, i64> = steps
-        .iter()
-        .map(|s| (s.span_id.as_str(), s.index))
-        .collect();
-    let step_spans: Vec<&SpanFacts> = spans
-        .iter()
-        .filter(|s| s.role.as_deref() == Some("step"))
-        .collect();
-    let mut calls: Vec<&SpanFacts> = spans
-        .iter()
-        .filter(|s| s.role.as_deref() == Some("tool"))
-        .collect();
+    let step_by_span: BTreeMap<&str, i64> = steps.iter().map(|s| (s.span_id.as_str(), s.index)).collect();
+    let step_spans: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("step")).collect();
+    let mut calls: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("tool")).collect();
     calls.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
     calls
         .into_iter()
         .map(|c| {
             let step_index = c
                 .step_index
-                .or_else(|| {
-                    c.parent_span_id
-                        .as_deref()
-                        .and_then(|p| step_by_span.get(p).copied())
-                })
+                .or_else(|| c.parent_span_id.as_deref().and_then(|p| step_by_span.get(p).copied()))
                 .or_else(|| {
                     step_spans
                         .iter()
@@ -253,18 +201,10 @@ fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
                 span_id: c.span_id.clone(),
                 step_index,
                 tool: c.tool_name.clone().unwrap_or_default(),
-                side_effect: c
-                    .side_effect
-                    .as_deref()
-                    .and_then(SideEffect::parse)
-                    .unwrap_or(SideEffect::Unknown),
+                side_effect: c.side_effect.as_deref().and_then(SideEffect::parse).unwrap_or(SideEffect::Unknown),
                 idempotency_key: c.idempotency_key.clone(),
                 attempt: c.attempt.unwrap_or(1),
-                outcome: c
-                    .outcome
-                    .as_deref()
-                    .and_then(Outcome::parse)
-                    .unwrap_or(Outcome::Unknown),
+                outcome: c.outcome.as_deref().and_then(Outcome::parse).unwrap_or(Outcome::Unknown),
                 latency_ms: c.latency_ms,
                 external_id: c.external_id.clone(),
                 args_sha256: c.args_sha256.clone(),
@@ -279,10 +219,7 @@ fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
 /// idempotency key (or, without a key, the same tool and argument hash).
 pub fn duplicates(calls: &[ToolCallView]) -> Vec<DuplicateView> {
     let mut groups: BTreeMap<(String, String), (i64, BTreeSet<String>)> = BTreeMap::new();
-    for c in calls
-        .iter()
-        .filter(|c| c.side_effect.changes_the_world() && c.outcome == Outcome::Ok)
-    {
+    for c in calls.iter().filter(|c| c.side_effect.changes_the_world() && c.outcome == Outcome::Ok) {
         let key = match (&c.idempotency_key, &c.args_sha256) {
             (Some(k), _) => k.clone(),
             (None, Some(hash)) => format!("args:{hash}"),
@@ -297,12 +234,7 @@ pub fn duplicates(calls: &[ToolCallView]) -> Vec<DuplicateView> {
     groups
         .into_iter()
         .filter(|(_, (count, _))| *count > 1)
-        .map(|((tool, key), (count, ids))| DuplicateView {
-            tool,
-            key,
-            count,
-            external_ids: ids.into_iter().collect(),
-        })
+        .map(|((tool, key), (count, ids))| DuplicateView { tool, key, count, external_ids: ids.into_iter().collect() })
         .collect()
 }
 
@@ -321,13 +253,7 @@ mod tests {
         }
     }
 
-    fn step(
-        trace: &str,
-        id: &str,
-        start: i64,
-        index: Option<i64>,
-        tokens: (i64, i64),
-    ) -> SpanFacts {
+    fn step(trace: &str, id: &str, start: i64, index: Option<i64>, tokens: (i64, i64)) -> SpanFacts {
         SpanFacts {
             role: Some("step".into()),
             step_index: index,
@@ -359,39 +285,21 @@ mod tests {
     }
 
     fn root(trace: &str, end: i64) -> SpanFacts {
-        SpanFacts {
-            agent: Some("billing".into()),
-            trigger: Some("user".into()),
-            ..span(trace, "root", None, 1, end)
-        }
+        SpanFacts { agent: Some("billing".into()), trigger: Some("user".into()), ..span(trace, "root", None, 1, end) }
     }
 
     #[test]
     fn a_run_without_its_root_is_running_and_then_completes() {
-        let mut spans = vec![
-            step("t1", "s1", 10, None, (100, 10)),
-            tool("t1", "c1", 15, "search", "read", "ok", None, None),
-        ];
+        let mut spans =
+            vec![step("t1", "s1", 10, None, (100, 10)), tool("t1", "c1", 15, "search", "read", "ok", None, None)];
         let d = derive_run("r", &spans);
         assert_eq!(d.run.terminal_reason, TerminalReason::Running);
         assert_eq!(d.run.ended_at, None);
         spans.push(root("t1", 100));
         let d = derive_run("r", &spans);
         assert_eq!(d.run.terminal_reason, TerminalReason::Completed);
-        assert_eq!(
-            (
-                d.run.steps,
-                d.run.tool_calls,
-                d.run.input_tokens,
-                d.run.output_tokens
-            ),
-            (1, 1, 100, 10)
-        );
-        assert_eq!(
-            d.run.wall_clock_ms,
-            Some(99),
-            "first span start to last span end"
-        );
+        assert_eq!((d.run.steps, d.run.tool_calls, d.run.input_tokens, d.run.output_tokens), (1, 1, 100, 10));
+        assert_eq!(d.run.wall_clock_ms, Some(99), "first span start to last span end");
         assert_eq!(d.run.agent.as_deref(), Some("billing"));
         assert_eq!(d.run.trigger, Trigger::User);
         assert!(!d.run.completed_without_read);
@@ -401,15 +309,9 @@ mod tests {
     fn explicit_reason_beats_error_beats_escalation_beats_completed() {
         let mut r = root("t1", 50);
         r.status_code = STATUS_ERROR;
-        assert_eq!(
-            derive_run("r", &[r.clone()]).run.terminal_reason,
-            TerminalReason::Error
-        );
+        assert_eq!(derive_run("r", &[r.clone()]).run.terminal_reason, TerminalReason::Error);
         r.terminal_reason = Some("step_limit".into());
-        assert_eq!(
-            derive_run("r", &[r.clone()]).run.terminal_reason,
-            TerminalReason::StepLimit
-        );
+        assert_eq!(derive_run("r", &[r.clone()]).run.terminal_reason, TerminalReason::StepLimit);
         let mut ok = root("t1", 50);
         let mut child = span("t1", "x", Some("root"), 1, 2);
         child.escalation_reason = Some("low_confidence".into());
@@ -417,38 +319,20 @@ mod tests {
         assert_eq!(d.run.terminal_reason, TerminalReason::Escalated);
         assert_eq!(d.run.escalation_reason.as_deref(), Some("low_confidence"));
         ok.terminal_reason = Some("nonsense".into());
-        assert_eq!(
-            derive_run("r", &[ok]).run.terminal_reason,
-            TerminalReason::Completed,
-            "unknown values are ignored"
-        );
+        assert_eq!(derive_run("r", &[ok]).run.terminal_reason, TerminalReason::Completed, "unknown values are ignored");
     }
 
     #[test]
     fn completed_without_any_read_tool_is_flagged() {
-        let spans = vec![
-            root("t1", 100),
-            tool("t1", "c1", 5, "send_email", "write", "ok", Some("k"), None),
-        ];
+        let spans = vec![root("t1", 100), tool("t1", "c1", 5, "send_email", "write", "ok", Some("k"), None)];
         assert!(derive_run("r", &spans).run.completed_without_read);
         let mut failed = spans.clone();
         failed[0].status_code = STATUS_ERROR;
-        assert!(
-            !derive_run("r", &failed).run.completed_without_read,
-            "only completed runs are flagged"
-        );
+        assert!(!derive_run("r", &failed).run.completed_without_read, "only completed runs are flagged");
         let mut unclassified = spans.clone();
         unclassified.push(tool("t1", "c2", 6, "mystery", "unknown", "ok", None, None));
-        assert!(
-            !derive_run("r", &unclassified).run.completed_without_read,
-            "no flag on a guess"
-        );
-        assert!(
-            derive_run("r", &[root("t1", 100)])
-                .run
-                .completed_without_read,
-            "no tool call at all"
-        );
+        assert!(!derive_run("r", &unclassified).run.completed_without_read, "no flag on a guess");
+        assert!(derive_run("r", &[root("t1", 100)]).run.completed_without_read, "no tool call at all");
     }
 
     #[test]
@@ -464,66 +348,17 @@ mod tests {
         t2_root.start_ns = 200 * 1_000_000;
         let spans = vec![
             t1,
-            tool(
-                "t1",
-                "a",
-                10,
-                "send_email",
-                "irreversible",
-                "ok",
-                Some("k-mail"),
-                Some("msg_1"),
-            ),
-            tool(
-                "t1",
-                "b",
-                20,
-                "create_record",
-                "write",
-                "timeout",
-                Some("k-rec"),
-                None,
-            ),
+            tool("t1", "a", 10, "send_email", "irreversible", "ok", Some("k-mail"), Some("msg_1")),
+            tool("t1", "b", 20, "create_record", "write", "timeout", Some("k-rec"), None),
             t2_root,
-            tool(
-                "t2",
-                "c",
-                210,
-                "send_email",
-                "irreversible",
-                "ok",
-                Some("k-mail"),
-                Some("msg_2"),
-            ),
-            tool(
-                "t2",
-                "d",
-                220,
-                "create_record",
-                "write",
-                "ok",
-                Some("k-rec"),
-                Some("rec_1"),
-            ),
-            tool(
-                "t2",
-                "e",
-                230,
-                "create_record",
-                "write",
-                "deduped",
-                Some("k-rec"),
-                Some("rec_1"),
-            ),
+            tool("t2", "c", 210, "send_email", "irreversible", "ok", Some("k-mail"), Some("msg_2")),
+            tool("t2", "d", 220, "create_record", "write", "ok", Some("k-rec"), Some("rec_1")),
+            tool("t2", "e", 230, "create_record", "write", "deduped", Some("k-rec"), Some("rec_1")),
             tool("t2", "f", 240, "lookup", "read", "ok", None, None),
         ];
         let d = derive_run("r", &spans);
         assert_eq!(d.run.trace_ids, vec!["t1", "t2"]);
-        assert_eq!(
-            d.run.terminal_reason,
-            TerminalReason::Completed,
-            "the latest attempt decides"
-        );
+        assert_eq!(d.run.terminal_reason, TerminalReason::Completed, "the latest attempt decides");
         assert_eq!(d.run.trigger, Trigger::User, "the first attempt's trigger");
         assert_eq!(d.run.duplicate_side_effects, 1);
         assert_eq!(d.run.deduped_calls, 1);
@@ -536,11 +371,7 @@ mod tests {
                 external_ids: vec!["msg_1".into(), "msg_2".into()]
             }]
         );
-        assert!(
-            (d.run.cost - 0.25).abs() < 1e-9,
-            "costs of attempts add up: {}",
-            d.run.cost
-        );
+        assert!((d.run.cost - 0.25).abs() < 1e-9, "costs of attempts add up: {}", d.run.cost);
     }
 
     #[test]
@@ -560,12 +391,7 @@ mod tests {
         let r2 = tool("t", "y", 2, "get", "read", "ok", Some("k"), None);
         let w1 = tool("t", "z", 3, "put", "write", "error", Some("k2"), None);
         let w2 = tool("t", "w", 4, "put", "write", "ok", Some("k2"), None);
-        assert_eq!(
-            derive_run("r", &[r1, r2, w1, w2])
-                .run
-                .duplicate_side_effects,
-            0
-        );
+        assert_eq!(derive_run("r", &[r1, r2, w1, w2]).run.duplicate_side_effects, 0);
     }
 
     #[test]
@@ -575,21 +401,12 @@ mod tests {
             step("t", "s2", 30, None, (5, 1)),
             step("t", "s1", 10, None, (7, 2)),
             tool("t", "c1", 12, "search", "read", "ok", None, None),
-            SpanFacts {
-                parent_span_id: Some("s2".into()),
-                ..tool("t", "c2", 35, "search", "read", "ok", None, None)
-            },
-            SpanFacts {
-                step_index: Some(9),
-                ..tool("t", "c3", 40, "search", "read", "ok", None, None)
-            },
+            SpanFacts { parent_span_id: Some("s2".into()), ..tool("t", "c2", 35, "search", "read", "ok", None, None) },
+            SpanFacts { step_index: Some(9), ..tool("t", "c3", 40, "search", "read", "ok", None, None) },
         ];
         let d = derive_run("r", &spans);
         assert_eq!(
-            d.step_list
-                .iter()
-                .map(|s| (s.index, s.span_id.as_str()))
-                .collect::<Vec<_>>(),
+            d.step_list.iter().map(|s| (s.index, s.span_id.as_str())).collect::<Vec<_>>(),
             vec![(1, "s1"), (2, "s2")]
         );
         let placed: Vec<_> = d.tool_call_list.iter().map(|c| c.step_index).collect();

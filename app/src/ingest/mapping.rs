@@ -50,31 +50,14 @@ impl Default for MappingTable {
     fn default() -> Self {
         MappingTable {
             run_id: keys(&["run.id", "gen_ai.conversation.id", "session.id"]),
-            agent: keys(&[
-                "gen_ai.agent.name",
-                "resource:gen_ai.agent.name",
-                "resource:service.name",
-            ]),
+            agent: keys(&["gen_ai.agent.name", "resource:gen_ai.agent.name", "resource:service.name"]),
             trigger: keys(&["run.trigger"]),
             terminal_reason: keys(&["run.terminal_reason"]),
             step_index: keys(&["step.index"]),
             step_stop_reason: keys(&["step.stop_reason", "gen_ai.response.finish_reasons"]),
-            step_model_id: keys(&[
-                "step.model_id",
-                "gen_ai.request.model",
-                "gen_ai.response.model",
-                "llm.model_name",
-            ]),
-            input_tokens: keys(&[
-                "step.input_tokens",
-                "gen_ai.usage.input_tokens",
-                "llm.token_count.prompt",
-            ]),
-            output_tokens: keys(&[
-                "step.output_tokens",
-                "gen_ai.usage.output_tokens",
-                "llm.token_count.completion",
-            ]),
+            step_model_id: keys(&["step.model_id", "gen_ai.request.model", "gen_ai.response.model", "llm.model_name"]),
+            input_tokens: keys(&["step.input_tokens", "gen_ai.usage.input_tokens", "llm.token_count.prompt"]),
+            output_tokens: keys(&["step.output_tokens", "gen_ai.usage.output_tokens", "llm.token_count.completion"]),
             cache_tokens: keys(&[
                 "step.cache_read_tokens",
                 "step.cache_tokens",
@@ -83,12 +66,7 @@ impl Default for MappingTable {
                 "llm.token_count.prompt_details.cache_read",
             ]),
             tool_name: keys(&["tool.name", "gen_ai.tool.name"]),
-            tool_arguments: keys(&[
-                "gen_ai.tool.call.arguments",
-                "tool.parameters",
-                "tool.arguments",
-                "input.value",
-            ]),
+            tool_arguments: keys(&["gen_ai.tool.call.arguments", "tool.parameters", "tool.arguments", "input.value"]),
             tool_side_effect: keys(&["tool.side_effect"]),
             tool_idempotency_key: keys(&["tool.idempotency_key"]),
             tool_attempt: keys(&["tool.attempt"]),
@@ -99,11 +77,7 @@ impl Default for MappingTable {
             cost: keys(&["budget.cost_spent"]),
             wall_clock_ms: keys(&["budget.wall_clock_ms"]),
             escalation_reason: keys(&["escalation.reason"]),
-            tool_span: keys(&[
-                "gen_ai.operation.name=execute_tool",
-                "openinference.span.kind=TOOL",
-                "tool.name",
-            ]),
+            tool_span: keys(&["gen_ai.operation.name=execute_tool", "openinference.span.kind=TOOL", "tool.name"]),
             step_span: keys(&[
                 "step.index",
                 "gen_ai.operation.name=chat",
@@ -136,25 +110,19 @@ impl Default for MappingTable {
 impl MappingTable {
     /// Whether `key` holds a body under this table.
     pub fn is_body(&self, key: &str) -> bool {
-        self.bodies
-            .iter()
-            .any(|pattern| match pattern.strip_suffix('*') {
-                Some(prefix) => key.starts_with(prefix),
-                None => key == pattern,
-            })
+        self.bodies.iter().any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => key.starts_with(prefix),
+            None => key == pattern,
+        })
     }
 }
 
 /// Whether a `key=value` (or bare `key`) marker matches the attributes.
-pub fn marker_matches(
-    marker: &str,
-    attributes: &serde_json::Map<String, serde_json::Value>,
-) -> bool {
+pub fn marker_matches(marker: &str, attributes: &serde_json::Map<String, serde_json::Value>) -> bool {
     match marker.split_once('=') {
-        Some((key, wanted)) => attributes
-            .get(key)
-            .and_then(super::attributes::as_text)
-            .is_some_and(|v| v.eq_ignore_ascii_case(wanted)),
+        Some((key, wanted)) => {
+            attributes.get(key).and_then(super::attributes::as_text).is_some_and(|v| v.eq_ignore_ascii_case(wanted))
+        }
         None => attributes.get(marker).is_some_and(|v| !v.is_null()),
     }
 }
@@ -167,14 +135,8 @@ mod tests {
     fn a_config_section_replaces_only_the_fields_it_names() {
         let table: MappingTable = toml::from_str("run_id = [\"my.run\"]\n").unwrap();
         assert_eq!(table.run_id, vec!["my.run"]);
-        assert_eq!(
-            table.agent,
-            MappingTable::default().agent,
-            "other fields keep their defaults"
-        );
-        let err = toml::from_str::<MappingTable>("run_idd = []\n")
-            .unwrap_err()
-            .to_string();
+        assert_eq!(table.agent, MappingTable::default().agent, "other fields keep their defaults");
+        let err = toml::from_str::<MappingTable>("run_idd = []\n").unwrap_err().to_string();
         assert!(err.contains("unknown field `run_idd`"), "{err}");
     }
 

@@ -80,9 +80,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_attribute_bytes: 256 * 1024,
-        }
+        Limits { max_attribute_bytes: 256 * 1024 }
     }
 }
 
@@ -94,11 +92,7 @@ pub struct Context<'a> {
     pub limits: Limits,
 }
 
-fn lookup<'v>(
-    keys: &[String],
-    attrs: &'v Map<String, Value>,
-    resource: &'v Map<String, Value>,
-) -> Option<&'v Value> {
+fn lookup<'v>(keys: &[String], attrs: &'v Map<String, Value>, resource: &'v Map<String, Value>) -> Option<&'v Value> {
     keys.iter().find_map(|key| {
         let value = match key.strip_prefix("resource:") {
             Some(rkey) => resource.get(rkey),
@@ -119,46 +113,28 @@ pub fn args_sha256(text: &str) -> String {
 }
 
 /// Checks and normalizes one span; the error says why the span was rejected.
-pub fn normalize(
-    span: &Span,
-    resource: &Map<String, Value>,
-    cx: &Context<'_>,
-) -> Result<NormalizedSpan, String> {
+pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -> Result<NormalizedSpan, String> {
     if span.trace_id.len() != 16 {
-        return Err(format!(
-            "trace_id must be 16 bytes, got {}",
-            span.trace_id.len()
-        ));
+        return Err(format!("trace_id must be 16 bytes, got {}", span.trace_id.len()));
     }
     if span.span_id.len() != 8 {
-        return Err(format!(
-            "span_id must be 8 bytes, got {}",
-            span.span_id.len()
-        ));
+        return Err(format!("span_id must be 8 bytes, got {}", span.span_id.len()));
     }
     if !span.parent_span_id.is_empty() && span.parent_span_id.len() != 8 {
-        return Err(format!(
-            "parent_span_id must be empty or 8 bytes, got {}",
-            span.parent_span_id.len()
-        ));
+        return Err(format!("parent_span_id must be empty or 8 bytes, got {}", span.parent_span_id.len()));
     }
     if span.trace_id.iter().all(|b| *b == 0) || span.span_id.iter().all(|b| *b == 0) {
         return Err("trace_id and span_id must not be all zeros".into());
     }
-    let start_ns = i64::try_from(span.start_time_unix_nano)
-        .map_err(|_| "start time out of range".to_string())?;
-    let end_ns =
-        i64::try_from(span.end_time_unix_nano).map_err(|_| "end time out of range".to_string())?;
+    let start_ns = i64::try_from(span.start_time_unix_nano).map_err(|_| "start time out of range".to_string())?;
+    let end_ns = i64::try_from(span.end_time_unix_nano).map_err(|_| "end time out of range".to_string())?;
     if end_ns != 0 && end_ns < start_ns {
         return Err("end_time_unix_nano is before start_time_unix_nano".into());
     }
 
     let attrs = to_map(&span.attributes);
     for (key, value) in &attrs {
-        let size = value
-            .as_str()
-            .map(str::len)
-            .unwrap_or_else(|| value.to_string().len());
+        let size = value.as_str().map(str::len).unwrap_or_else(|| value.to_string().len());
         if size > cx.limits.max_attribute_bytes {
             return Err(format!(
                 "attribute `{key}` is {size} bytes, over the {} byte limit",
@@ -171,20 +147,12 @@ pub fn normalize(
     let int = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_i64);
 
     // Escalation: an attribute, or a span event named `escalation`.
-    let events: Vec<(String, Map<String, Value>, u64)> = span
-        .events
-        .iter()
-        .map(|e| (e.name.clone(), to_map(&e.attributes), e.time_unix_nano))
-        .collect();
+    let events: Vec<(String, Map<String, Value>, u64)> =
+        span.events.iter().map(|e| (e.name.clone(), to_map(&e.attributes), e.time_unix_nano)).collect();
     let escalation_reason = text(&m.escalation_reason).or_else(|| {
-        events
-            .iter()
-            .find(|(name, _, _)| name == "escalation")
-            .map(|(_, ea, _)| {
-                lookup(&m.escalation_reason, ea, resource)
-                    .and_then(as_text)
-                    .unwrap_or_else(|| "unspecified".into())
-            })
+        events.iter().find(|(name, _, _)| name == "escalation").map(|(_, ea, _)| {
+            lookup(&m.escalation_reason, ea, resource).and_then(as_text).unwrap_or_else(|| "unspecified".into())
+        })
     });
 
     let is_tool = m.tool_span.iter().any(|mk| marker_matches(mk, &attrs));
@@ -198,31 +166,20 @@ pub fn normalize(
     };
 
     let status_code = span.status.as_ref().map(|s| s.code).unwrap_or(0);
-    let status_message = span
-        .status
-        .as_ref()
-        .map(|s| s.message.clone())
-        .filter(|m| !m.is_empty());
+    let status_message = span.status.as_ref().map(|s| s.message.clone()).filter(|m| !m.is_empty());
     let raw_args = text(&m.tool_arguments);
     let (tool_name, side_effect, outcome) = if is_tool {
-        let name = text(&m.tool_name)
-            .unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
+        let name = text(&m.tool_name).unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
         let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s));
-        let side_effect = declared
-            .or_else(|| classify(&name, cx.policies))
-            .unwrap_or(SideEffect::Unknown);
-        let outcome = text(&m.tool_outcome)
-            .and_then(|s| Outcome::parse(&s))
-            .unwrap_or_else(|| {
-                let timed_out = status_message
-                    .as_deref()
-                    .is_some_and(|msg| msg.to_ascii_lowercase().contains("timed out"));
-                match (status_code == StatusCode::Error as i32, timed_out) {
-                    (true, true) => Outcome::Timeout,
-                    (true, false) => Outcome::Error,
-                    _ => Outcome::Ok,
-                }
-            });
+        let side_effect = declared.or_else(|| classify(&name, cx.policies)).unwrap_or(SideEffect::Unknown);
+        let outcome = text(&m.tool_outcome).and_then(|s| Outcome::parse(&s)).unwrap_or_else(|| {
+            let timed_out = status_message.as_deref().is_some_and(|msg| msg.to_ascii_lowercase().contains("timed out"));
+            match (status_code == StatusCode::Error as i32, timed_out) {
+                (true, true) => Outcome::Timeout,
+                (true, false) => Outcome::Error,
+                _ => Outcome::Ok,
+            }
+        });
         (Some(name), Some(side_effect), Some(outcome))
     } else {
         (None, None, None)
@@ -266,8 +223,7 @@ pub fn normalize(
     Ok(NormalizedSpan {
         trace_id: hex::encode(&span.trace_id),
         span_id: hex::encode(&span.span_id),
-        parent_span_id: (!span.parent_span_id.is_empty())
-            .then(|| hex::encode(&span.parent_span_id)),
+        parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex::encode(&span.parent_span_id)),
         name: span.name.clone(),
         kind: span.kind,
         start_ns,
@@ -283,53 +239,24 @@ pub fn normalize(
         wall_clock_ms: int(&m.wall_clock_ms),
         role,
         step_index: int(&m.step_index),
-        stop_reason: if is_step {
-            text(&m.step_stop_reason)
-        } else {
-            None
-        },
-        model_id: if is_step {
-            text(&m.step_model_id)
-        } else {
-            None
-        },
+        stop_reason: if is_step { text(&m.step_stop_reason) } else { None },
+        model_id: if is_step { text(&m.step_model_id) } else { None },
         input_tokens: if is_step { int(&m.input_tokens) } else { None },
         output_tokens: if is_step { int(&m.output_tokens) } else { None },
         cache_tokens: if is_step { int(&m.cache_tokens) } else { None },
         tool_name,
         side_effect,
-        idempotency_key: if is_tool {
-            text(&m.tool_idempotency_key)
-        } else {
-            None
-        },
-        attempt: if is_tool {
-            Some(int(&m.tool_attempt).unwrap_or(1))
-        } else {
-            None
-        },
+        idempotency_key: if is_tool { text(&m.tool_idempotency_key) } else { None },
+        attempt: if is_tool { Some(int(&m.tool_attempt).unwrap_or(1)) } else { None },
         outcome,
         latency_ms: if is_tool {
-            int(&m.tool_latency_ms)
-                .or_else(|| (end_ns > start_ns).then(|| (end_ns - start_ns) / 1_000_000))
+            int(&m.tool_latency_ms).or_else(|| (end_ns > start_ns).then(|| (end_ns - start_ns) / 1_000_000))
         } else {
             None
         },
-        external_id: if is_tool {
-            text(&m.tool_external_id)
-        } else {
-            None
-        },
-        args_sha256: if is_tool {
-            raw_args.as_deref().map(args_sha256)
-        } else {
-            None
-        },
-        approval_id: if is_tool {
-            text(&m.tool_approval_id)
-        } else {
-            None
-        },
+        external_id: if is_tool { text(&m.tool_external_id) } else { None },
+        args_sha256: if is_tool { raw_args.as_deref().map(args_sha256) } else { None },
+        approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
         attributes,
         events,
         resource: stored_resource,
@@ -338,9 +265,7 @@ pub fn normalize(
 }
 
 /// Resource attributes as JSON, for [`normalize`].
-pub fn resource_map(
-    resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>,
-) -> Map<String, Value> {
+pub fn resource_map(resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>) -> Map<String, Value> {
     resource.map(|r| to_map(&r.attributes)).unwrap_or_default()
 }
 
@@ -360,11 +285,7 @@ pub(crate) mod tests {
             Value::Number(n) => Otlp::DoubleValue(n.as_f64().unwrap()),
             other => Otlp::StringValue(other.to_string()),
         };
-        KeyValue {
-            key: key.into(),
-            value: Some(AnyValue { value: Some(value) }),
-            ..Default::default()
-        }
+        KeyValue { key: key.into(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
     }
 
     pub fn span(name: &str, parent: Option<u8>, attrs: Value) -> Span {
@@ -375,12 +296,7 @@ pub(crate) mod tests {
             name: name.into(),
             start_time_unix_nano: 1_000_000_000,
             end_time_unix_nano: 1_250_000_000,
-            attributes: attrs
-                .as_object()
-                .unwrap()
-                .iter()
-                .map(|(k, v)| kv(k, v.clone()))
-                .collect(),
+            attributes: attrs.as_object().unwrap().iter().map(|(k, v)| kv(k, v.clone())).collect(),
             ..Default::default()
         }
     }
@@ -388,16 +304,8 @@ pub(crate) mod tests {
     fn run(s: &Span, resource: Value) -> Result<NormalizedSpan, String> {
         let mapping = MappingTable::default();
         let redactor = Redactor::default();
-        let policies = vec![ToolPolicy {
-            pattern: "send_*".into(),
-            side_effect: SideEffect::Write,
-        }];
-        let cx = Context {
-            mapping: &mapping,
-            redactor: &redactor,
-            policies: &policies,
-            limits: Limits::default(),
-        };
+        let policies = vec![ToolPolicy { pattern: "send_*".into(), side_effect: SideEffect::Write }];
+        let cx = Context { mapping: &mapping, redactor: &redactor, policies: &policies, limits: Limits::default() };
         normalize(s, resource.as_object().unwrap(), &cx)
     }
 
@@ -434,17 +342,10 @@ pub(crate) mod tests {
         let n = run(&step, json!({})).unwrap();
         assert_eq!(n.role, Some(SpanRole::Step));
         assert_eq!(
-            (
-                n.step_index,
-                n.stop_reason.as_deref(),
-                n.model_id.as_deref()
-            ),
+            (n.step_index, n.stop_reason.as_deref(), n.model_id.as_deref()),
             (Some(2), Some("tool_call"), Some("claude-x"))
         );
-        assert_eq!(
-            (n.input_tokens, n.output_tokens, n.cache_tokens),
-            (Some(1200), Some(80), Some(900))
-        );
+        assert_eq!((n.input_tokens, n.output_tokens, n.cache_tokens), (Some(1200), Some(80), Some(900)));
 
         let tool = span(
             "tool send_email",
@@ -458,25 +359,12 @@ pub(crate) mod tests {
         let n = run(&tool, json!({})).unwrap();
         assert_eq!(n.role, Some(SpanRole::Tool));
         assert_eq!(n.tool_name.as_deref(), Some("send_email"));
-        assert_eq!(
-            n.side_effect,
-            Some(SideEffect::Irreversible),
-            "the span's own class beats the policy"
-        );
-        assert_eq!(
-            (n.attempt, n.outcome, n.latency_ms),
-            (Some(2), Some(Outcome::Deduped), Some(31))
-        );
+        assert_eq!(n.side_effect, Some(SideEffect::Irreversible), "the span's own class beats the policy");
+        assert_eq!((n.attempt, n.outcome, n.latency_ms), (Some(2), Some(Outcome::Deduped), Some(31)));
         assert_eq!(n.external_id.as_deref(), Some("msg_1"));
         assert_eq!(n.approval_id.as_deref(), Some("apr_9"));
-        assert_eq!(
-            n.args_sha256.as_deref(),
-            Some(args_sha256(r#"{"body":"hi","to":"a@b.c"}"#).as_str())
-        );
-        assert!(
-            n.bodies.contains_key("gen_ai.tool.call.arguments"),
-            "arguments are a body"
-        );
+        assert_eq!(n.args_sha256.as_deref(), Some(args_sha256(r#"{"body":"hi","to":"a@b.c"}"#).as_str()));
+        assert!(n.bodies.contains_key("gen_ai.tool.call.arguments"), "arguments are a body");
         assert!(!n.attributes.contains_key("gen_ai.tool.call.arguments"));
     }
 
@@ -491,11 +379,7 @@ pub(crate) mod tests {
         );
         let n = run(&agent, json!({"service.name": "svc"})).unwrap();
         assert_eq!(n.explicit_run_id.as_deref(), Some("conv-1"));
-        assert_eq!(
-            n.agent.as_deref(),
-            Some("support"),
-            "gen_ai.agent.name beats service.name"
-        );
+        assert_eq!(n.agent.as_deref(), Some("support"), "gen_ai.agent.name beats service.name");
         let chat = span(
             "chat gpt-x",
             Some(1),
@@ -506,10 +390,7 @@ pub(crate) mod tests {
         );
         let n = run(&chat, json!({})).unwrap();
         assert_eq!(n.role, Some(SpanRole::Step));
-        assert_eq!(
-            (n.model_id.as_deref(), n.input_tokens, n.output_tokens),
-            (Some("gpt-x"), Some(50), Some(5))
-        );
+        assert_eq!((n.model_id.as_deref(), n.input_tokens, n.output_tokens), (Some("gpt-x"), Some(50), Some(5)));
         let mut tool = span(
             "execute_tool send_invoice",
             Some(1),
@@ -518,42 +399,20 @@ pub(crate) mod tests {
                 "gen_ai.tool.call.arguments": "{\"amount\": 10}"
             }),
         );
-        tool.status = Some(Status {
-            code: 2,
-            message: "Timed out while waiting for response...10.0 seconds".into(),
-        });
+        tool.status = Some(Status { code: 2, message: "Timed out while waiting for response...10.0 seconds".into() });
         let n = run(&tool, json!({})).unwrap();
         assert_eq!(n.role, Some(SpanRole::Tool));
         assert_eq!(n.tool_name.as_deref(), Some("send_invoice"));
-        assert_eq!(
-            n.side_effect,
-            Some(SideEffect::Write),
-            "class from the tool policy"
-        );
-        assert_eq!(
-            n.outcome,
-            Some(Outcome::Timeout),
-            "the timeout signature is recognised"
-        );
+        assert_eq!(n.side_effect, Some(SideEffect::Write), "class from the tool policy");
+        assert_eq!(n.outcome, Some(Outcome::Timeout), "the timeout signature is recognised");
         assert_eq!(n.attempt, Some(1));
-        assert_eq!(
-            n.latency_ms,
-            Some(250),
-            "latency from the span when not reported"
-        );
+        assert_eq!(n.latency_ms, Some(250), "latency from the span when not reported");
     }
 
     #[test]
     fn openinference_spans() {
-        let root = span(
-            "agent",
-            None,
-            json!({"openinference.span.kind": "AGENT", "session.id": "sess-7"}),
-        );
-        assert_eq!(
-            run(&root, json!({})).unwrap().explicit_run_id.as_deref(),
-            Some("sess-7")
-        );
+        let root = span("agent", None, json!({"openinference.span.kind": "AGENT", "session.id": "sess-7"}));
+        assert_eq!(run(&root, json!({})).unwrap().explicit_run_id.as_deref(), Some("sess-7"));
         let llm = span(
             "llm",
             Some(1),
@@ -562,10 +421,7 @@ pub(crate) mod tests {
             }),
         );
         let n = run(&llm, json!({})).unwrap();
-        assert_eq!(
-            (n.role, n.input_tokens, n.output_tokens),
-            (Some(SpanRole::Step), Some(11), Some(3))
-        );
+        assert_eq!((n.role, n.input_tokens, n.output_tokens), (Some(SpanRole::Step), Some(11), Some(3)));
         let tool = span(
             "search",
             Some(1),
@@ -590,24 +446,17 @@ pub(crate) mod tests {
             attributes: vec![kv("escalation.reason", json!("insufficient_permission"))],
             ..Default::default()
         });
-        assert_eq!(
-            run(&s, json!({})).unwrap().escalation_reason.as_deref(),
-            Some("insufficient_permission")
-        );
+        assert_eq!(run(&s, json!({})).unwrap().escalation_reason.as_deref(), Some("insufficient_permission"));
     }
 
     #[test]
     fn bad_ids_times_and_huge_values_are_rejected_with_reasons() {
         let mut s = span("x", None, json!({}));
         s.trace_id = vec![1; 15];
-        assert!(run(&s, json!({}))
-            .unwrap_err()
-            .contains("trace_id must be 16 bytes"));
+        assert!(run(&s, json!({})).unwrap_err().contains("trace_id must be 16 bytes"));
         let mut s = span("x", None, json!({}));
         s.span_id = vec![1; 4];
-        assert!(run(&s, json!({}))
-            .unwrap_err()
-            .contains("span_id must be 8 bytes"));
+        assert!(run(&s, json!({})).unwrap_err().contains("span_id must be 8 bytes"));
         let mut s = span("x", None, json!({}));
         s.end_time_unix_nano = 1;
         assert!(run(&s, json!({})).unwrap_err().contains("before"));
@@ -626,14 +475,8 @@ pub(crate) mod tests {
             }),
         );
         let n = run(&s, json!({"deploy.token": "t0ps3cret"})).unwrap();
-        assert_eq!(
-            n.attributes["http.request.header.authorization"],
-            "[REDACTED]"
-        );
-        assert!(!n.bodies["gen_ai.tool.call.arguments"]
-            .as_str()
-            .unwrap()
-            .contains("sk-abc"));
+        assert_eq!(n.attributes["http.request.header.authorization"], "[REDACTED]");
+        assert!(!n.bodies["gen_ai.tool.call.arguments"].as_str().unwrap().contains("sk-abc"));
         assert_eq!(n.resource["deploy.token"], "[REDACTED]");
     }
 }

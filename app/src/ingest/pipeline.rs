@@ -30,9 +30,7 @@ impl std::str::FromStr for BodyPolicy {
             "none" => Ok(BodyPolicy::None),
             "failed_runs" => Ok(BodyPolicy::FailedRuns),
             "all" => Ok(BodyPolicy::All),
-            other => Err(format!(
-                "unknown body policy `{other}` (expected none, failed_runs or all)"
-            )),
+            other => Err(format!("unknown body policy `{other}` (expected none, failed_runs or all)")),
         }
     }
 }
@@ -76,12 +74,7 @@ impl Prepared {
         if self.rejected == 0 {
             return String::new();
         }
-        let mut message = format!(
-            "{} of {} spans rejected: {}",
-            self.rejected,
-            self.total(),
-            self.errors.join("; ")
-        );
+        let mut message = format!("{} of {} spans rejected: {}", self.rejected, self.total(), self.errors.join("; "));
         if self.errors.len() < self.rejected {
             message.push_str("; …");
         }
@@ -90,17 +83,8 @@ impl Prepared {
 }
 
 /// Validates and normalizes every span of a request.
-pub fn prepare(
-    request: &ExportTraceServiceRequest,
-    settings: &IngestSettings,
-    policies: &[ToolPolicy],
-) -> Prepared {
-    let cx = Context {
-        mapping: &settings.mapping,
-        redactor: &settings.redactor,
-        policies,
-        limits: settings.limits,
-    };
+pub fn prepare(request: &ExportTraceServiceRequest, settings: &IngestSettings, policies: &[ToolPolicy]) -> Prepared {
+    let cx = Context { mapping: &settings.mapping, redactor: &settings.redactor, policies, limits: settings.limits };
     let mut out = Prepared::default();
     for resource_spans in &request.resource_spans {
         let resource = resource_map(resource_spans.resource.as_ref());
@@ -124,12 +108,7 @@ pub fn prepare(
 
 /// Counts the spans in a request without decoding anything further.
 pub fn span_count(request: &ExportTraceServiceRequest) -> usize {
-    request
-        .resource_spans
-        .iter()
-        .flat_map(|r| &r.scope_spans)
-        .map(|s| s.spans.len())
-        .sum()
+    request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum()
 }
 
 #[cfg(test)]
@@ -145,10 +124,7 @@ mod tests {
         bad.trace_id = vec![1; 3];
         let request = ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans {
-                    spans: vec![span("ok", None, json!({})), bad],
-                    ..Default::default()
-                }],
+                scope_spans: vec![ScopeSpans { spans: vec![span("ok", None, json!({})), bad], ..Default::default() }],
                 ..Default::default()
             }],
         };
@@ -156,22 +132,13 @@ mod tests {
         let prepared = prepare(&request, &IngestSettings::default(), &[]);
         assert_eq!((prepared.spans.len(), prepared.rejected), (1, 1));
         let message = prepared.error_message();
-        assert!(
-            message.starts_with("1 of 2 spans rejected: span"),
-            "{message}"
-        );
+        assert!(message.starts_with("1 of 2 spans rejected: span"), "{message}");
         assert!(message.contains("trace_id must be 16 bytes"), "{message}");
     }
 
     #[test]
     fn body_policies_parse() {
-        assert_eq!(
-            "failed_runs".parse::<BodyPolicy>(),
-            Ok(BodyPolicy::FailedRuns)
-        );
-        assert!("some"
-            .parse::<BodyPolicy>()
-            .unwrap_err()
-            .contains("unknown body policy"));
+        assert_eq!("failed_runs".parse::<BodyPolicy>(), Ok(BodyPolicy::FailedRuns));
+        assert!("some".parse::<BodyPolicy>().unwrap_err().contains("unknown body policy"));
     }
 }

@@ -19,10 +19,7 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
         return pattern == name;
     }
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first)
-        || !name[first.len()..].ends_with(last)
-        || name.len() < first.len() + last.len()
-    {
+    if !name.starts_with(first) || !name[first.len()..].ends_with(last) || name.len() < first.len() + last.len() {
         return false;
     }
     let mut rest = &name[first.len()..name.len() - last.len()];
@@ -63,19 +60,10 @@ mod tests {
     #[test]
     fn exact_names_win_over_patterns() {
         let policies = vec![
-            ToolPolicy {
-                pattern: "send_*".into(),
-                side_effect: SideEffect::Write,
-            },
-            ToolPolicy {
-                pattern: "send_invoice".into(),
-                side_effect: SideEffect::Irreversible,
-            },
+            ToolPolicy { pattern: "send_*".into(), side_effect: SideEffect::Write },
+            ToolPolicy { pattern: "send_invoice".into(), side_effect: SideEffect::Irreversible },
         ];
-        assert_eq!(
-            classify("send_invoice", &policies),
-            Some(SideEffect::Irreversible)
-        );
+        assert_eq!(classify("send_invoice", &policies), Some(SideEffect::Irreversible));
         assert_eq!(classify("send_email", &policies), Some(SideEffect::Write));
         assert_eq!(classify("search", &policies), None);
     }

@@ -43,8 +43,7 @@ impl Redactor {
         }
         Ok(Redactor {
             secret_key: Regex::new(SECRET_KEY).expect("built-in key pattern"),
-            secret_values: Regex::new(&patterns.join("|"))
-                .map_err(|e| format!("redaction patterns: {e}"))?,
+            secret_values: Regex::new(&patterns.join("|")).map_err(|e| format!("redaction patterns: {e}"))?,
         })
     }
 
@@ -54,8 +53,7 @@ impl Redactor {
 
     /// Redacts one attribute value in place, given its key.
     pub fn redact_value(&self, key: &str, value: &mut Value) {
-        if self.is_secret_key(key) && !value.is_null() && !value.is_number() && !value.is_boolean()
-        {
+        if self.is_secret_key(key) && !value.is_null() && !value.is_number() && !value.is_boolean() {
             *value = Value::String(REDACTED.into());
             return;
         }
@@ -157,8 +155,7 @@ mod tests {
     #[test]
     fn json_text_stays_json_and_nested_values_are_redacted() {
         let r = Redactor::default();
-        let args =
-            r#"{"to":"a@b.c","headers":{"Authorization":"Bearer abcdefgh12345"},"body":"hi"}"#;
+        let args = r#"{"to":"a@b.c","headers":{"Authorization":"Bearer abcdefgh12345"},"body":"hi"}"#;
         let out: serde_json::Value = serde_json::from_str(&r.redact_text(args)).unwrap();
         assert_eq!(out["headers"]["Authorization"], REDACTED);
         assert_eq!(out["body"], "hi");
@@ -170,8 +167,6 @@ mod tests {
         let mut v = json!("order ACME-123456 shipped");
         r.redact_value("note", &mut v);
         assert_eq!(v, "order [REDACTED] shipped");
-        assert!(Redactor::new(&["(".into()])
-            .unwrap_err()
-            .contains("invalid redaction pattern"));
+        assert!(Redactor::new(&["(".into()]).unwrap_err().contains("invalid redaction pattern"));
     }
 }

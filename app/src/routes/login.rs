@@ -11,11 +11,7 @@ pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
     super::full_reload_on_success(login.value());
     let query = use_query_map();
-    let next = move || {
-        query
-            .with(|q| q.get("next"))
-            .unwrap_or_else(|| "/runs".to_string())
-    };
+    let next = move || query.with(|q| q.get("next")).unwrap_or_else(|| "/runs".to_string());
     view! {
         <Title text="Sign in"/>
         <main class="login">

@@ -56,12 +56,7 @@ pub async fn record(db: &Db, entry: NewEntry<'_>) -> StoreResult<()> {
 }
 
 /// Newest first; `before` is the id cursor from the previous page, `action` filters.
-pub async fn list(
-    db: &Db,
-    before: Option<i64>,
-    action: Option<&str>,
-    limit: i64,
-) -> StoreResult<AuditPage> {
+pub async fn list(db: &Db, before: Option<i64>, action: Option<&str>, limit: i64) -> StoreResult<AuditPage> {
     let sql = "SELECT id, at, actor, action, target, detail, source FROM audit_log \
                WHERE ($1 IS NULL OR id < $1) AND ($2 IS NULL OR action = $2) \
                ORDER BY id DESC LIMIT $3";
@@ -85,41 +80,20 @@ pub async fn list(
             source: r.source,
         })
         .collect();
-    let next_before = if has_more {
-        entries.last().map(|e| e.id)
-    } else {
-        None
-    };
-    Ok(AuditPage {
-        entries,
-        next_before,
-    })
+    let next_before = if has_more { entries.last().map(|e| e.id) } else { None };
+    Ok(AuditPage { entries, next_before })
 }
 
 /// How many `action` entries about `target` were recorded since `since_ms`.
-pub async fn count_for_target_since(
-    db: &Db,
-    action: &str,
-    target: &str,
-    since_ms: i64,
-) -> StoreResult<i64> {
+pub async fn count_for_target_since(db: &Db, action: &str, target: &str, since_ms: i64) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND target = $2 AND at >= $3";
-    Ok(
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(target).bind(since_ms)
-        .fetch_one(pool).await)?,
-    )
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(target).bind(since_ms)
+        .fetch_one(pool).await)?)
 }
 
 /// How many `action` entries came from `source` since `since_ms`.
-pub async fn count_from_source_since(
-    db: &Db,
-    action: &str,
-    source: &str,
-    since_ms: i64,
-) -> StoreResult<i64> {
+pub async fn count_from_source_since(db: &Db, action: &str, source: &str, since_ms: i64) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND source = $2 AND at >= $3";
-    Ok(
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(source).bind(since_ms)
-        .fetch_one(pool).await)?,
-    )
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(source).bind(since_ms)
+        .fetch_one(pool).await)?)
 }

@@ -88,9 +88,7 @@ impl Db {
                 .map_err(|e| anyhow::anyhow!("cannot open SQLite database `{url}`: {e}"))?;
             Ok(Db::Sqlite(pool))
         } else {
-            anyhow::bail!(
-                "unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB"
-            )
+            anyhow::bail!("unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB")
         }
     }
 
@@ -100,9 +98,7 @@ impl Db {
             Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
             Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
         }
-        sessions::SessionStoreAny::new(self.clone())
-            .migrate()
-            .await?;
+        sessions::SessionStoreAny::new(self.clone()).migrate().await?;
         Ok(())
     }
 
@@ -113,8 +109,7 @@ impl Db {
             Db::Postgres(_) => POSTGRES_MIGRATIONS.iter().count() as i64,
         };
         let sql = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
-        let applied: Result<i64, sqlx::Error> =
-            on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
+        let applied: Result<i64, sqlx::Error> = on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
         match applied {
             Ok(n) if n >= expected => Ok(()),
             Ok(n) => Err(format!("{n} of {expected} migrations applied")),
@@ -145,6 +140,5 @@ pub fn from_ms(ms: i64) -> DateTime<Utc> {
 }
 
 fn is_unique_violation(err: &sqlx::Error) -> bool {
-    err.as_database_error()
-        .is_some_and(|e| e.is_unique_violation())
+    err.as_database_error().is_some_and(|e| e.is_unique_violation())
 }

@@ -35,11 +35,7 @@ const SPAN_INSERT: &str = "INSERT INTO spans (trace_id, span_id, parent_span_id,
 const ROWS_PER_INSERT: usize = 400;
 
 /// Stores spans, assigns their traces to runs, and recomputes the touched runs.
-pub async fn write(
-    db: &Db,
-    spans: &[NormalizedSpan],
-    body_policy: BodyPolicy,
-) -> StoreResult<WriteOutcome> {
+pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -> StoreResult<WriteOutcome> {
     if spans.is_empty() {
         return Ok(WriteOutcome::default());
     }

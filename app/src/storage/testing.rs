@@ -26,13 +26,7 @@ impl TestDb {
         let url = format!("sqlite://{}", dir.path().join("test.db").display());
         let db = Db::connect(&url).await.expect("open sqlite");
         db.migrate().await.expect("migrate sqlite");
-        TestDb {
-            db,
-            url,
-            admin_url: None,
-            name: None,
-            _dir: Some(dir),
-        }
+        TestDb { db, url, admin_url: None, name: None, _dir: Some(dir) }
     }
 
     /// A new PostgreSQL database, or `None` (after a loud message) when none is configured.
@@ -51,28 +45,15 @@ impl TestDb {
             COUNTER.fetch_add(1, Ordering::Relaxed),
             chrono::Utc::now().timestamp_micros() % 1_000_000
         );
-        let admin = Db::connect(&admin_url)
-            .await
-            .expect("connect to the PostgreSQL test server");
+        let admin = Db::connect(&admin_url).await.expect("connect to the PostgreSQL test server");
         if let Db::Postgres(pool) = &admin {
-            sqlx::query(&format!("CREATE DATABASE {name}"))
-                .execute(pool)
-                .await
-                .expect("create test database");
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(pool).await.expect("create test database");
         }
         admin.close().await;
         let url = with_database(&admin_url, &name);
-        let db = Db::connect(&url)
-            .await
-            .expect("connect to the test database");
+        let db = Db::connect(&url).await.expect("connect to the test database");
         db.migrate().await.expect("migrate postgres");
-        Some(TestDb {
-            db,
-            url,
-            admin_url: Some(admin_url),
-            name: Some(name),
-            _dir: None,
-        })
+        Some(TestDb { db, url, admin_url: Some(admin_url), name: Some(name), _dir: None })
     }
 
     /// SQLite always, PostgreSQL when available.
@@ -87,9 +68,7 @@ impl TestDb {
         self.db.close().await;
         if let (Some(admin_url), Some(name)) = (self.admin_url, self.name) {
             if let Ok(Db::Postgres(pool)) = Db::connect(&admin_url).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&pool)
-                    .await;
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&pool).await;
                 pool.close().await;
             }
         }
@@ -98,10 +77,7 @@ impl TestDb {
 
 /// Replaces the database name in a PostgreSQL URL, keeping host, user and parameters.
 fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map(|(b, q)| (b, Some(q)))
-        .unwrap_or((url, None));
+    let (base, query) = url.split_once('?').map(|(b, q)| (b, Some(q))).unwrap_or((url, None));
     let (scheme, rest) = base.split_once("://").expect("a postgres URL has a scheme");
     let authority = rest.split('/').next().unwrap_or("");
     let mut out = format!("{scheme}://{authority}/{name}");
@@ -120,9 +96,6 @@ mod tests {
             super::with_database("postgres:///postgres?host=/var/run/postgresql", "t1"),
             "postgres:///t1?host=/var/run/postgresql"
         );
-        assert_eq!(
-            super::with_database("postgres://u:p@h:5432/db", "t2"),
-            "postgres://u:p@h:5432/t2"
-        );
+        assert_eq!(super::with_database("postgres://u:p@h:5432/db", "t2"), "postgres://u:p@h:5432/t2");
     }
 }

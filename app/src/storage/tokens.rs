@@ -23,11 +23,7 @@ impl TokenRow {
             id: self.id,
             name: self.name,
             prefix: self.prefix,
-            scopes: self
-                .scopes
-                .split(',')
-                .filter_map(|s| s.parse().ok())
-                .collect(),
+            scopes: self.scopes.split(',').filter_map(|s| s.parse().ok()).collect(),
             created_at: from_ms(self.created_at),
             created_by: self.created_by,
             last_used_at: self.last_used_at.map(from_ms),
@@ -50,9 +46,7 @@ pub struct NewToken<'a> {
 pub fn validate_name(name: &str) -> Result<(), String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 {
-        return Err(
-            "a token needs a name of 1 to 80 characters, e.g. the agent that uses it".into(),
-        );
+        return Err("a token needs a name of 1 to 80 characters, e.g. the agent that uses it".into());
     }
     Ok(())
 }
@@ -60,12 +54,9 @@ pub fn validate_name(name: &str) -> Result<(), String> {
 pub async fn create(db: &Db, token: NewToken<'_>) -> StoreResult<i64> {
     validate_name(token.name).map_err(StoreError::Conflict)?;
     if token.scopes.is_empty() {
-        return Err(StoreError::Conflict(
-            "a token needs at least one scope".into(),
-        ));
+        return Err(StoreError::Conflict("a token needs at least one scope".into()));
     }
-    let sql =
-        "INSERT INTO api_tokens (name, prefix, secret_sha256, scopes, created_at, created_by) \
+    let sql = "INSERT INTO api_tokens (name, prefix, secret_sha256, scopes, created_at, created_by) \
                VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
     let scopes = format_scopes(token.scopes);
     Ok(on_pool!(db, pool => sqlx::query_scalar(sql)
@@ -87,15 +78,13 @@ pub async fn list(db: &Db) -> StoreResult<Vec<TokenSummary>> {
 
 pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<TokenSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE id = $1");
-    let row: Option<TokenRow> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    let row: Option<TokenRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
     Ok(row.map(TokenRow::summary))
 }
 
 /// The token with this secret hash, if it exists and is not revoked.
 pub async fn active_by_hash(db: &Db, secret_sha256: &str) -> StoreResult<Option<TokenSummary>> {
-    let sql =
-        format!("SELECT {COLUMNS} FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL");
+    let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL");
     let row: Option<TokenRow> =
         on_pool!(db, pool => sqlx::query_as(&sql).bind(secret_sha256).fetch_optional(pool).await)?;
     Ok(row.map(TokenRow::summary))
@@ -107,14 +96,9 @@ pub async fn revoke(db: &Db, id: i64) -> StoreResult<TokenSummary> {
     let sql = "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
     let done = on_pool!(db, pool => sqlx::query(sql).bind(now_ms()).bind(id)
         .execute(pool).await.map(|r| r.rows_affected()))?;
-    let token = by_id(db, id)
-        .await?
-        .ok_or_else(|| StoreError::NotFound(format!("token {id}")))?;
+    let token = by_id(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("token {id}")))?;
     if done == 0 {
-        return Err(StoreError::Conflict(format!(
-            "token `{}` was already revoked",
-            token.name
-        )));
+        return Err(StoreError::Conflict(format!("token `{}` was already revoked", token.name)));
     }
     Ok(token)
 }

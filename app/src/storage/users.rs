@@ -20,10 +20,7 @@ impl UserRecord {
     pub fn roles(&self) -> Vec<Role> {
         // Roles were validated on the way in; an unknown one (from a newer version) is
         // dropped rather than granting anything.
-        self.roles
-            .split(',')
-            .filter_map(|r| r.parse().ok())
-            .collect()
+        self.roles.split(',').filter_map(|r| r.parse().ok()).collect()
     }
 
     pub fn summary(&self) -> UserSummary {
@@ -40,23 +37,14 @@ const COLUMNS: &str = "id, username, password_hash, roles, session_epoch, create
 
 /// Checks a username before it is stored: short, printable, no spaces.
 pub fn validate_username(username: &str) -> Result<(), String> {
-    let ok_chars = username
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
+    let ok_chars = username.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
     if username.is_empty() || username.len() > 64 || !ok_chars {
-        return Err(format!(
-            "invalid username `{username}`: use 1 to 64 letters, digits, or . - _ @"
-        ));
+        return Err(format!("invalid username `{username}`: use 1 to 64 letters, digits, or . - _ @"));
     }
     Ok(())
 }
 
-pub async fn create(
-    db: &Db,
-    username: &str,
-    password_hash: &str,
-    roles: &[Role],
-) -> StoreResult<i64> {
+pub async fn create(db: &Db, username: &str, password_hash: &str, roles: &[Role]) -> StoreResult<i64> {
     validate_username(username).map_err(StoreError::Conflict)?;
     let sql = "INSERT INTO users (username, password_hash, roles, session_epoch, created_at) \
                VALUES ($1, $2, $3, 0, $4) RETURNING id";
@@ -126,12 +114,5 @@ pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<(
 pub async fn count_admins(db: &Db) -> StoreResult<usize> {
     let sql = "SELECT roles FROM users";
     let all: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?;
-    Ok(all
-        .iter()
-        .filter(|r| {
-            parse_roles(r)
-                .map(|r| r.contains(&Role::Admin))
-                .unwrap_or(false)
-        })
-        .count())
+    Ok(all.iter().filter(|r| parse_roles(r).map(|r| r.contains(&Role::Admin)).unwrap_or(false)).count())
 }

@@ -37,9 +37,7 @@ impl Grpc {
             .with_context(|| format!("connecting to {}", target.endpoint))?;
         let mut client = TraceServiceClient::new(channel);
         if target.gzip {
-            client = client
-                .send_compressed(CompressionEncoding::Gzip)
-                .accept_compressed(CompressionEncoding::Gzip);
+            client = client.send_compressed(CompressionEncoding::Gzip).accept_compressed(CompressionEncoding::Gzip);
         }
         let authorization = target
             .token
@@ -47,10 +45,7 @@ impl Grpc {
             .map(|t| format!("Bearer {t}").parse())
             .transpose()
             .context("the token is not valid in gRPC metadata")?;
-        Ok(Self {
-            client,
-            authorization,
-        })
+        Ok(Self { client, authorization })
     }
 }
 
@@ -67,9 +62,7 @@ impl Transport for Grpc {
         // request be sent again.
         let mut request = tonic::Request::new(payload.clone());
         if let Some(authorization) = &self.authorization {
-            request
-                .metadata_mut()
-                .insert("authorization", authorization.clone());
+            request.metadata_mut().insert("authorization", authorization.clone());
         }
         // Clients share the channel; cloning one is how tonic allows concurrent calls.
         match self.client.clone().export(request).await {
@@ -80,9 +73,9 @@ impl Transport for Grpc {
                     .map_or(0, |p| u64::try_from(p.rejected_spans).unwrap_or(0)),
             },
             Err(status) => match status.code() {
-                Code::Unavailable | Code::ResourceExhausted => Attempt::Retryable {
-                    retry_after: retry_delay(status.details()),
-                },
+                Code::Unavailable | Code::ResourceExhausted => {
+                    Attempt::Retryable { retry_after: retry_delay(status.details()) }
+                }
                 code => Attempt::Failed(format!("gRPC {code:?}: {}", status.message())),
             },
         }
@@ -127,15 +120,9 @@ pub(crate) const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryIn
 /// The delay in the status details' `RetryInfo`, if the server sent one.
 fn retry_delay(details: &[u8]) -> Option<Duration> {
     let status = RpcStatus::decode(details).ok()?;
-    let any = status
-        .details
-        .iter()
-        .find(|d| d.type_url == RETRY_INFO_TYPE)?;
+    let any = status.details.iter().find(|d| d.type_url == RETRY_INFO_TYPE)?;
     let delay = RetryInfo::decode(any.value.as_slice()).ok()?.retry_delay?;
-    Some(Duration::new(
-        u64::try_from(delay.seconds).ok()?,
-        u32::try_from(delay.nanos).ok()?,
-    ))
+    Some(Duration::new(u64::try_from(delay.seconds).ok()?, u32::try_from(delay.nanos).ok()?))
 }
 
 #[cfg(test)]
@@ -146,19 +133,11 @@ mod tests {
     fn retry_info_is_found_among_status_details() {
         let details = RpcStatus {
             details: vec![
-                ProtoAny {
-                    type_url: "type.googleapis.com/google.rpc.DebugInfo".into(),
-                    value: vec![1, 2, 3],
-                },
+                ProtoAny { type_url: "type.googleapis.com/google.rpc.DebugInfo".into(), value: vec![1, 2, 3] },
                 ProtoAny {
                     type_url: RETRY_INFO_TYPE.into(),
-                    value: RetryInfo {
-                        retry_delay: Some(ProtoDuration {
-                            seconds: 2,
-                            nanos: 500_000_000,
-                        }),
-                    }
-                    .encode_to_vec(),
+                    value: RetryInfo { retry_delay: Some(ProtoDuration { seconds: 2, nanos: 500_000_000 }) }
+                        .encode_to_vec(),
                 },
             ],
         }

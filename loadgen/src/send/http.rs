@@ -8,9 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use prost::Message;
 use reqwest::header::{HeaderMap, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
@@ -56,11 +54,7 @@ impl Transport for Http {
 
     fn encode(&self, request: ExportTraceServiceRequest) -> anyhow::Result<Vec<u8>> {
         // The proto crate's serde mode writes OTLP JSON (hex ids, string int64s).
-        let body = if self.json {
-            serde_json::to_vec(&request)?
-        } else {
-            request.encode_to_vec()
-        };
+        let body = if self.json { serde_json::to_vec(&request)? } else { request.encode_to_vec() };
         if !self.gzip {
             return Ok(body);
         }
@@ -109,10 +103,7 @@ fn with_causes(error: &dyn std::error::Error) -> String {
 /// accepted: the status code is the contract, the body only adds partial-success detail.
 fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Attempt {
     if status.is_success() {
-        let json = headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with(JSON));
+        let json = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with(JSON));
         let rejected = if json {
             rejected_in_json(body)
         } else {
@@ -161,47 +152,27 @@ mod tests {
     use reqwest::header::HeaderValue;
 
     fn headers(pairs: &[(reqwest::header::HeaderName, &str)]) -> HeaderMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.clone(), HeaderValue::from_str(v).unwrap()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.clone(), HeaderValue::from_str(v).unwrap())).collect()
     }
 
     #[test]
     fn success_reads_partial_success_from_protobuf_and_json() {
         let response = ExportTraceServiceResponse {
-            partial_success: Some(
-                opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
-                    rejected_spans: 3,
-                    error_message: "ids of the wrong length".into(),
-                },
-            ),
+            partial_success: Some(opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
+                rejected_spans: 3,
+                error_message: "ids of the wrong length".into(),
+            }),
         };
         let protobuf = headers(&[(CONTENT_TYPE, PROTOBUF)]);
-        assert_eq!(
-            classify(StatusCode::OK, &protobuf, &response.encode_to_vec()),
-            Attempt::Accepted { rejected: 3 }
-        );
-        assert_eq!(
-            classify(StatusCode::OK, &protobuf, b""),
-            Attempt::Accepted { rejected: 0 }
-        );
+        assert_eq!(classify(StatusCode::OK, &protobuf, &response.encode_to_vec()), Attempt::Accepted { rejected: 3 });
+        assert_eq!(classify(StatusCode::OK, &protobuf, b""), Attempt::Accepted { rejected: 0 });
 
         let json = headers(&[(CONTENT_TYPE, "application/json; charset=utf-8")]);
         let as_string = br#"{"partialSuccess":{"rejectedSpans":"4","errorMessage":"x"}}"#;
         let as_number = br#"{"partialSuccess":{"rejectedSpans":5}}"#;
-        assert_eq!(
-            classify(StatusCode::OK, &json, as_string),
-            Attempt::Accepted { rejected: 4 }
-        );
-        assert_eq!(
-            classify(StatusCode::OK, &json, as_number),
-            Attempt::Accepted { rejected: 5 }
-        );
-        assert_eq!(
-            classify(StatusCode::OK, &json, b"{}"),
-            Attempt::Accepted { rejected: 0 }
-        );
+        assert_eq!(classify(StatusCode::OK, &json, as_string), Attempt::Accepted { rejected: 4 });
+        assert_eq!(classify(StatusCode::OK, &json, as_number), Attempt::Accepted { rejected: 5 });
+        assert_eq!(classify(StatusCode::OK, &json, b"{}"), Attempt::Accepted { rejected: 0 });
     }
 
     #[test]
@@ -209,9 +180,7 @@ mod tests {
         let with_hint = headers(&[(RETRY_AFTER, "7")]);
         assert_eq!(
             classify(StatusCode::TOO_MANY_REQUESTS, &with_hint, b""),
-            Attempt::Retryable {
-                retry_after: Some(Duration::from_secs(7))
-            }
+            Attempt::Retryable { retry_after: Some(Duration::from_secs(7)) }
         );
         assert_eq!(
             classify(StatusCode::SERVICE_UNAVAILABLE, &HeaderMap::new(), b""),
@@ -219,22 +188,12 @@ mod tests {
         );
         // An HTTP date is legal but not understood here: fall back to backing off.
         let dated = headers(&[(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT")]);
-        assert_eq!(
-            classify(StatusCode::TOO_MANY_REQUESTS, &dated, b""),
-            Attempt::Retryable { retry_after: None }
-        );
+        assert_eq!(classify(StatusCode::TOO_MANY_REQUESTS, &dated, b""), Attempt::Retryable { retry_after: None });
     }
 
     #[test]
     fn client_errors_fail_with_the_body() {
-        let attempt = classify(
-            StatusCode::BAD_REQUEST,
-            &HeaderMap::new(),
-            b"trace id must be 16 bytes",
-        );
-        assert_eq!(
-            attempt,
-            Attempt::Failed("HTTP 400 Bad Request: trace id must be 16 bytes".into())
-        );
+        let attempt = classify(StatusCode::BAD_REQUEST, &HeaderMap::new(), b"trace id must be 16 bytes");
+        assert_eq!(attempt, Attempt::Failed("HTTP 400 Bad Request: trace id must be 16 bytes".into()));
     }
 }

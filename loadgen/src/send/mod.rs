@@ -93,15 +93,9 @@ pub async fn run_load(opts: LoadOptions) -> anyhow::Result<LoadReport> {
         "give a number of runs or a duration, or the load would never stop"
     );
     ensure!(opts.concurrency >= 1, "concurrency must be at least 1");
-    ensure!(
-        opts.spans_per_request >= 1,
-        "spans per request must be at least 1"
-    );
+    ensure!(opts.spans_per_request >= 1, "spans per request must be at least 1");
     if let Some(rate) = opts.rate_spans_per_sec {
-        ensure!(
-            rate.is_finite() && rate > 0.0,
-            "the rate must be a positive number of spans per second"
-        );
+        ensure!(rate.is_finite() && rate > 0.0, "the rate must be a positive number of spans per second");
     }
     match opts.target.protocol {
         Protocol::Grpc => drive(Grpc::connect(&opts.target).await?, opts).await,
@@ -115,19 +109,13 @@ async fn drive<T: Transport>(transport: T, opts: LoadOptions) -> anyhow::Result<
     let started = Instant::now();
     let deadline = opts.duration.map(|d| started + d);
     let mut pacer = opts.rate_spans_per_sec.map(pace::Pacer::new);
-    let mut requests =
-        RequestStream::new(Synth::new(opts.synth), opts.spans_per_request, opts.runs);
+    let mut requests = RequestStream::new(Synth::new(opts.synth), opts.spans_per_request, opts.runs);
     let mut in_flight = JoinSet::new();
     let mut tally = report::Tally::default();
     let past_deadline = || deadline.is_some_and(|d| Instant::now() >= d);
 
     for request in requests.by_ref() {
-        let spans: usize = request
-            .resource_spans
-            .iter()
-            .flat_map(|r| &r.scope_spans)
-            .map(|s| s.spans.len())
-            .sum();
+        let spans: usize = request.resource_spans.iter().flat_map(|r| &r.scope_spans).map(|s| s.spans.len()).sum();
         if let Some(pacer) = pacer.as_mut() {
             pacer.wait(spans, deadline).await;
         }

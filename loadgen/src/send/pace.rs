@@ -12,10 +12,7 @@ pub(crate) struct Pacer {
 
 impl Pacer {
     pub(crate) fn new(spans_per_sec: f64) -> Self {
-        Self {
-            spans_per_sec,
-            next: None,
-        }
+        Self { spans_per_sec, next: None }
     }
 
     /// Waits for this request's turn (never past `deadline`), then reserves `spans`.
@@ -58,9 +55,6 @@ mod tests {
         pacer.wait(3_600, None).await;
         pacer.wait(1, Some(start + Duration::from_millis(50))).await;
         let waited = start.elapsed();
-        assert!(
-            waited >= Duration::from_millis(50) && waited < Duration::from_secs(5),
-            "{waited:?}"
-        );
+        assert!(waited >= Duration::from_millis(50) && waited < Duration::from_secs(5), "{waited:?}");
     }
 }

@@ -86,11 +86,7 @@ impl Tally {
             failures: self.failures,
             last_failure: self.last_failure,
             elapsed,
-            spans_per_sec: if seconds > 0.0 {
-                self.spans_accepted as f64 / seconds
-            } else {
-                0.0
-            },
+            spans_per_sec: if seconds > 0.0 { self.spans_accepted as f64 / seconds } else { 0.0 },
             latency_p50_ms: percentile_ms(&self.latencies, 50.0),
             latency_p99_ms: percentile_ms(&self.latencies, 99.0),
             server_memory,
@@ -110,11 +106,7 @@ fn percentile_ms(sorted: &[Duration], percent: f64) -> f64 {
 impl fmt::Display for LoadReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "runs generated   {}", self.runs)?;
-        writeln!(
-            f,
-            "requests         {} ({} retries, {} failed)",
-            self.requests, self.retries, self.failures
-        )?;
+        writeln!(f, "requests         {} ({} retries, {} failed)", self.requests, self.retries, self.failures)?;
         writeln!(f, "spans sent       {}", self.spans_sent)?;
         writeln!(
             f,
@@ -122,16 +114,8 @@ impl fmt::Display for LoadReport {
             self.spans_accepted, self.partial_rejections
         )?;
         writeln!(f, "elapsed          {:.2} s", self.elapsed.as_secs_f64())?;
-        writeln!(
-            f,
-            "throughput       {:.1} spans/s accepted",
-            self.spans_per_sec
-        )?;
-        write!(
-            f,
-            "latency          p50 {:.2} ms, p99 {:.2} ms",
-            self.latency_p50_ms, self.latency_p99_ms
-        )?;
+        writeln!(f, "throughput       {:.1} spans/s accepted", self.spans_per_sec)?;
+        write!(f, "latency          p50 {:.2} ms, p99 {:.2} ms", self.latency_p50_ms, self.latency_p99_ms)?;
         if let Some(memory) = &self.server_memory {
             write!(
                 f,
@@ -191,15 +175,9 @@ mod tests {
         assert_eq!(report.retries, 1);
         assert_eq!(report.spans_per_sec, 4.0);
         assert_eq!(report.latency_p50_ms, 4.0);
-        assert_eq!(
-            report.last_failure.as_deref(),
-            Some("HTTP 400 Bad Request: no")
-        );
+        assert_eq!(report.last_failure.as_deref(), Some("HTTP 400 Bad Request: no"));
         let text = report.to_string();
-        assert!(
-            text.contains("spans accepted   8 (2 rejected by partial success)"),
-            "{text}"
-        );
+        assert!(text.contains("spans accepted   8 (2 rejected by partial success)"), "{text}");
         assert!(text.contains("last failure     HTTP 400"), "{text}");
     }
 }

@@ -34,10 +34,7 @@ pub(crate) async fn deliver<T: Transport>(
     request: ExportTraceServiceRequest,
     spans: u64,
 ) -> Delivery {
-    let mut delivery = Delivery {
-        spans,
-        ..Default::default()
-    };
+    let mut delivery = Delivery { spans, ..Default::default() };
     // Encoding here rather than in the dispatcher spreads protobuf, JSON and gzip work
     // over the runtime's threads.
     let payload = match transport.encode(request) {
@@ -77,9 +74,7 @@ pub(crate) async fn deliver<T: Transport>(
 pub(crate) fn wait_before_retry(retry: u32, retry_after: Option<Duration>) -> Duration {
     match retry_after {
         Some(hint) => hint.min(MAX_WAIT),
-        None => FIRST_BACKOFF
-            .saturating_mul(1 << retry.min(16))
-            .min(MAX_BACKOFF),
+        None => FIRST_BACKOFF.saturating_mul(1 << retry.min(16)).min(MAX_BACKOFF),
     }
 }
 
@@ -92,13 +87,7 @@ mod tests {
         assert_eq!(wait_before_retry(0, None), Duration::from_millis(100));
         assert_eq!(wait_before_retry(3, None), Duration::from_millis(800));
         assert_eq!(wait_before_retry(10, None), MAX_BACKOFF);
-        assert_eq!(
-            wait_before_retry(0, Some(Duration::from_secs(2))),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            wait_before_retry(0, Some(Duration::from_secs(3_600))),
-            MAX_WAIT
-        );
+        assert_eq!(wait_before_retry(0, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(wait_before_retry(0, Some(Duration::from_secs(3_600))), MAX_WAIT);
     }
 }

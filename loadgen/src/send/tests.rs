@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flate2::read::GzDecoder;
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -45,11 +43,7 @@ struct Reply {
 
 impl Reply {
     fn empty(status: u16) -> Self {
-        Self {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        Self { status, headers: Vec::new(), body: Vec::new() }
     }
 }
 
@@ -78,10 +72,7 @@ fn span_ids(request: &ExportTraceServiceRequest) -> Vec<Vec<u8>> {
 /// Records the request, tells the script whether it is a first attempt, and logs it.
 fn handle(log: &Mutex<Log>, script: &Script, received: Received) -> Reply {
     let mut log = log.lock().unwrap();
-    let first_span = span_ids(&received.request)
-        .first()
-        .cloned()
-        .unwrap_or_default();
+    let first_span = span_ids(&received.request).first().cloned().unwrap_or_default();
     let first_attempt = log.distinct.insert(first_span);
     let reply = script(&received, first_attempt, &mut log);
     log.received.push(received);
@@ -108,11 +99,7 @@ async fn http_receiver(
 }
 
 /// HTTP/1.1 with keep-alive and Content-Length bodies: all reqwest needs here.
-async fn serve_connection(
-    stream: TcpStream,
-    log: &Mutex<Log>,
-    script: &Script,
-) -> std::io::Result<()> {
+async fn serve_connection(stream: TcpStream, log: &Mutex<Log>, script: &Script) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     loop {
@@ -129,9 +116,7 @@ async fn serve_connection(
             };
             headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
         }
-        let length = headers
-            .get("content-length")
-            .map_or(0, |v| v.parse().unwrap());
+        let length = headers.get("content-length").map_or(0, |v| v.parse().unwrap());
         let mut body = vec![0; length];
         reader.read_exact(&mut body).await?;
 
@@ -140,23 +125,14 @@ async fn serve_connection(
             GzDecoder::new(body.as_slice()).read_to_end(&mut plain)?;
             body = plain;
         }
-        let request = if headers.get("content-type").map(String::as_str) == Some("application/json")
-        {
+        let request = if headers.get("content-type").map(String::as_str) == Some("application/json") {
             serde_json::from_slice(&body).expect("OTLP JSON body")
         } else {
             ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf body")
         };
-        let received = Received {
-            request_line: request_line.trim_end().to_string(),
-            headers,
-            request,
-        };
+        let received = Received { request_line: request_line.trim_end().to_string(), headers, request };
         let reply = handle(log, script, received);
-        let mut head = format!(
-            "HTTP/1.1 {} Scripted\r\ncontent-length: {}\r\n",
-            reply.status,
-            reply.body.len()
-        );
+        let mut head = format!("HTTP/1.1 {} Scripted\r\ncontent-length: {}\r\n", reply.status, reply.body.len());
         for (name, value) in &reply.headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -168,21 +144,13 @@ async fn serve_connection(
 
 fn options(endpoint: String, protocol: Protocol, runs: usize) -> LoadOptions {
     LoadOptions {
-        target: Target {
-            endpoint,
-            protocol,
-            token: None,
-            gzip: false,
-        },
+        target: Target { endpoint, protocol, token: None, gzip: false },
         runs: Some(runs),
         duration: None,
         rate_spans_per_sec: None,
         concurrency: 4,
         spans_per_request: 40,
-        synth: SynthOptions {
-            seed: 7,
-            ..Default::default()
-        },
+        synth: SynthOptions { seed: 7, ..Default::default() },
         rss_pid: None,
     }
 }
@@ -194,20 +162,13 @@ fn runs_of(opts: &LoadOptions) -> Vec<SynthRun> {
 }
 
 fn sorted_span_ids(runs: &[SynthRun]) -> Vec<Vec<u8>> {
-    let mut ids: Vec<Vec<u8>> = crate::synth::requests_for(runs, usize::MAX)
-        .iter()
-        .flat_map(span_ids)
-        .collect();
+    let mut ids: Vec<Vec<u8>> = crate::synth::requests_for(runs, usize::MAX).iter().flat_map(span_ids).collect();
     ids.sort();
     ids
 }
 
 fn received_span_ids(log: &Log) -> Vec<Vec<u8>> {
-    let mut ids: Vec<Vec<u8>> = log
-        .received
-        .iter()
-        .flat_map(|r| span_ids(&r.request))
-        .collect();
+    let mut ids: Vec<Vec<u8>> = log.received.iter().flat_map(|r| span_ids(&r.request)).collect();
     ids.sort();
     ids
 }
@@ -229,10 +190,7 @@ async fn http_protobuf_gzip_with_token_delivers_every_span_once_through_429s() {
     let (endpoint, log) = http_receiver(|_, first_attempt, log| {
         if first_attempt && log.distinct.len() % 3 == 0 {
             log.throttled += 1;
-            return Reply {
-                headers: vec![("retry-after", "0".into())],
-                ..Reply::empty(429)
-            };
+            return Reply { headers: vec![("retry-after", "0".into())], ..Reply::empty(429) };
         }
         let rejected = i64::from(log.received.len() % 4 == 0);
         log.rejected += rejected as u64;
@@ -253,10 +211,7 @@ async fn http_protobuf_gzip_with_token_delivers_every_span_once_through_429s() {
 
     let log = log.lock().unwrap();
     assert_eq!(report.runs, 30);
-    assert_eq!(
-        report.requests,
-        crate::synth::requests_for(&runs, 40).len() as u64
-    );
+    assert_eq!(report.requests, crate::synth::requests_for(&runs, 40).len() as u64);
     assert_eq!(report.requests, log.distinct.len() as u64);
     assert_eq!(report.spans_sent, total as u64);
     assert!(log.throttled > 0);
@@ -278,10 +233,7 @@ async fn http_protobuf_gzip_with_token_delivers_every_span_once_through_429s() {
     assert_eq!(delivered, sorted_span_ids(&runs));
     for received in log.received.iter() {
         assert_eq!(received.request_line, "POST /v1/traces HTTP/1.1");
-        assert_eq!(
-            received.header("content-type"),
-            Some("application/x-protobuf")
-        );
+        assert_eq!(received.header("content-type"), Some("application/x-protobuf"));
         assert_eq!(received.header("content-encoding"), Some("gzip"));
         assert_eq!(received.header("authorization"), Some("Bearer fd_t0ken"));
     }
@@ -322,33 +274,22 @@ async fn http_json_sends_otlp_json_and_reads_json_partial_success() {
 
 #[tokio::test]
 async fn a_client_error_fails_the_request_without_retrying() {
-    let (endpoint, log) = http_receiver(|_, _, _| Reply {
-        body: b"trace_id must be 16 bytes".to_vec(),
-        ..Reply::empty(400)
-    })
-    .await;
-    let report = run_load(options(endpoint, Protocol::HttpProtobuf, 3))
-        .await
-        .unwrap();
+    let (endpoint, log) =
+        http_receiver(|_, _, _| Reply { body: b"trace_id must be 16 bytes".to_vec(), ..Reply::empty(400) }).await;
+    let report = run_load(options(endpoint, Protocol::HttpProtobuf, 3)).await.unwrap();
 
     assert_eq!(report.failures, report.requests);
     assert_eq!(report.retries, 0);
     assert_eq!(report.spans_accepted, 0);
     assert_eq!(log.lock().unwrap().received.len() as u64, report.requests);
     let failure = report.last_failure.unwrap();
-    assert!(
-        failure.contains("400") && failure.contains("16 bytes"),
-        "{failure}"
-    );
+    assert!(failure.contains("400") && failure.contains("16 bytes"), "{failure}");
 }
 
 #[tokio::test]
 async fn retries_stop_at_the_limit() {
-    let (endpoint, log) = http_receiver(|_, _, _| Reply {
-        headers: vec![("retry-after", "0".into())],
-        ..Reply::empty(503)
-    })
-    .await;
+    let (endpoint, log) =
+        http_receiver(|_, _, _| Reply { headers: vec![("retry-after", "0".into())], ..Reply::empty(503) }).await;
     let mut opts = options(endpoint, Protocol::HttpProtobuf, 1);
     opts.spans_per_request = 10_000;
     let report = run_load(opts).await.unwrap();
@@ -370,16 +311,8 @@ async fn a_duration_and_a_rate_bound_the_load() {
 
     let report = run_load(opts).await.unwrap();
 
-    assert!(
-        report.elapsed >= Duration::from_millis(380),
-        "{:?}",
-        report.elapsed
-    );
-    assert!(
-        report.elapsed < Duration::from_secs(5),
-        "{:?}",
-        report.elapsed
-    );
+    assert!(report.elapsed >= Duration::from_millis(380), "{:?}", report.elapsed);
+    assert!(report.elapsed < Duration::from_secs(5), "{:?}", report.elapsed);
     assert!(report.requests >= 2);
     // 400 ms at 500 spans/s is 200 spans, plus the request that opened the window.
     assert!(report.spans_sent <= 220, "{}", report.spans_sent);
@@ -424,10 +357,7 @@ impl TraceService for GrpcReceiver {
         let log = &mut *guard;
         log.calls += 1;
         let metadata = request.metadata();
-        for (key, set) in [
-            ("authorization", &mut log.authorization),
-            ("grpc-encoding", &mut log.encodings),
-        ] {
+        for (key, set) in [("authorization", &mut log.authorization), ("grpc-encoding", &mut log.encodings)] {
             if let Some(value) = metadata.get(key).and_then(|v| v.to_str().ok()) {
                 set.insert(value.to_string());
             }
@@ -436,13 +366,8 @@ impl TraceService for GrpcReceiver {
             let details = RpcStatus {
                 details: vec![ProtoAny {
                     type_url: RETRY_INFO_TYPE.into(),
-                    value: RetryInfo {
-                        retry_delay: Some(ProtoDuration {
-                            seconds: 0,
-                            nanos: 1_000_000,
-                        }),
-                    }
-                    .encode_to_vec(),
+                    value: RetryInfo { retry_delay: Some(ProtoDuration { seconds: 0, nanos: 1_000_000 }) }
+                        .encode_to_vec(),
                 }],
             };
             return Err(tonic::Status::with_details(
@@ -452,29 +377,19 @@ impl TraceService for GrpcReceiver {
             ));
         }
         log.spans.extend(span_ids(request.get_ref()));
-        let partial_success = (log.calls == 2).then(|| ExportTracePartialSuccess {
-            rejected_spans: 1,
-            error_message: "one bad span".into(),
-        });
-        Ok(tonic::Response::new(ExportTraceServiceResponse {
-            partial_success,
-        }))
+        let partial_success = (log.calls == 2)
+            .then(|| ExportTracePartialSuccess { rejected_spans: 1, error_message: "one bad span".into() });
+        Ok(tonic::Response::new(ExportTraceServiceResponse { partial_success }))
     }
 }
 
 #[tokio::test]
 async fn grpc_sends_gzip_with_the_token_and_retries_resource_exhausted() {
     let receiver = GrpcReceiver::default();
-    let incoming =
-        tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let incoming = tonic::transport::server::TcpIncoming::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let endpoint = format!("http://{}", incoming.local_addr().unwrap());
-    let service =
-        TraceServiceServer::new(receiver.clone()).accept_compressed(CompressionEncoding::Gzip);
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(service)
-            .serve_with_incoming(incoming),
-    );
+    let service = TraceServiceServer::new(receiver.clone()).accept_compressed(CompressionEncoding::Gzip);
+    tokio::spawn(tonic::transport::Server::builder().add_service(service).serve_with_incoming(incoming));
     let mut opts = options(endpoint, Protocol::Grpc, 10);
     opts.target.gzip = true;
     opts.target.token = Some("fd_grpc".into());
@@ -492,10 +407,7 @@ async fn grpc_sends_gzip_with_the_token_and_retries_resource_exhausted() {
     let mut delivered = log.spans.clone();
     delivered.sort();
     assert_eq!(delivered, sorted_span_ids(&runs));
-    assert_eq!(
-        log.authorization,
-        HashSet::from(["Bearer fd_grpc".to_string()])
-    );
+    assert_eq!(log.authorization, HashSet::from(["Bearer fd_grpc".to_string()]));
     assert_eq!(log.encodings, HashSet::from(["gzip".to_string()]));
 }
 
@@ -516,8 +428,5 @@ fn the_token_stays_out_of_debug_output() {
     let mut opts = options("http://127.0.0.1:4318".into(), Protocol::HttpProtobuf, 1);
     opts.target.token = Some("fd_secret_value".into());
     let printed = format!("{opts:?}");
-    assert!(
-        !printed.contains("fd_secret_value") && printed.contains("<redacted>"),
-        "{printed}"
-    );
+    assert!(!printed.contains("fd_secret_value") && printed.contains("<redacted>"), "{printed}");
 }

@@ -4,11 +4,7 @@
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, ArrayValue, KeyValue};
 
 fn kv(key: &str, value: Value) -> KeyValue {
-    KeyValue {
-        key: key.to_string(),
-        value: Some(AnyValue { value: Some(value) }),
-        ..Default::default()
-    }
+    KeyValue { key: key.to_string(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
 }
 
 pub(crate) fn string(key: &str, value: impl Into<String>) -> KeyValue {
@@ -30,11 +26,6 @@ pub(crate) fn double(key: &str, value: f64) -> KeyValue {
 }
 
 pub(crate) fn strings(key: &str, values: &[&str]) -> KeyValue {
-    let values = values
-        .iter()
-        .map(|v| AnyValue {
-            value: Some(Value::StringValue(v.to_string())),
-        })
-        .collect();
+    let values = values.iter().map(|v| AnyValue { value: Some(Value::StringValue(v.to_string())) }).collect();
     kv(key, Value::ArrayValue(ArrayValue { values }))
 }

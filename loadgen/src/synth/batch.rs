@@ -15,10 +15,7 @@ use super::{Synth, SynthRun};
 
 /// All spans of `runs`, in generation order (parents first), in requests of at most
 /// `max_spans_per_request` spans (0 counts as 1).
-pub fn requests_for(
-    runs: &[SynthRun],
-    max_spans_per_request: usize,
-) -> Vec<ExportTraceServiceRequest> {
+pub fn requests_for(runs: &[SynthRun], max_spans_per_request: usize) -> Vec<ExportTraceServiceRequest> {
     let mut batcher = Batcher::new(max_spans_per_request);
     let mut requests = Vec::new();
     for trace in runs.iter().flat_map(|run| &run.traces) {
@@ -45,13 +42,7 @@ pub fn requests_for_shuffled(
             .traces
             .iter()
             .enumerate()
-            .flat_map(|(t, trace)| {
-                trace
-                    .scope_spans
-                    .iter()
-                    .flat_map(move |s| &s.spans)
-                    .map(move |span| (t, span))
-            })
+            .flat_map(|(t, trace)| trace.scope_spans.iter().flat_map(move |s| &s.spans).map(move |span| (t, span)))
             .collect();
         spans.shuffle(&mut rng);
         // A stable sort keeps the shuffle among spans of equal depth.
@@ -116,19 +107,11 @@ pub(crate) struct Batcher {
 
 impl Batcher {
     pub(crate) fn new(max_spans_per_request: usize) -> Self {
-        Self {
-            max: max_spans_per_request.max(1),
-            current: Vec::new(),
-            count: 0,
-        }
+        Self { max: max_spans_per_request.max(1), current: Vec::new(), count: 0 }
     }
 
     /// Adds all spans of `trace`, appending every request that fills up to `ready`.
-    pub(crate) fn push(
-        &mut self,
-        trace: ResourceSpans,
-        ready: &mut Vec<ExportTraceServiceRequest>,
-    ) {
+    pub(crate) fn push(&mut self, trace: ResourceSpans, ready: &mut Vec<ExportTraceServiceRequest>) {
         for scope_spans in trace.scope_spans {
             // A new ResourceSpans entry opens for each scope and after each full request.
             let mut open = false;
@@ -160,9 +143,7 @@ impl Batcher {
     pub(crate) fn flush(&mut self) -> Option<ExportTraceServiceRequest> {
         (self.count > 0).then(|| {
             self.count = 0;
-            ExportTraceServiceRequest {
-                resource_spans: std::mem::take(&mut self.current),
-            }
+            ExportTraceServiceRequest { resource_spans: std::mem::take(&mut self.current) }
         })
     }
 }

@@ -91,10 +91,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Read,
         creates: None,
         latency_ms: (30, 350),
-        errors: &[
-            "HTTP 404: no customer with that email",
-            "HTTP 503 Service Unavailable",
-        ],
+        errors: &["HTTP 404: no customer with that email", "HTTP 503 Service Unavailable"],
         arguments: customer_args,
         returns: r#"{"customer_id":"cus_4f1a9b","plan":"business-annual","seats":25,"since":"2023-04-11"}"#,
     },
@@ -103,10 +100,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Write,
         creates: Some("doc_"),
         latency_ms: (200, 2_500),
-        errors: &[
-            "HTTP 409 Conflict: a document with this title already exists",
-            "HTTP 500 Internal Server Error",
-        ],
+        errors: &["HTTP 409 Conflict: a document with this title already exists", "HTTP 500 Internal Server Error"],
         arguments: document_args,
         returns: r#"{"status":"created"}"#,
     },
@@ -115,10 +109,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Write,
         creates: None,
         latency_ms: (120, 1_200),
-        errors: &[
-            "HTTP 409 Conflict: ticket was modified concurrently",
-            "HTTP 422: invalid status transition",
-        ],
+        errors: &["HTTP 409 Conflict: ticket was modified concurrently", "HTTP 422: invalid status transition"],
         arguments: update_ticket_args,
         returns: r#"{"status":"updated"}"#,
     },
@@ -127,10 +118,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Write,
         creates: Some("msg_"),
         latency_ms: (300, 2_000),
-        errors: &[
-            "SMTP 451: temporary local problem",
-            "HTTP 400: invalid recipient",
-        ],
+        errors: &["SMTP 451: temporary local problem", "HTTP 400: invalid recipient"],
         arguments: email_args,
         returns: r#"{"status":"queued"}"#,
     },
@@ -139,10 +127,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Irreversible,
         creates: Some("ch_"),
         latency_ms: (400, 3_000),
-        errors: &[
-            "card_declined: insufficient_funds",
-            "HTTP 500 from payment provider",
-        ],
+        errors: &["card_declined: insufficient_funds", "HTTP 500 from payment provider"],
         arguments: charge_args,
         returns: r#"{"status":"succeeded"}"#,
     },
@@ -151,10 +136,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
         side_effect: SideEffect::Irreversible,
         creates: None,
         latency_ms: (300, 1_800),
-        errors: &[
-            "HTTP 403: must have admin rights",
-            "HTTP 404: repository not found",
-        ],
+        errors: &["HTTP 403: must have admin rights", "HTTP 404: repository not found"],
         arguments: delete_repo_args,
         returns: r#"{"status":"deleted"}"#,
     },
@@ -265,27 +247,13 @@ impl AgentProfile {
             }
         }
         let model = &MODELS[rng.gen_range(0..MODELS.len())];
-        let fallback = MODELS
-            .iter()
-            .filter(|m| m.id != model.id)
-            .collect::<Vec<_>>()
-            .choose(rng)
-            .copied()
-            .unwrap_or(model);
-        Self {
-            name,
-            tools,
-            model,
-            fallback,
-        }
+        let fallback =
+            MODELS.iter().filter(|m| m.id != model.id).collect::<Vec<_>>().choose(rng).copied().unwrap_or(model);
+        Self { name, tools, model, fallback }
     }
 
     pub(crate) fn tools_of(&self, side_effect: SideEffect) -> Vec<&'static Tool> {
-        self.tools
-            .iter()
-            .copied()
-            .filter(|t| t.side_effect == side_effect)
-            .collect()
+        self.tools.iter().copied().filter(|t| t.side_effect == side_effect).collect()
     }
 }
 
@@ -307,12 +275,7 @@ const TOPICS: [&str; 6] = [
     "seat count after downgrade",
 ];
 
-const REPOS: [&str; 4] = [
-    "legacy-billing-sandbox",
-    "tmp-migration-2024",
-    "demo-fork-old",
-    "scratch-ml-experiments",
-];
+const REPOS: [&str; 4] = ["legacy-billing-sandbox", "tmp-migration-2024", "demo-fork-old", "scratch-ml-experiments"];
 
 fn ticket_id(rng: &mut StdRng) -> String {
     format!("TCK-{}", rng.gen_range(10_000..99_999))

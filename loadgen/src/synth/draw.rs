@@ -10,9 +10,7 @@ pub(crate) const NANOS_PER_MS: u64 = 1_000_000;
 
 /// An index into `weights`, chosen in proportion to them.
 pub(crate) fn weighted(rng: &mut StdRng, weights: &[u32]) -> usize {
-    WeightedIndex::new(weights)
-        .expect("every weight list has a non-zero entry")
-        .sample(rng)
+    WeightedIndex::new(weights).expect("every weight list has a non-zero entry").sample(rng)
 }
 
 /// One of `pool`, uniformly.

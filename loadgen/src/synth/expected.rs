@@ -34,12 +34,7 @@ pub struct Expected {
 
 impl Expected {
     pub(crate) fn of(plan: &RunPlan) -> Self {
-        let execs = || {
-            plan.traces
-                .iter()
-                .flat_map(|t| &t.steps)
-                .flat_map(|s| &s.tools)
-        };
+        let execs = || plan.traces.iter().flat_map(|t| &t.steps).flat_map(|s| &s.tools);
         let terminal = match (plan.convention, plan.terminal()) {
             (Convention::Article, reason) => reason,
             (_, reason @ (Terminal::Completed | Terminal::Escalated)) => reason,

@@ -62,12 +62,7 @@ pub struct SynthOptions {
 /// 2026-01-01T00:00:00Z: a fixed default so that default options are reproducible.
 const DEFAULT_BASE_TIME_UNIX_NANO: u64 = 1_767_225_600_000_000_000;
 
-const DEFAULT_AGENTS: [&str; 4] = [
-    "support-triage",
-    "billing-assistant",
-    "docs-writer",
-    "repo-janitor",
-];
+const DEFAULT_AGENTS: [&str; 4] = ["support-triage", "billing-assistant", "docs-writer", "repo-janitor"];
 
 impl Default for SynthOptions {
     fn default() -> Self {
@@ -107,16 +102,9 @@ const RUN_SPACING_MS: std::ops::Range<u64> = 100..2_000;
 impl Synth {
     pub fn new(opts: SynthOptions) -> Self {
         let mut rng = StdRng::seed_from_u64(opts.seed);
-        let names = if opts.agents.is_empty() {
-            SynthOptions::default().agents
-        } else {
-            opts.agents
-        };
+        let names = if opts.agents.is_empty() { SynthOptions::default().agents } else { opts.agents };
         // Drawn once: a deployed agent keeps its tools and model from run to run.
-        let agents = names
-            .into_iter()
-            .map(|name| AgentProfile::random(name, &mut rng))
-            .collect();
+        let agents = names.into_iter().map(|name| AgentProfile::random(name, &mut rng)).collect();
         Self {
             rng,
             agents,
@@ -135,11 +123,7 @@ impl Synth {
         let traces = emit::emit(&plan, self.bodies);
         SynthRun {
             run_id: plan.run_id.clone(),
-            span_count: traces
-                .iter()
-                .flat_map(|t| &t.scope_spans)
-                .map(|s| s.spans.len())
-                .sum(),
+            span_count: traces.iter().flat_map(|t| &t.scope_spans).map(|s| s.spans.len()).sum(),
             expected: Expected::of(&plan),
             traces,
         }

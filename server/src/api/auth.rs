@@ -46,47 +46,30 @@ pub struct TokenAuth {
 
 impl TokenAuth {
     pub fn new(db: Db) -> Self {
-        TokenAuth {
-            db,
-            last_touched: Arc::default(),
-        }
+        TokenAuth { db, last_touched: Arc::default() }
     }
 
     /// Resolves an `Authorization` header value to a token.
     pub async fn authenticate(&self, authorization: Option<&str>) -> Result<AgentToken, ApiError> {
         let Some(value) = authorization else {
-            return Err(ApiError::Unauthorized(
-                "missing bearer token: send `Authorization: Bearer <token>`".into(),
-            ));
+            return Err(ApiError::Unauthorized("missing bearer token: send `Authorization: Bearer <token>`".into()));
         };
-        let Some(secret) = value
-            .strip_prefix("Bearer ")
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        else {
-            return Err(ApiError::Unauthorized(
-                "the Authorization header must be `Bearer <token>`".into(),
-            ));
+        let Some(secret) = value.strip_prefix("Bearer ").map(str::trim).filter(|s| !s.is_empty()) else {
+            return Err(ApiError::Unauthorized("the Authorization header must be `Bearer <token>`".into()));
         };
         let found = tokens::active_by_hash(&self.db, &secrets::sha256_hex(secret)).await?;
         let Some(token) = found else {
             return Err(ApiError::Unauthorized("unknown or revoked token".into()));
         };
         self.touch(token.id).await;
-        Ok(AgentToken {
-            id: token.id,
-            name: token.name,
-            scopes: token.scopes,
-        })
+        Ok(AgentToken { id: token.id, name: token.name, scopes: token.scopes })
     }
 
     async fn touch(&self, id: i64) {
         let now = now_ms();
         let due = {
             let mut seen = self.last_touched.lock().expect("token touch map poisoned");
-            let due = seen
-                .get(&id)
-                .is_none_or(|last| now - last >= TOUCH_INTERVAL_MS);
+            let due = seen.get(&id).is_none_or(|last| now - last >= TOUCH_INTERVAL_MS);
             if due {
                 seen.insert(id, now);
             }
@@ -101,15 +84,8 @@ impl TokenAuth {
 }
 
 /// Middleware: authenticates the request or answers 401.
-pub async fn require_token(
-    State(auth): State<TokenAuth>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let header_value = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+pub async fn require_token(State(auth): State<TokenAuth>, mut req: Request, next: Next) -> Response {
+    let header_value = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     match auth.authenticate(header_value).await {
         Ok(token) => {
             req.extensions_mut().insert(token);

@@ -60,10 +60,9 @@ impl IntoResponse for ApiError {
         let body = Json(json!({"error": {"status": status.as_u16(), "message": self.to_string()}}));
         let mut response = (status, body).into_response();
         if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer realm=\"flightdeck\""),
-            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"flightdeck\""));
         }
         response
     }

@@ -24,9 +24,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(db: Db) -> Router<S> {
         .fallback(not_found)
         .layer(from_fn_with_state(auth, auth::require_token))
         .with_state(db);
-    Router::new()
-        .route("/openapi.json", get(openapi::document))
-        .merge(authenticated)
+    Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)
 }
 
 /// `GET /api/v1/token`: what the calling token is and may do, so an agent can check its

@@ -15,12 +15,8 @@ pub async fn run(
     let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
     // Spread the runs over the last few hours so lists and charts have a shape.
     let start_ns = now_ns.saturating_sub(runs as u64 * 30 * 1_000_000_000);
-    let mut synth = Synth::new(SynthOptions {
-        seed,
-        base_time_unix_nano: start_ns,
-        bodies: true,
-        ..SynthOptions::default()
-    });
+    let mut synth =
+        Synth::new(SynthOptions { seed, base_time_unix_nano: start_ns, bodies: true, ..SynthOptions::default() });
     let generated: Vec<_> = (0..runs).map(|_| synth.next_run()).collect();
     let policies = policies::list(db).await?;
     let mut stored = 0u64;
@@ -29,15 +25,11 @@ pub async fn run(
     for request in requests_for_shuffled(&generated, 500, seed) {
         let prepared = prepare(&request, settings, &policies);
         rejected += prepared.rejected;
-        stored += spans::write(db, &prepared.spans, settings.body_policy)
-            .await?
-            .stored;
+        stored += spans::write(db, &prepared.spans, settings.body_policy).await?.stored;
     }
     if rejected > 0 {
         anyhow::bail!("{rejected} demo spans were rejected: the synthesizer and ingest disagree");
     }
-    eprintln!(
-        "demo: stored {stored} spans in {runs} runs (seed {seed}); open the console to look around"
-    );
+    eprintln!("demo: stored {stored} spans in {runs} runs (seed {seed}); open the console to look around");
     Ok(())
 }

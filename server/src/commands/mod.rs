@@ -13,17 +13,13 @@ use app::storage::Db;
 /// the process with the reason.
 pub async fn open_database(config: &Config) -> anyhow::Result<Db> {
     if config.is_sqlite() {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!("cannot create data directory {}", config.data_dir.display())
-        })?;
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("cannot create data directory {}", config.data_dir.display()))?;
     }
     let db = Db::connect(&config.database_url).await?;
-    db.migrate().await.with_context(|| {
-        format!(
-            "database migration failed on {}; nothing was started",
-            db.backend_name()
-        )
-    })?;
+    db.migrate()
+        .await
+        .with_context(|| format!("database migration failed on {}; nothing was started", db.backend_name()))?;
     Ok(db)
 }
 
@@ -35,10 +31,7 @@ pub fn password_from_stdin() -> anyhow::Result<Option<String>> {
         return Ok(None);
     }
     let mut line = String::new();
-    stdin
-        .lock()
-        .read_line(&mut line)
-        .context("cannot read the password from standard input")?;
+    stdin.lock().read_line(&mut line).context("cannot read the password from standard input")?;
     let password = line.trim_end_matches(['\r', '\n']).to_string();
     Ok((!password.is_empty()).then_some(password))
 }

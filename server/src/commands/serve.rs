@@ -14,10 +14,7 @@ use std::time::Duration;
 use tower_sessions::ExpiredDeletion;
 
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    eprintln!(
-        "Flightdeck {} starting with these settings:\n{config}",
-        env!("CARGO_PKG_VERSION")
-    );
+    eprintln!("Flightdeck {} starting with these settings:\n{config}", env!("CARGO_PKG_VERSION"));
     let db = super::open_database(&config).await?;
     super::users::create_first_admin(&db).await?;
     let ingest_settings = config.ingest_settings()?;
@@ -33,19 +30,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    let state = AppState {
-        db: db.clone(),
-        leptos_options: leptos_options(&config),
-    };
+    let state = AppState { db: db.clone(), leptos_options: leptos_options(&config) };
     let app = web::router(state, &config);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .with_context(|| {
-            format!(
-                "cannot listen on {}: is another process using it?",
-                config.listen
-            )
-        })?;
+        .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;
 
     let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
         .await
@@ -68,11 +57,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
     let background = [
         tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),
-        tokio::spawn(apply_retention(
-            db.clone(),
-            config.retention_days,
-            config.body_retention_days,
-        )),
+        tokio::spawn(apply_retention(db.clone(), config.retention_days, config.body_retention_days)),
     ];
     // One signal stops all three listeners; each finishes the requests in flight.
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -82,19 +67,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let ui = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(until_stopped());
-    let http_receiver = axum::serve(otlp_http, crate::otlp::http::router(ingest.clone()))
+    let ui = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(until_stopped());
+    let http_receiver =
+        axum::serve(otlp_http, crate::otlp::http::router(ingest.clone())).with_graceful_shutdown(until_stopped());
     let grpc_receiver = tonic::transport::Server::builder()
         .add_service(crate::otlp::grpc::server(ingest.clone()))
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc),
-            until_stopped(),
-        );
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc), until_stopped());
     tokio::spawn(async move {
         crate::shutdown::signal().await;
         let _ = stop.send(true);

@@ -26,18 +26,12 @@ pub async fn create(db: &Db, name: &str, scopes: &[String]) -> anyhow::Result<()
             actor: Some("cli"),
             action: action::TOKEN_CREATED,
             target: Some(name),
-            detail: Some(&format!(
-                "scopes {}, prefix {prefix}",
-                format_scopes(&scopes)
-            )),
+            detail: Some(&format!("scopes {}, prefix {prefix}", format_scopes(&scopes))),
             ..Default::default()
         },
     )
     .await?;
-    eprintln!(
-        "created token {id} `{name}` with scopes {}; its secret (shown once):",
-        format_scopes(&scopes)
-    );
+    eprintln!("created token {id} `{name}` with scopes {}; its secret (shown once):", format_scopes(&scopes));
     println!("{secret}");
     Ok(())
 }
@@ -60,24 +54,11 @@ pub async fn revoke(db: &Db, id: i64) -> anyhow::Result<()> {
 }
 
 pub async fn list(db: &Db) -> anyhow::Result<()> {
-    println!(
-        "{:<5} {:<24} {:<14} {:<32} {:<18} STATUS",
-        "ID", "NAME", "PREFIX", "SCOPES", "LAST USED"
-    );
+    println!("{:<5} {:<24} {:<14} {:<32} {:<18} STATUS", "ID", "NAME", "PREFIX", "SCOPES", "LAST USED");
     for t in tokens::list(db).await? {
-        let last = t
-            .last_used_at
-            .map(|at| at.format("%Y-%m-%d %H:%M").to_string())
-            .unwrap_or_else(|| "never".into());
+        let last = t.last_used_at.map(|at| at.format("%Y-%m-%d %H:%M").to_string()).unwrap_or_else(|| "never".into());
         let status = if t.is_active() { "active" } else { "revoked" };
-        println!(
-            "{:<5} {:<24} {:<14} {:<32} {:<18} {status}",
-            t.id,
-            t.name,
-            t.prefix,
-            format_scopes(&t.scopes),
-            last
-        );
+        println!("{:<5} {:<24} {:<14} {:<32} {:<18} {status}", t.id, t.name, t.prefix, format_scopes(&t.scopes), last);
     }
     Ok(())
 }

@@ -23,11 +23,7 @@ async fn hash(password: String) -> anyhow::Result<String> {
 
 pub async fn add(db: &Db, username: &str, roles: &[String]) -> anyhow::Result<()> {
     let roles = parse_roles(&roles.join(",")).map_err(anyhow::Error::msg)?;
-    let roles = if roles.is_empty() {
-        vec![Role::Viewer]
-    } else {
-        roles
-    };
+    let roles = if roles.is_empty() { vec![Role::Viewer] } else { roles };
     let (password, generated) = choose_password()?;
     users::create(db, username, &hash(password.clone()).await?, &roles).await?;
     audit::record(
@@ -41,10 +37,7 @@ pub async fn add(db: &Db, username: &str, roles: &[String]) -> anyhow::Result<()
         },
     )
     .await?;
-    eprintln!(
-        "created user {username} with roles {}",
-        format_roles(&roles)
-    );
+    eprintln!("created user {username} with roles {}", format_roles(&roles));
     if generated {
         eprintln!("generated password (shown once):");
         println!("{password}");
@@ -124,26 +117,14 @@ pub async fn create_first_admin(db: &Db) -> anyhow::Result<()> {
     )
     .await?;
     eprintln!();
-    eprintln!(
-        "  ┌────────────────────────────────────────────────────────────────────────────────┐"
-    );
-    eprintln!(
-        "  │ First start: created the administrator account and an ingest token             │"
-    );
-    eprintln!(
-        "  │   username      admin                                                          │"
-    );
+    eprintln!("  ┌────────────────────────────────────────────────────────────────────────────────┐");
+    eprintln!("  │ First start: created the administrator account and an ingest token             │");
+    eprintln!("  │   username      admin                                                          │");
     eprintln!("  │   password      {password:<63}│");
     eprintln!("  │   ingest token  {secret:<63}│");
-    eprintln!(
-        "  │ Shown once. Replace the password with `flightdeck user reset admin`; send      │"
-    );
-    eprintln!(
-        "  │ traces with OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer <ingest token>\". │"
-    );
-    eprintln!(
-        "  └────────────────────────────────────────────────────────────────────────────────┘"
-    );
+    eprintln!("  │ Shown once. Replace the password with `flightdeck user reset admin`; send      │");
+    eprintln!("  │ traces with OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer <ingest token>\". │");
+    eprintln!("  └────────────────────────────────────────────────────────────────────────────────┘");
     eprintln!();
     Ok(())
 }

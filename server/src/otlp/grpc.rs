@@ -1,9 +1,7 @@
 //! OTLP/gRPC: `TraceService/Export`, gzip accepted, the same ingest path as HTTP.
 
 use super::{IngestError, IngestService};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -40,19 +38,10 @@ impl TraceService for Receiver {
         &self,
         request: Request<ExportTraceServiceRequest>,
     ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        let authorization = request
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok());
-        self.service
-            .authenticate(authorization)
-            .await
-            .map_err(status)?;
+        let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
+        self.service.authenticate(authorization).await.map_err(status)?;
         let request = request.into_inner();
-        let permit = self
-            .service
-            .reserve(request.encoded_len().saturating_mul(3))
-            .map_err(status)?;
+        let permit = self.service.reserve(request.encoded_len().saturating_mul(3)).map_err(status)?;
         let outcome = self.service.export(request, permit).await.map_err(|e| {
             tracing::info!(error = %e, "OTLP/gRPC export refused");
             status(e)
@@ -61,8 +50,6 @@ impl TraceService for Receiver {
             rejected_spans: outcome.rejected as i64,
             error_message: outcome.message,
         });
-        Ok(Response::new(ExportTraceServiceResponse {
-            partial_success,
-        }))
+        Ok(Response::new(ExportTraceServiceResponse { partial_success }))
     }
 }

@@ -18,12 +18,7 @@ use std::io::Read;
 pub fn router(service: IngestService) -> Router {
     Router::new()
         .route("/v1/traces", post(export))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                "OTLP/HTTP traces are accepted at POST /v1/traces\n",
-            )
-        })
+        .fallback(|| async { (StatusCode::NOT_FOUND, "OTLP/HTTP traces are accepted at POST /v1/traces\n") })
         .with_state(service)
 }
 
@@ -59,17 +54,8 @@ fn encode<T: Message + serde::Serialize>(encoding: Encoding, message: &T) -> Vec
     }
 }
 
-fn respond<T: Message + serde::Serialize>(
-    status: StatusCode,
-    encoding: Encoding,
-    message: &T,
-) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, encoding.content_type())],
-        encode(encoding, message),
-    )
-        .into_response()
+fn respond<T: Message + serde::Serialize>(status: StatusCode, encoding: Encoding, message: &T) -> Response {
+    (status, [(header::CONTENT_TYPE, encoding.content_type())], encode(encoding, message)).into_response()
 }
 
 /// An error response with its `google.rpc.Status` body (gRPC codes as in the spec).
@@ -81,45 +67,23 @@ fn failure(encoding: Encoding, error: &IngestError) -> Response {
         IngestError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, 8),
         IngestError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, 14),
     };
-    let mut response = respond(
-        status,
-        encoding,
-        &RpcStatus {
-            code,
-            message: error.to_string(),
-        },
-    );
+    let mut response = respond(status, encoding, &RpcStatus { code, message: error.to_string() });
     if matches!(error, IngestError::Unavailable(_)) {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, RETRY_AFTER_SECS.into());
+        response.headers_mut().insert(header::RETRY_AFTER, RETRY_AFTER_SECS.into());
     }
     response
 }
 
 async fn export(State(service): State<IngestService>, headers: HeaderMap, body: Body) -> Response {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mime = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let encoding = match mime.as_str() {
         "application/x-protobuf" | "application/protobuf" => Encoding::Protobuf,
         "application/json" => Encoding::Json,
         _ => {
-            let message = format!(
-                "unsupported content type `{content_type}`: send application/x-protobuf or application/json"
-            );
-            return (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                [(header::CONTENT_TYPE, "text/plain")],
-                message,
-            )
+            let message =
+                format!("unsupported content type `{content_type}`: send application/x-protobuf or application/json");
+            return (StatusCode::UNSUPPORTED_MEDIA_TYPE, [(header::CONTENT_TYPE, "text/plain")], message)
                 .into_response();
         }
     };
@@ -129,11 +93,7 @@ async fn export(State(service): State<IngestService>, headers: HeaderMap, body: 
                 rejected_spans: outcome.rejected as i64,
                 error_message: outcome.message,
             });
-            respond(
-                StatusCode::OK,
-                encoding,
-                &ExportTraceServiceResponse { partial_success },
-            )
+            respond(StatusCode::OK, encoding, &ExportTraceServiceResponse { partial_success })
         }
         Err(error) => {
             tracing::info!(error = %error, "OTLP/HTTP export refused");
@@ -148,33 +108,19 @@ async fn receive(
     encoding: Encoding,
     body: Body,
 ) -> Result<super::ExportOutcome, IngestError> {
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     service.authenticate(authorization).await?;
     let limit = service.max_body_bytes();
-    let too_large =
-        || IngestError::TooLarge(format!("the request is larger than the {limit} byte limit"));
-    let raw: Bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| too_large())?;
-    let gzip = match headers
-        .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
-    {
+    let too_large = || IngestError::TooLarge(format!("the request is larger than the {limit} byte limit"));
+    let raw: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
+    let gzip = match headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
         None | Some("identity") => false,
         Some("gzip") => true,
         Some(other) => {
-            return Err(IngestError::Invalid(format!(
-                "unsupported Content-Encoding `{other}`: use gzip or none"
-            )))
+            return Err(IngestError::Invalid(format!("unsupported Content-Encoding `{other}`: use gzip or none")))
         }
     };
-    let bytes = if gzip {
-        gunzip(&raw, limit)?
-    } else {
-        raw.to_vec()
-    };
+    let bytes = if gzip { gunzip(&raw, limit)? } else { raw.to_vec() };
     // Decoded requests take a few times their wire size; reserve before decoding.
     let permit = service.reserve(bytes.len().saturating_mul(3))?;
     let request = decode(encoding, &bytes)?;
@@ -186,9 +132,7 @@ async fn receive(
 fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
     let mut out = Vec::new();
     let mut decoder = flate2::read::GzDecoder::new(compressed).take(limit as u64 + 1);
-    decoder
-        .read_to_end(&mut out)
-        .map_err(|e| IngestError::Invalid(format!("the body is not valid gzip: {e}")))?;
+    decoder.read_to_end(&mut out).map_err(|e| IngestError::Invalid(format!("the body is not valid gzip: {e}")))?;
     if out.len() > limit {
         return Err(IngestError::TooLarge(format!(
             "the request is larger than the {limit} byte limit once decompressed"
@@ -200,9 +144,7 @@ fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
 fn decode(encoding: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, IngestError> {
     match encoding {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes).map_err(|e| {
-            IngestError::Invalid(format!(
-                "the body is not a valid OTLP protobuf ExportTraceServiceRequest: {e}"
-            ))
+            IngestError::Invalid(format!("the body is not a valid OTLP protobuf ExportTraceServiceRequest: {e}"))
         }),
         Encoding::Json => serde_json::from_slice(bytes)
             .map_err(|e| IngestError::Invalid(format!("the body is not valid OTLP JSON: {e}"))),
@@ -224,33 +166,22 @@ mod tests {
             Err(IngestError::TooLarge(m)) => assert!(m.contains("once decompressed")),
             other => panic!("expected TooLarge, got {other:?}"),
         }
-        assert!(matches!(
-            gunzip(b"not gzip", 1024),
-            Err(IngestError::Invalid(_))
-        ));
+        assert!(matches!(gunzip(b"not gzip", 1024), Err(IngestError::Invalid(_))));
     }
 
     #[test]
     fn otlp_json_with_hex_ids_string_ints_and_unknown_fields_decodes() {
-        let json = br#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"a"}}]},
+        let json =
+            br#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"a"}}]},
             "scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"eee19b7ec3c1b174",
             "name":"x","kind":2,"startTimeUnixNano":"1544712660000000000","endTimeUnixNano":1544712661000000000,
             "somethingNew":true}]}]}]}"#;
         let request = decode(Encoding::Json, json).unwrap();
         let span = &request.resource_spans[0].scope_spans[0].spans[0];
-        assert_eq!(
-            hex::encode(&span.trace_id),
-            "5b8efff798038103d269b633813fc60c"
-        );
+        assert_eq!(hex::encode(&span.trace_id), "5b8efff798038103d269b633813fc60c");
         assert_eq!(span.kind, 2);
         assert_eq!(span.end_time_unix_nano, 1544712661000000000);
-        assert!(matches!(
-            decode(Encoding::Json, b"{nope"),
-            Err(IngestError::Invalid(_))
-        ));
-        assert!(matches!(
-            decode(Encoding::Protobuf, b"\xff\xff\xff"),
-            Err(IngestError::Invalid(_))
-        ));
+        assert!(matches!(decode(Encoding::Json, b"{nope"), Err(IngestError::Invalid(_))));
+        assert!(matches!(decode(Encoding::Protobuf, b"\xff\xff\xff"), Err(IngestError::Invalid(_))));
     }
 }

@@ -127,44 +127,25 @@ impl IngestService {
     }
 
     /// Checks the `Authorization` header value against the ingest setting.
-    pub async fn authenticate(
-        &self,
-        authorization: Option<&str>,
-    ) -> Result<Option<AgentToken>, IngestError> {
+    pub async fn authenticate(&self, authorization: Option<&str>) -> Result<Option<AgentToken>, IngestError> {
         if self.inner.auth == IngestAuth::None {
             return Ok(None);
         }
-        let token = self
-            .inner
-            .tokens
-            .authenticate(authorization)
-            .await
-            .map_err(|e| match e {
-                ApiError::Unauthorized(m) => IngestError::Unauthenticated(m),
-                other => IngestError::Unavailable(other.to_string()),
-            })?;
-        token
-            .require(Scope::Ingest)
-            .map_err(|e| IngestError::Forbidden(e.to_string()))?;
+        let token = self.inner.tokens.authenticate(authorization).await.map_err(|e| match e {
+            ApiError::Unauthorized(m) => IngestError::Unauthenticated(m),
+            other => IngestError::Unavailable(other.to_string()),
+        })?;
+        token.require(Scope::Ingest).map_err(|e| IngestError::Forbidden(e.to_string()))?;
         Ok(Some(token))
     }
 
     /// Reserves memory for a request of `bytes` before it is decoded, or refuses it.
     pub fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, IngestError> {
         let wanted = bytes.clamp(1, self.inner.budget_bytes) as u32;
-        self.inner
-            .budget
-            .clone()
-            .try_acquire_many_owned(wanted)
-            .map_err(|_| {
-                self.inner
-                    .counters
-                    .requests_refused_busy
-                    .fetch_add(1, Ordering::Relaxed);
-                IngestError::Unavailable(
-                    "flightdeck is busy storing earlier exports; retry after the delay".into(),
-                )
-            })
+        self.inner.budget.clone().try_acquire_many_owned(wanted).map_err(|_| {
+            self.inner.counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
+            IngestError::Unavailable("flightdeck is busy storing earlier exports; retry after the delay".into())
+        })
     }
 
     /// Validates, normalizes and stores a request; returns after the commit.
@@ -179,15 +160,11 @@ impl IngestService {
         let policies = self.inner.policies.read().expect("policy lock").clone();
         let service = self.clone();
         // Normalization is CPU work (mapping, redaction, hashing): keep it off the I/O threads.
-        let prepared = tokio::task::spawn_blocking(move || {
-            prepare(&request, &service.inner.settings, &policies)
-        })
-        .await
-        .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
+        let prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &policies))
+            .await
+            .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
         let counters = &self.inner.counters;
-        counters
-            .spans_rejected
-            .fetch_add(prepared.rejected as u64, Ordering::Relaxed);
+        counters.spans_rejected.fetch_add(prepared.rejected as u64, Ordering::Relaxed);
         if prepared.spans.is_empty() {
             return Err(IngestError::Invalid(prepared.error_message()));
         }
@@ -197,28 +174,18 @@ impl IngestService {
             rejected: prepared.rejected,
             message: prepared.error_message(),
         };
-        let job = Job {
-            spans: prepared.spans,
-            reply,
-            _permit: permit,
-        };
+        let job = Job { spans: prepared.spans, reply, _permit: permit };
         self.inner.queue.try_send(job).map_err(|_| {
-            counters
-                .requests_refused_busy
-                .fetch_add(1, Ordering::Relaxed);
+            counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
             IngestError::Unavailable("the ingest queue is full; retry after the delay".into())
         })?;
         match done.await {
             Ok(Ok(())) => {
-                counters
-                    .spans_accepted
-                    .fetch_add(outcome.accepted as u64, Ordering::Relaxed);
+                counters.spans_accepted.fetch_add(outcome.accepted as u64, Ordering::Relaxed);
                 Ok(outcome)
             }
             Ok(Err(message)) => Err(IngestError::Unavailable(message)),
-            Err(_) => Err(IngestError::Unavailable(
-                "the ingest writer stopped; retry".into(),
-            )),
+            Err(_) => Err(IngestError::Unavailable("the ingest writer stopped; retry".into())),
         }
     }
 }

@@ -33,10 +33,7 @@ pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>)
                 Err(_) => break,
             }
         }
-        let all: Vec<NormalizedSpan> = batch
-            .iter_mut()
-            .flat_map(|j| std::mem::take(&mut j.spans))
-            .collect();
+        let all: Vec<NormalizedSpan> = batch.iter_mut().flat_map(|j| std::mem::take(&mut j.spans)).collect();
         let result = spans::write(&db, &all, body_policy).await;
         let reply = match &result {
             Ok(_) => Ok(()),

@@ -15,28 +15,18 @@ pub async fn refuse_cross_site(req: Request, next: Next) -> Response {
         Ok(()) => next.run(req).await,
         Err(reason) => {
             tracing::warn!(path = %req.uri().path(), reason, "cross-site request refused");
-            (
-                StatusCode::FORBIDDEN,
-                format!("cross-site request refused: {reason}\n"),
-            )
-                .into_response()
+            (StatusCode::FORBIDDEN, format!("cross-site request refused: {reason}\n")).into_response()
         }
     }
 }
 
 /// Decides whether a request may proceed; the error says why not.
-pub fn cross_site_verdict(
-    method: &Method,
-    path: &str,
-    headers: &HeaderMap,
-) -> Result<(), &'static str> {
+pub fn cross_site_verdict(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), &'static str> {
     if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
         return Ok(());
     }
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("Bearer "));
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("Bearer "));
     if bearer && path.starts_with("/api/v1/") && !headers.contains_key(header::COOKIE) {
         return Ok(());
     }
@@ -47,10 +37,7 @@ pub fn cross_site_verdict(
         };
     }
     if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
         let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or("");
         return if !host.is_empty() && origin_host.eq_ignore_ascii_case(host) {
             Ok(())
@@ -84,11 +71,7 @@ mod tests {
 
     #[test]
     fn cross_site_posts_are_refused_by_either_header() {
-        let h = headers(&[
-            ("sec-fetch-site", "cross-site"),
-            ("host", "fd:3000"),
-            ("origin", "http://fd:3000"),
-        ]);
+        let h = headers(&[("sec-fetch-site", "cross-site"), ("host", "fd:3000"), ("origin", "http://fd:3000")]);
         assert!(cross_site_verdict(&Method::POST, "/fn/logout", &h).is_err());
         let h = headers(&[("sec-fetch-site", "same-site")]);
         assert!(cross_site_verdict(&Method::POST, "/fn/logout", &h).is_err());
@@ -108,10 +91,7 @@ mod tests {
 
     #[test]
     fn bearer_api_calls_are_exempt_but_not_with_a_cookie() {
-        let h = headers(&[
-            ("authorization", "Bearer fdk_x"),
-            ("origin", "http://evil.example"),
-        ]);
+        let h = headers(&[("authorization", "Bearer fdk_x"), ("origin", "http://evil.example")]);
         assert!(cross_site_verdict(&Method::POST, "/api/v1/approvals", &h).is_ok());
         let h = headers(&[
             ("authorization", "Bearer fdk_x"),

@@ -8,12 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tower_sessions::Session;
 
-pub async fn load(
-    State(db): State<Db>,
-    browser_session: Session,
-    mut req: Request,
-    next: Next,
-) -> Response {
+pub async fn load(State(db): State<Db>, browser_session: Session, mut req: Request, next: Next) -> Response {
     // Static files need no user; skipping them saves a database read per asset.
     if !req.uri().path().starts_with("/pkg/") {
         if let Some(user) = session::current_user(&db, &browser_session).await {

@@ -29,9 +29,9 @@ pub fn router(state: AppState, config: &Config) -> Router {
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
         .with_secure(config.secure_cookies)
-        .with_expiry(Expiry::OnInactivity(
-            tower_sessions::cookie::time::Duration::minutes(i64::from(config.session_idle_minutes)),
-        ));
+        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::minutes(i64::from(
+            config.session_idle_minutes,
+        ))));
 
     let context = {
         let state = state.clone();
@@ -42,10 +42,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
-        .fallback(leptos_axum::file_and_error_handler_with_context::<
-            AppState,
-            _,
-        >(context, shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         // Layers run bottom-up: the session is loaded, then the user, then the page check.
         .layer(from_fn(page_guard::require_page_role))
         .layer(from_fn_with_state(state.db.clone(), current_user::load))

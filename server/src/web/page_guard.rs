@@ -12,8 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 pub async fn require_page_role(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     // Server functions check roles themselves; static files are public.
-    let is_page =
-        req.method() == Method::GET && !path.starts_with("/pkg/") && !path.starts_with("/fn/");
+    let is_page = req.method() == Method::GET && !path.starts_with("/pkg/") && !path.starts_with("/fn/");
     if !is_page {
         return next.run(req).await;
     }
@@ -26,11 +25,7 @@ pub async fn require_page_role(req: Request, next: Next) -> Response {
     };
     match user {
         None => {
-            let wanted = req
-                .uri()
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/runs");
+            let wanted = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/runs");
             let location = format!("/login?next={}", encode_query_value(wanted));
             (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
         }
@@ -49,9 +44,7 @@ fn encode_query_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {
         match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
-                out.push(byte as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => out.push(byte as char),
             _ => out.push_str(&format!("%{byte:02X}")),
         }
     }
@@ -64,9 +57,6 @@ mod tests {
 
     #[test]
     fn next_parameter_is_encoded() {
-        assert_eq!(
-            encode_query_value("/runs?reason=error&x=a b"),
-            "/runs%3Freason%3Derror%26x%3Da%20b"
-        );
+        assert_eq!(encode_query_value("/runs?reason=error&x=a b"), "/runs%3Freason%3Derror%26x%3Da%20b");
     }
 }

@@ -12,10 +12,7 @@ use leptos_meta::Title;
 pub fn PoliciesAdmin() -> impl IntoView {
     let save = ServerAction::<SavePolicy>::new();
     let delete = ServerAction::<DeletePolicy>::new();
-    let list = Resource::new(
-        move || (save.version().get(), delete.version().get()),
-        |_| load_policies(),
-    );
+    let list = Resource::new(move || (save.version().get(), delete.version().get()), |_| load_policies());
     let classes = || {
         SideEffect::ALL
             .iter()

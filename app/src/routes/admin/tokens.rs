@@ -13,10 +13,7 @@ use leptos_meta::Title;
 pub fn TokensAdmin() -> impl IntoView {
     let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
-    let page = Resource::new(
-        move || (create.version().get(), revoke.version().get()),
-        |_| load_tokens_page(),
-    );
+    let page = Resource::new(move || (create.version().get(), revoke.version().get()), |_| load_tokens_page());
     view! {
         <Title text="API tokens"/>
         <h1>"API tokens"</h1>
@@ -63,7 +60,8 @@ pub fn TokensAdmin() -> impl IntoView {
 #[component]
 fn TokenTable(tokens: Vec<TokenSummary>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
     if tokens.is_empty() {
-        return view! { <p class="muted">"No tokens yet. Agents need one to send traces or use the API."</p> }.into_any();
+        return view! { <p class="muted">"No tokens yet. Agents need one to send traces or use the API."</p> }
+            .into_any();
     }
     view! {
         <table class="grid" data-testid="token-table">

@@ -16,13 +16,7 @@ pub fn UsersAdmin() -> impl IntoView {
     let set_roles = ServerAction::<SetRoles>::new();
     let reset = ServerAction::<ResetPassword>::new();
     let page = Resource::new(
-        move || {
-            (
-                create.version().get(),
-                set_roles.version().get(),
-                reset.version().get(),
-            )
-        },
+        move || (create.version().get(), set_roles.version().get(), reset.version().get()),
         |_| load_users_page(),
     );
     view! {

@@ -26,11 +26,7 @@ impl Vocabulary for Article {
         if let Some(escalation) = trace.escalation.as_ref().filter(|e| !e.as_event) {
             attributes.push(attr::string("escalation.reason", escalation.reason));
         }
-        Named {
-            name: format!("run {}", run.agent),
-            kind: SpanKind::Internal,
-            attributes,
-        }
+        Named { name: format!("run {}", run.agent), kind: SpanKind::Internal, attributes }
     }
 
     fn step(&self, _run: &RunPlan, step: &StepPlan) -> Named {
@@ -44,20 +40,10 @@ impl Vocabulary for Article {
         if let Some(stop_reason) = step.stop_reason {
             attributes.push(attr::string("step.stop_reason", stop_reason.as_str()));
         }
-        Named {
-            name: format!("step {}", step.index),
-            kind: SpanKind::Internal,
-            attributes,
-        }
+        Named { name: format!("step {}", step.index), kind: SpanKind::Internal, attributes }
     }
 
-    fn tool(
-        &self,
-        run: &RunPlan,
-        step: &StepPlan,
-        exec: &ToolExec,
-        result: Option<String>,
-    ) -> Named {
+    fn tool(&self, run: &RunPlan, step: &StepPlan, exec: &ToolExec, result: Option<String>) -> Named {
         let call = &run.calls[exec.call];
         let mut attributes = vec![
             attr::string("tool.name", call.tool.name),
@@ -75,10 +61,6 @@ impl Vocabulary for Article {
         if let Some(result) = result {
             attributes.push(attr::string("gen_ai.tool.call.result", result));
         }
-        Named {
-            name: format!("tool {}", call.tool.name),
-            kind: SpanKind::Internal,
-            attributes,
-        }
+        Named { name: format!("tool {}", call.tool.name), kind: SpanKind::Internal, attributes }
     }
 }

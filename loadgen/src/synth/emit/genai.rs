@@ -33,10 +33,7 @@ impl Vocabulary for GenAi {
             attr::string("gen_ai.provider.name", step.model.provider),
             attr::string("gen_ai.request.model", step.model.id),
             // The convention counts cached input as input.
-            attr::uint(
-                "gen_ai.usage.input_tokens",
-                step.input_tokens + step.cache_read_tokens,
-            ),
+            attr::uint("gen_ai.usage.input_tokens", step.input_tokens + step.cache_read_tokens),
             attr::uint("gen_ai.usage.output_tokens", step.output_tokens),
         ];
         if let Some(stop_reason) = step.stop_reason {
@@ -47,25 +44,12 @@ impl Vocabulary for GenAi {
                 StopReason::TokenLimit => "length",
                 StopReason::Refusal => "content_filter",
             };
-            attributes.push(attr::strings(
-                "gen_ai.response.finish_reasons",
-                &[finish_reason],
-            ));
+            attributes.push(attr::strings("gen_ai.response.finish_reasons", &[finish_reason]));
         }
-        Named {
-            name: format!("chat {}", step.model.id),
-            kind: SpanKind::Client,
-            attributes,
-        }
+        Named { name: format!("chat {}", step.model.id), kind: SpanKind::Client, attributes }
     }
 
-    fn tool(
-        &self,
-        run: &RunPlan,
-        _step: &StepPlan,
-        exec: &ToolExec,
-        result: Option<String>,
-    ) -> Named {
+    fn tool(&self, run: &RunPlan, _step: &StepPlan, exec: &ToolExec, result: Option<String>) -> Named {
         let call = &run.calls[exec.call];
         let mut attributes = vec![
             attr::string("gen_ai.operation.name", "execute_tool"),
@@ -77,10 +61,6 @@ impl Vocabulary for GenAi {
         if let Some(result) = result {
             attributes.push(attr::string("gen_ai.tool.call.result", result));
         }
-        Named {
-            name: format!("execute_tool {}", call.tool.name),
-            kind: SpanKind::Internal,
-            attributes,
-        }
+        Named { name: format!("execute_tool {}", call.tool.name), kind: SpanKind::Internal, attributes }
     }
 }

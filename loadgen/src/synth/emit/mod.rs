@@ -34,13 +34,7 @@ trait Vocabulary {
     fn root(&self, run: &RunPlan, trace: &TracePlan) -> Named;
     fn step(&self, run: &RunPlan, step: &StepPlan) -> Named;
     /// `result` is the recorded tool result, present only when bodies are on.
-    fn tool(
-        &self,
-        run: &RunPlan,
-        step: &StepPlan,
-        exec: &ToolExec,
-        result: Option<String>,
-    ) -> Named;
+    fn tool(&self, run: &RunPlan, step: &StepPlan, exec: &ToolExec, result: Option<String>) -> Named;
 }
 
 fn vocabulary(convention: Convention) -> &'static dyn Vocabulary {
@@ -90,14 +84,8 @@ fn resource(agent: &str) -> Resource {
 /// would list them; `requests_for_shuffled` exists for the other orders.
 fn spans(run: &RunPlan, trace: &TracePlan, vocabulary: &dyn Vocabulary, bodies: bool) -> Vec<Span> {
     let mut spans = Vec::new();
-    let mut root = span(
-        trace,
-        trace.span_id,
-        None,
-        vocabulary.root(run, trace),
-        (trace.start, trace.end),
-        trace.error.as_deref(),
-    );
+    let mut root =
+        span(trace, trace.span_id, None, vocabulary.root(run, trace), (trace.start, trace.end), trace.error.as_deref());
     if let Some(escalation) = trace.escalation.as_ref().filter(|e| e.as_event) {
         root.events.push(event(
             "escalation",
@@ -116,16 +104,10 @@ fn spans(run: &RunPlan, trace: &TracePlan, vocabulary: &dyn Vocabulary, bodies: 
             (step.start, step.end),
             step.error.as_deref(),
         ));
-        let parent = if trace.tools_under_steps {
-            step.span_id
-        } else {
-            trace.span_id
-        };
+        let parent = if trace.tools_under_steps { step.span_id } else { trace.span_id };
         for exec in &step.tools {
             let tool = run.calls[exec.call].tool;
-            let result = bodies.then(|| {
-                catalog::result_body(tool, exec.external_id.as_deref(), exec.error.as_deref())
-            });
+            let result = bodies.then(|| catalog::result_body(tool, exec.external_id.as_deref(), exec.error.as_deref()));
             let mut tool_span = span(
                 trace,
                 exec.span_id,
@@ -175,19 +157,11 @@ fn span(
         start_time_unix_nano: start,
         end_time_unix_nano: end,
         attributes: named.attributes,
-        status: error.map(|message| Status {
-            message: message.to_string(),
-            code: StatusCode::Error as i32,
-        }),
+        status: error.map(|message| Status { message: message.to_string(), code: StatusCode::Error as i32 }),
         ..Default::default()
     }
 }
 
 fn event(name: &str, time_unix_nano: u64, attributes: Vec<KeyValue>) -> Event {
-    Event {
-        time_unix_nano,
-        name: name.to_string(),
-        attributes,
-        ..Default::default()
-    }
+    Event { time_unix_nano, name: name.to_string(), attributes, ..Default::default() }
 }

@@ -38,23 +38,14 @@ impl Vocabulary for OpenInference {
                 attr::string("llm.provider", step.model.provider),
                 attr::string("llm.model_name", step.model.id),
                 attr::uint("llm.token_count.prompt", prompt),
-                attr::uint(
-                    "llm.token_count.prompt_details.cache_read",
-                    step.cache_read_tokens,
-                ),
+                attr::uint("llm.token_count.prompt_details.cache_read", step.cache_read_tokens),
                 attr::uint("llm.token_count.completion", step.output_tokens),
                 attr::uint("llm.token_count.total", prompt + step.output_tokens),
             ],
         }
     }
 
-    fn tool(
-        &self,
-        run: &RunPlan,
-        _step: &StepPlan,
-        exec: &ToolExec,
-        result: Option<String>,
-    ) -> Named {
+    fn tool(&self, run: &RunPlan, _step: &StepPlan, exec: &ToolExec, result: Option<String>) -> Named {
         let call = &run.calls[exec.call];
         let mut attributes = vec![
             attr::string("openinference.span.kind", "TOOL"),
@@ -66,10 +57,6 @@ impl Vocabulary for OpenInference {
             attributes.push(attr::string("output.value", result));
             attributes.push(attr::string("output.mime_type", JSON));
         }
-        Named {
-            name: call.tool.name.to_string(),
-            kind: SpanKind::Internal,
-            attributes,
-        }
+        Named { name: call.tool.name.to_string(), kind: SpanKind::Internal, attributes }
     }
 }

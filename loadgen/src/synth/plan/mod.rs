@@ -163,19 +163,12 @@ pub(crate) struct ToolExec {
 
 impl RunPlan {
     pub(crate) fn terminal(&self) -> Terminal {
-        self.traces
-            .last()
-            .map_or(Terminal::Completed, |t| t.terminal)
+        self.traces.last().map_or(Terminal::Completed, |t| t.terminal)
     }
 }
 
 /// Plans one run of `agent` that starts at `start` (Unix nanoseconds).
-pub(crate) fn plan_run(
-    rng: &mut StdRng,
-    agent: &AgentProfile,
-    max_steps: u32,
-    start: u64,
-) -> RunPlan {
+pub(crate) fn plan_run(rng: &mut StdRng, agent: &AgentProfile, max_steps: u32, start: u64) -> RunPlan {
     Planner::new(rng, agent, max_steps).run(start)
 }
 
@@ -226,13 +219,7 @@ impl Conversation {
     /// Accounts one model call that answered with `output_tokens` and after which
     /// `added_context` tokens (its answer, tool results) join the conversation. Returns
     /// the call's uncached input and cache-read tokens, kept apart as the article asks.
-    fn turn(
-        &mut self,
-        prompt_tokens: u64,
-        model: &Model,
-        output_tokens: u64,
-        added_context: u64,
-    ) -> (u64, u64) {
+    fn turn(&mut self, prompt_tokens: u64, model: &Model, output_tokens: u64, added_context: u64) -> (u64, u64) {
         let prompt = prompt_tokens + self.context_tokens;
         let cache_read = self.cached_prefix;
         let input = prompt - cache_read;
@@ -256,31 +243,18 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(rng: &'a mut StdRng, agent: &'a AgentProfile, max_steps: u32) -> Self {
-        Self {
-            rng,
-            agent,
-            max_steps,
-            calls: Vec::new(),
-            tool_layer: ToolLayer::default(),
-        }
+        Self { rng, agent, max_steps, calls: Vec::new(), tool_layer: ToolLayer::default() }
     }
 
     fn run(mut self, start: u64) -> RunPlan {
         let run_id = format!("run_{}", draw::hex::<12>(self.rng));
         // Mostly the article's attributes (they carry every canonical field), enough of the
         // framework conventions to keep the mapping layer honest.
-        let convention = [
-            Convention::Article,
-            Convention::GenAi,
-            Convention::OpenInference,
-        ][draw::weighted(self.rng, &[70, 20, 10])];
-        let terminal = [
-            Terminal::Completed,
-            Terminal::StepLimit,
-            Terminal::Budget,
-            Terminal::Error,
-            Terminal::Escalated,
-        ][draw::weighted(self.rng, &[70, 8, 6, 8, 8])];
+        let convention = [Convention::Article, Convention::GenAi, Convention::OpenInference]
+            [draw::weighted(self.rng, &[70, 20, 10])];
+        let terminal =
+            [Terminal::Completed, Terminal::StepLimit, Terminal::Budget, Terminal::Error, Terminal::Escalated]
+                [draw::weighted(self.rng, &[70, 8, 6, 8, 8])];
         self.tool_layer.keeps_ledger = self.rng.gen_bool(0.5);
         let skip_reads = terminal == Terminal::Completed && self.rng.gen_bool(0.12);
         let shape = RunShape {
@@ -288,10 +262,7 @@ impl<'a> Planner<'a> {
             terminal,
             // The framework conventions put tool spans next to the model call.
             tools_under_steps: convention == Convention::Article && self.rng.gen_bool(0.5),
-            fallback_from: self
-                .rng
-                .gen_bool(0.06)
-                .then(|| self.rng.gen_range(1..self.max_steps)),
+            fallback_from: self.rng.gen_bool(0.06).then(|| self.rng.gen_range(1..self.max_steps)),
             prompt_tokens: self.rng.gen_range(1_200..4_000),
             growth: if terminal == Terminal::Budget { 4 } else { 1 },
         };
@@ -320,13 +291,7 @@ impl<'a> Planner<'a> {
             }
         }
 
-        RunPlan {
-            run_id,
-            agent: self.agent.name.clone(),
-            convention,
-            calls: self.calls,
-            traces,
-        }
+        RunPlan { run_id, agent: self.agent.name.clone(), convention, calls: self.calls, traces }
     }
 
     fn first_trigger(&mut self) -> &'static str {
@@ -348,10 +313,7 @@ impl<'a> Planner<'a> {
         for index in 0..steps {
             let last = index + 1 == steps;
             let (calls, end) = if !last {
-                (
-                    1 + draw::weighted(self.rng, &[75, 18, 7]),
-                    StepEnd::Continue,
-                )
+                (1 + draw::weighted(self.rng, &[75, 18, 7]), StepEnd::Continue)
             } else {
                 match terminal {
                     Terminal::Completed => (0, StepEnd::Answer),
@@ -386,14 +348,10 @@ impl<'a> Planner<'a> {
         for i in 0..script.len() {
             for c in 0..script[i].calls.len() {
                 let call = script[i].calls[c];
-                if self.calls[call].tool.side_effect != SideEffect::Irreversible
-                    || !self.rng.gen_bool(0.35)
-                {
+                if self.calls[call].tool.side_effect != SideEffect::Irreversible || !self.rng.gen_bool(0.35) {
                     continue;
                 }
-                let later: Vec<usize> = (i + 1..script.len())
-                    .filter(|&j| script[j].end == StepEnd::Continue)
-                    .collect();
+                let later: Vec<usize> = (i + 1..script.len()).filter(|&j| script[j].end == StepEnd::Continue).collect();
                 if let Some(&j) = later.choose(self.rng) {
                     script[j].calls.push(call);
                 }
@@ -404,32 +362,19 @@ impl<'a> Planner<'a> {
     fn new_call(&mut self, tool: &'static Tool) -> usize {
         let arguments = catalog::arguments(tool, self.rng);
         let idempotency_key = draw::hex::<32>(self.rng);
-        self.calls.push(Call {
-            tool,
-            arguments,
-            idempotency_key,
-        });
+        self.calls.push(Call { tool, arguments, idempotency_key });
         self.calls.len() - 1
     }
 
     /// A tool of the given class if the agent has one, else any of its tools.
     fn tool_of_class(&mut self, class: SideEffect) -> &'static Tool {
         let of_class = self.agent.tools_of(class);
-        let pool = if of_class.is_empty() {
-            &self.agent.tools
-        } else {
-            &of_class
-        };
+        let pool = if of_class.is_empty() { &self.agent.tools } else { &of_class };
         draw::pick(self.rng, pool)
     }
 
     fn any_tool(&mut self, skip_reads: bool) -> &'static Tool {
-        let classes = [
-            SideEffect::Read,
-            SideEffect::Write,
-            SideEffect::Irreversible,
-            SideEffect::None,
-        ];
+        let classes = [SideEffect::Read, SideEffect::Write, SideEffect::Irreversible, SideEffect::None];
         let weights: Vec<u32> = classes
             .iter()
             .zip([45, 30, 12, 13])
@@ -459,11 +404,8 @@ impl<'a> Planner<'a> {
     ) -> TracePlan {
         let trace_id = draw::id::<16>(self.rng);
         let span_id = draw::id::<8>(self.rng);
-        let mut conversation = Conversation {
-            context_tokens: 0,
-            cached_prefix: 0,
-            cost_usd: earlier.map_or(0.0, |t| t.cost_usd),
-        };
+        let mut conversation =
+            Conversation { context_tokens: 0, cached_prefix: 0, cost_usd: earlier.map_or(0.0, |t| t.cost_usd) };
         let mut cursor = start + draw::ms(self.rng, 1..5);
         let mut steps = Vec::new();
         let mut failure = None;
@@ -475,19 +417,14 @@ impl<'a> Planner<'a> {
                 (true, false, StepEnd::ToolFailure) => Some(Outcome::Error),
                 _ => None,
             };
-            let (step, step_failure) =
-                self.step(shape, script_step, index, fails, cursor, &mut conversation);
+            let (step, step_failure) = self.step(shape, script_step, index, fails, cursor, &mut conversation);
             cursor = step.end.max(step.tools.last().map_or(0, |t| t.end));
             failure = failure.or(step_failure);
             steps.push(step);
         }
 
         let end = cursor + draw::ms(self.rng, 2..30);
-        let terminal = if crashes {
-            Terminal::Error
-        } else {
-            shape.terminal
-        };
+        let terminal = if crashes { Terminal::Error } else { shape.terminal };
         let error = match terminal {
             Terminal::Error => failure,
             // Frameworks without a terminal-reason attribute raise on their limits; an
@@ -496,10 +433,9 @@ impl<'a> Planner<'a> {
                 "UsageLimitExceeded: The next request would exceed the request_limit of {}",
                 self.max_steps
             )),
-            Terminal::Budget if shape.convention != Convention::Article => Some(format!(
-                "UsageLimitExceeded: Exceeded the total_tokens_limit of {}",
-                shape.prompt_tokens * 20
-            )),
+            Terminal::Budget if shape.convention != Convention::Article => {
+                Some(format!("UsageLimitExceeded: Exceeded the total_tokens_limit of {}", shape.prompt_tokens * 20))
+            }
             _ => None,
         };
         let escalation = (terminal == Terminal::Escalated).then(|| Escalation {
@@ -546,19 +482,13 @@ impl<'a> Planner<'a> {
         };
         let start = cursor + draw::ms(self.rng, 2..40);
         let (stop_reason, output_tokens, error) = match script_step.end {
-            StepEnd::Continue | StepEnd::ToolFailure => (
-                Some(StopReason::ToolCall),
-                self.rng.gen_range(40..400),
-                None,
-            ),
+            StepEnd::Continue | StepEnd::ToolFailure => (Some(StopReason::ToolCall), self.rng.gen_range(40..400), None),
             StepEnd::Answer => (Some(StopReason::End), self.rng.gen_range(150..1_200), None),
             StepEnd::Refusal => (Some(StopReason::Refusal), self.rng.gen_range(20..120), None),
             StepEnd::TokenLimit => (Some(StopReason::TokenLimit), 4_096, None),
             StepEnd::ModelFailure => {
-                let message = format!(
-                    "ModelHTTPError: status_code: 529, model_name: {}, body: overloaded_error",
-                    model.id
-                );
+                let message =
+                    format!("ModelHTTPError: status_code: 529, model_name: {}, body: overloaded_error", model.id);
                 (None, 0, Some(message))
             }
         };
@@ -574,31 +504,20 @@ impl<'a> Planner<'a> {
         let mut failure = error.clone();
         for (c, &call) in script_step.calls.iter().enumerate() {
             let forced = fails.filter(|_| c + 1 == script_step.calls.len());
-            let execs = self
-                .tool_layer
-                .execute(self.rng, &self.calls, call, forced, &mut clock);
+            let execs = self.tool_layer.execute(self.rng, &self.calls, call, forced, &mut clock);
             let tool = self.calls[call].tool.name;
             failure = match forced {
-                Some(Outcome::Timeout) => {
-                    Some(format!("ToolTimeout: {tool}: {}", catalog::TIMEOUT_MESSAGE))
-                }
+                Some(Outcome::Timeout) => Some(format!("ToolTimeout: {tool}: {}", catalog::TIMEOUT_MESSAGE)),
                 Some(_) => Some(format!(
                     "ToolError: {tool} failed after {} attempts: {}",
                     execs.len(),
-                    execs
-                        .last()
-                        .and_then(|e| e.error.as_deref())
-                        .unwrap_or_default()
+                    execs.last().and_then(|e| e.error.as_deref()).unwrap_or_default()
                 )),
                 None => failure,
             };
             tools.extend(execs);
         }
-        let end = if shape.tools_under_steps {
-            clock + draw::ms(self.rng, 1..10)
-        } else {
-            model_done
-        };
+        let end = if shape.tools_under_steps { clock + draw::ms(self.rng, 1..10) } else { model_done };
         let step = StepPlan {
             span_id: draw::id::<8>(self.rng),
             index,

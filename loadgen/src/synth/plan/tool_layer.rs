@@ -46,17 +46,9 @@ impl ToolLayer {
         };
         let mut execs = Vec::new();
         for attempt in 1..=MAX_ATTEMPTS {
-            let pause = if attempt == 1 {
-                draw::ms(rng, 1..30)
-            } else {
-                draw::ms(rng, 200..2_000)
-            };
+            let pause = if attempt == 1 { draw::ms(rng, 1..30) } else { draw::ms(rng, 200..2_000) };
             let start = *clock + pause;
-            let already = tool
-                .side_effect
-                .changes_state()
-                .then(|| self.succeeded.get(key).cloned())
-                .flatten();
+            let already = tool.side_effect.changes_state().then(|| self.succeeded.get(key).cloned()).flatten();
             let outcome = match (forced, already.is_some() && self.keeps_ledger) {
                 (Some(outcome), _) => outcome,
                 (None, true) => Outcome::Deduped,
@@ -66,21 +58,15 @@ impl ToolLayer {
                 Outcome::Timeout => catalog::TIMEOUT_MS + rng.gen_range(0..40),
                 Outcome::Deduped => rng.gen_range(1..15),
                 Outcome::Denied => rng.gen_range(5..60),
-                Outcome::Ok | Outcome::Error => {
-                    rng.gen_range(tool.latency_ms.0..=tool.latency_ms.1)
-                }
+                Outcome::Ok | Outcome::Error => rng.gen_range(tool.latency_ms.0..=tool.latency_ms.1),
             };
             let external_id = match outcome {
-                Outcome::Ok => tool
-                    .creates
-                    .map(|prefix| format!("{prefix}{}", draw::hex::<12>(rng))),
+                Outcome::Ok => tool.creates.map(|prefix| format!("{prefix}{}", draw::hex::<12>(rng))),
                 Outcome::Deduped => already.flatten(),
                 _ => None,
             };
             if outcome == Outcome::Ok && tool.side_effect.changes_state() {
-                self.succeeded
-                    .entry(key.clone())
-                    .or_insert_with(|| external_id.clone());
+                self.succeeded.entry(key.clone()).or_insert_with(|| external_id.clone());
             }
             let error = match outcome {
                 Outcome::Timeout => Some(catalog::TIMEOUT_MESSAGE.to_string()),
@@ -122,11 +108,6 @@ impl ToolLayer {
             SideEffect::Write => &[85, 5, 6, 4],
             SideEffect::Irreversible => &[80, 4, 4, 12],
         };
-        [
-            Outcome::Ok,
-            Outcome::Error,
-            Outcome::Timeout,
-            Outcome::Denied,
-        ][draw::weighted(rng, weights)]
+        [Outcome::Ok, Outcome::Error, Outcome::Timeout, Outcome::Denied][draw::weighted(rng, weights)]
     }
 }
