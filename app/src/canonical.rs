@@ -170,6 +170,86 @@ pub struct RunDetail {
     pub duplicates: Vec<DuplicateView>,
 }
 
+/// The run-list filters as query parameters, shared by the REST API and the runs page so
+/// both accept (and refuse) exactly the same things.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryParams {
+    pub terminal_reason: Option<String>,
+    pub agent: Option<String>,
+    pub trigger: Option<String>,
+    /// RFC 3339; runs that started at or after it.
+    pub since: Option<String>,
+    /// RFC 3339; runs that started before it.
+    pub until: Option<String>,
+    /// `1h`, `24h`, `7d` or `30d` back from now; the page's shorthand for `since`.
+    pub range: Option<String>,
+    pub flag: Option<String>,
+    /// A run id, trace id, idempotency key, external resource id or tool name.
+    pub q: Option<String>,
+    /// started (default), cost or duration; always descending.
+    pub sort: Option<String>,
+    pub cursor: Option<String>,
+    /// 1 to 500, default 50.
+    pub limit: Option<i64>,
+}
+
+/// A page of the run list as the runs page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunListView {
+    pub runs: Vec<RunSummary>,
+    /// Runs per terminal reason for the current filters (the reason filter aside).
+    pub counts: Vec<(TerminalReason, i64)>,
+    pub next_cursor: Option<String>,
+    /// The server's clock when the page was made, for "5 min ago" that hydrates cleanly.
+    pub now: DateTime<Utc>,
+}
+
+/// One span as the waterfall draws it: times, nesting, and what it is in the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaterfallSpan {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub status_code: i32,
+    pub status_message: Option<String>,
+    pub role: Option<String>,
+    pub step_index: Option<i64>,
+    pub tool_name: Option<String>,
+    pub side_effect: Option<String>,
+    pub outcome: Option<String>,
+    pub attempt: Option<i64>,
+    pub idempotency_key: Option<String>,
+    pub external_id: Option<String>,
+}
+
+/// A run page: the run, one page of its spans for the waterfall, and whether bodies
+/// were retained (so a replay fixture can be made).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunView {
+    pub detail: RunDetail,
+    pub spans: Vec<WaterfallSpan>,
+    pub span_page: i64,
+    pub span_pages: i64,
+    pub total_spans: i64,
+    pub has_bodies: bool,
+}
+
+/// Everything about one span, for its panel; JSON is pretty-printed text, shown as text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanPanel {
+    pub span: WaterfallSpan,
+    pub kind: i32,
+    pub attributes: String,
+    pub events: String,
+    pub resource: String,
+    /// Bodies (prompts, arguments, results) when retained.
+    pub bodies: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,9 @@
 
 use super::spans::FACT_COLUMNS;
 use super::{from_ms, now_ms, on_pool, Db, StoreResult};
-use crate::canonical::{DuplicateView, RunDetail, RunSummary, TerminalReason, Trigger};
+use crate::canonical::{
+    DuplicateView, QueryParams, RunDetail, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+};
 use crate::ingest::derive::{derive_run, SpanFacts};
 use serde::{Deserialize, Serialize};
 
@@ -25,9 +27,42 @@ impl std::str::FromStr for RunFlag {
             "duplicates" => Ok(RunFlag::Duplicates),
             "no_read" => Ok(RunFlag::NoRead),
             "approval_violation" => Ok(RunFlag::ApprovalViolation),
-            other => Err(format!(
-                "unknown flag `{other}` (expected duplicates, no_read or approval_violation)"
-            )),
+            other => Err(format!("unknown flag `{other}` (expected duplicates, no_read or approval_violation)")),
+        }
+    }
+}
+
+/// How the run list is ordered (always descending, ties broken by run id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSort {
+    /// Newest first.
+    #[default]
+    Started,
+    /// Most expensive first.
+    Cost,
+    /// Longest first.
+    Duration,
+}
+
+impl RunSort {
+    fn column(self) -> &'static str {
+        match self {
+            RunSort::Started => "started_ns",
+            RunSort::Cost => "cost",
+            RunSort::Duration => "COALESCE(wall_clock_ms, -1)",
+        }
+    }
+}
+
+impl std::str::FromStr for RunSort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "started" => Ok(RunSort::Started),
+            "cost" => Ok(RunSort::Cost),
+            "duration" => Ok(RunSort::Duration),
+            other => Err(format!("unknown sort `{other}` (expected started, cost or duration)")),
         }
     }
 }
@@ -37,43 +72,57 @@ impl std::str::FromStr for RunFlag {
 pub struct RunQuery {
     pub terminal_reason: Option<TerminalReason>,
     pub agent: Option<String>,
+    pub trigger: Option<Trigger>,
     pub since_ns: Option<i64>,
     pub until_ns: Option<i64>,
     pub flag: Option<RunFlag>,
+    /// A run id, trace id, idempotency key, external resource id or tool name.
+    pub search: Option<String>,
+    pub sort: RunSort,
     /// The cursor of the previous page's last run.
     pub after: Option<Cursor>,
     pub limit: i64,
 }
 
-/// Keyset position: runs are listed newest first by (start, run id).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The sort value of a run, as a cursor carries it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortKey {
+    Int(i64),
+    Float(f64),
+}
+
+/// Keyset position: the last run of a page, by (sort value, run id).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cursor {
-    pub started_ns: i64,
+    pub key: SortKey,
     pub run_id: String,
 }
 
 impl Cursor {
-    /// An opaque text form for URLs: `<started_ns>.<hex of run id>`.
+    /// An opaque text form for URLs.
     pub fn encode(&self) -> String {
-        format!(
-            "{}.{}",
-            self.started_ns,
-            hex::encode(self.run_id.as_bytes())
-        )
+        let key = match self.key {
+            SortKey::Int(v) => format!("i{v}"),
+            SortKey::Float(v) => format!("f{v}"),
+        };
+        format!("{key}.{}", hex::encode(self.run_id.as_bytes()))
     }
 
     pub fn decode(text: &str) -> Result<Cursor, String> {
-        let bad = || {
-            format!("invalid cursor `{text}`: pass the next_cursor of the previous page unchanged")
+        let bad = || format!("invalid cursor `{text}`: pass the next_cursor of the previous page unchanged");
+        let (key, id) = text.rsplit_once('.').ok_or_else(bad)?;
+        let key = match key.split_at_checked(1) {
+            Some(("i", v)) => SortKey::Int(v.parse().map_err(|_| bad())?),
+            Some(("f", v)) => SortKey::Float(v.parse().map_err(|_| bad())?),
+            _ => return Err(bad()),
         };
-        let (ns, id) = text.split_once('.').ok_or_else(bad)?;
-        let started_ns = ns.parse().map_err(|_| bad())?;
         let run_id = String::from_utf8(hex::decode(id).map_err(|_| bad())?).map_err(|_| bad())?;
-        Ok(Cursor { started_ns, run_id })
+        Ok(Cursor { key, run_id })
     }
 }
 
-/// One page of runs and the cursor for the next, if there is one.
+/// One page of runs, the cursor for the next, and how many runs of each terminal reason
+/// match the filters (reason and paging aside).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPage {
     pub runs: Vec<RunSummary>,
@@ -114,8 +163,7 @@ impl RunRow {
             run_id: self.run_id.clone(),
             agent: self.agent.clone(),
             trigger: Trigger::parse(&self.run_trigger).unwrap_or(Trigger::Unknown),
-            terminal_reason: TerminalReason::parse(&self.terminal_reason)
-                .unwrap_or(TerminalReason::Running),
+            terminal_reason: TerminalReason::parse(&self.terminal_reason).unwrap_or(TerminalReason::Running),
             started_at: (self.started_ns > 0).then(|| from_ms(self.started_ns / 1_000_000)),
             ended_at: self.ended_ns.map(|ns| from_ms(ns / 1_000_000)),
             wall_clock_ms: self.wall_clock_ms,
@@ -135,47 +183,133 @@ impl RunRow {
     }
 }
 
-pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
-    let limit = q.limit.clamp(1, 500);
-    let flag_sql = match q.flag {
+fn time_ns(name: &str, value: &str) -> Result<i64, String> {
+    chrono::DateTime::parse_from_rfc3339(value)
+        .ok()
+        .and_then(|t| t.timestamp_nanos_opt())
+        .ok_or_else(|| format!("`{name}` must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got `{value}`"))
+}
+
+/// Empty form fields count as absent.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl QueryParams {
+    /// Checks every parameter; the error names the first one that is wrong.
+    pub fn into_query(self, now: chrono::DateTime<chrono::Utc>) -> Result<RunQuery, String> {
+        let terminal_reason = given(&self.terminal_reason)
+            .map(|r| {
+                TerminalReason::parse(r).ok_or_else(|| {
+                    format!("unknown terminal_reason `{r}` (expected completed, step_limit, budget, error, escalated or running)")
+                })
+            })
+            .transpose()?;
+        let trigger = given(&self.trigger)
+            .map(|t| {
+                Trigger::parse(t).ok_or_else(|| {
+                    format!("unknown trigger `{t}` (expected user, schedule, webhook, retry or unknown)")
+                })
+            })
+            .transpose()?;
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(format!("`limit` must be between 1 and 500, got {limit}"));
+        }
+        let range_since = given(&self.range)
+            .map(|r| {
+                let hours = match r {
+                    "1h" => 1,
+                    "24h" => 24,
+                    "7d" => 24 * 7,
+                    "30d" => 24 * 30,
+                    other => return Err(format!("unknown range `{other}` (expected 1h, 24h, 7d or 30d)")),
+                };
+                Ok((now - chrono::Duration::hours(hours)).timestamp_nanos_opt().unwrap_or(0))
+            })
+            .transpose()?;
+        Ok(RunQuery {
+            terminal_reason,
+            agent: given(&self.agent).map(str::to_string),
+            trigger,
+            since_ns: given(&self.since).map(|s| time_ns("since", s)).transpose()?.or(range_since),
+            until_ns: given(&self.until).map(|s| time_ns("until", s)).transpose()?,
+            flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
+            search: given(&self.q).map(str::to_string),
+            sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
+            after: given(&self.cursor).map(Cursor::decode).transpose()?,
+            limit,
+        })
+    }
+}
+
+/// The WHERE clause shared by the list and the counts. Placeholders: $1 reason, $2 agent,
+/// $3 since, $4 until, $5 cursor key, $6 cursor run id, $7 search, $8 trigger.
+fn filter_sql(q: &RunQuery) -> String {
+    let flag = match q.flag {
         None => "",
         Some(RunFlag::Duplicates) => " AND duplicate_side_effects > 0",
-        Some(RunFlag::NoRead) => " AND completed_without_read = $8",
+        Some(RunFlag::NoRead) => " AND completed_without_read = TRUE",
         Some(RunFlag::ApprovalViolation) => " AND approval_violations > 0",
     };
-    let sql = format!(
-        "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR terminal_reason = $1) AND ($2 IS NULL OR agent = $2) \
+    let key = q.sort.column();
+    format!(
+        "($1 IS NULL OR terminal_reason = $1) AND ($2 IS NULL OR agent = $2) \
          AND ($3 IS NULL OR started_ns >= $3) AND ($4 IS NULL OR started_ns < $4) \
-         AND ($5 IS NULL OR started_ns < $5 OR (started_ns = $5 AND run_id < $6)){flag_sql} \
-         ORDER BY started_ns DESC, run_id DESC LIMIT $7"
-    );
-    let reason = q.terminal_reason.map(|r| r.as_str());
-    let (after_ns, after_id) = match &q.after {
-        Some(c) => (Some(c.started_ns), Some(c.run_id.as_str())),
-        None => (None, None),
-    };
-    let with_flag = matches!(q.flag, Some(RunFlag::NoRead));
+         AND ($5 IS NULL OR {key} < $5 OR ({key} = $5 AND run_id < $6)) \
+         AND ($7 IS NULL OR run_id = $7 OR run_id IN ( \
+             SELECT run_id FROM trace_runs WHERE trace_id = $7 \
+             UNION SELECT run_id FROM spans WHERE idempotency_key = $7 \
+             UNION SELECT run_id FROM spans WHERE external_id = $7 \
+             UNION SELECT run_id FROM spans WHERE tool_name = $7)) \
+         AND ($8 IS NULL OR run_trigger = $8){flag}"
+    )
+}
+
+/// Binds $1..$8 of [`filter_sql`]; `reason` and `after` are passed so the counts can
+/// leave them out.
+macro_rules! bind_filters {
+    ($query:expr, $q:expr, $reason:expr, $after:expr) => {{
+        let query = $query
+            .bind($reason.map(|r: TerminalReason| r.as_str()))
+            .bind($q.agent.as_deref())
+            .bind($q.since_ns)
+            .bind($q.until_ns);
+        let after: Option<&Cursor> = $after;
+        let query = match (after.map(|c| c.key), $q.sort) {
+            (Some(SortKey::Float(v)), _) => query.bind(Some(v)),
+            (Some(SortKey::Int(v)), RunSort::Cost) => query.bind(Some(v as f64)),
+            (Some(SortKey::Int(v)), _) => query.bind(Some(v)),
+            (None, RunSort::Cost) => query.bind(None::<f64>),
+            (None, _) => query.bind(None::<i64>),
+        };
+        query
+            .bind(after.map(|c| c.run_id.as_str()))
+            .bind($q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()))
+            .bind($q.trigger.map(|t: Trigger| t.as_str()))
+    }};
+}
+
+pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
+    let limit = q.limit.clamp(1, 500);
+    let key = q.sort.column();
+    let sql =
+        format!("SELECT {RUN_COLUMNS} FROM runs WHERE {} ORDER BY {key} DESC, run_id DESC LIMIT $9", filter_sql(q));
     let rows: Vec<RunRow> = on_pool!(db, pool => {
-        let query = sqlx::query_as(&sql)
-            .bind(reason)
-            .bind(q.agent.as_deref())
-            .bind(q.since_ns)
-            .bind(q.until_ns)
-            .bind(after_ns)
-            .bind(after_id)
-            .bind(limit + 1);
-        let query = if with_flag { query.bind(true) } else { query };
-        query.fetch_all(pool).await
+        bind_filters!(sqlx::query_as(&sql), q, q.terminal_reason, q.after.as_ref())
+            .bind(limit + 1)
+            .fetch_all(pool)
+            .await
     })?;
     let more = rows.len() as i64 > limit;
-    let runs: Vec<RunSummary> = rows
-        .iter()
-        .take(limit as usize)
-        .map(RunRow::summary)
-        .collect();
+    let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect();
     let next = if more {
         rows.get(limit as usize - 1).map(|r| Cursor {
-            started_ns: r.started_ns,
+            key: match q.sort {
+                RunSort::Started => SortKey::Int(r.started_ns),
+                RunSort::Cost => SortKey::Float(r.cost),
+                RunSort::Duration => SortKey::Int(r.wall_clock_ms.unwrap_or(-1)),
+            },
             run_id: r.run_id.clone(),
         })
     } else {
@@ -184,15 +318,26 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     Ok(RunPage { runs, next })
 }
 
+/// How many runs match the query's filters, per terminal reason (the reason filter and
+/// the paging are ignored, so the counts show what each reason would give).
+pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
+    let sql = format!("SELECT terminal_reason, COUNT(*) FROM runs WHERE {} GROUP BY terminal_reason", filter_sql(q));
+    let rows: Vec<(String, i64)> = on_pool!(db, pool => {
+        bind_filters!(sqlx::query_as(&sql), q, None::<TerminalReason>, None).fetch_all(pool).await
+    })?;
+    let mut counts: Vec<(TerminalReason, i64)> =
+        rows.into_iter().filter_map(|(r, n)| TerminalReason::parse(&r).map(|r| (r, n))).collect();
+    counts.sort_by_key(|(r, _)| *r);
+    Ok(counts)
+}
+
 /// One run with its steps, tool calls and duplicates, derived from its spans.
 pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
-    let row: Option<RunRow> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_optional(pool).await)?;
+    let row: Option<RunRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_optional(pool).await)?;
     let Some(row) = row else { return Ok(None) };
     let facts_sql = format!("SELECT {FACT_COLUMNS} FROM spans WHERE run_id = $1");
-    let facts: Vec<SpanFacts> =
-        on_pool!(db, pool => sqlx::query_as(&facts_sql).bind(run_id).fetch_all(pool).await)?;
+    let facts: Vec<SpanFacts> = on_pool!(db, pool => sqlx::query_as(&facts_sql).bind(run_id).fetch_all(pool).await)?;
     let derived = derive_run(run_id, &facts);
     let duplicates: Vec<DuplicateView> = serde_json::from_str(&row.duplicates).unwrap_or_default();
     Ok(Some(RunDetail {
@@ -205,11 +350,7 @@ pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
 
 /// Deletes runs that started before the retention horizon, with their spans and bodies,
 /// and bodies older than the body retention. Returns (runs, bodies) deleted.
-pub async fn apply_retention(
-    db: &Db,
-    keep_runs_days: i64,
-    keep_bodies_days: i64,
-) -> StoreResult<(u64, u64)> {
+pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> StoreResult<(u64, u64)> {
     let day_ns: i64 = 86_400 * 1_000_000_000;
     let now_ns = now_ms() * 1_000_000;
     let runs_before = now_ns - keep_runs_days * day_ns;
@@ -248,12 +389,113 @@ pub async fn apply_retention(
 /// Bodies stored for a run, keyed by span id (for replay fixtures and the span panel).
 pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
     let sql = "SELECT span_id, bodies FROM span_bodies WHERE run_id = $1";
-    let rows: Vec<(String, String)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, b)| (id, serde_json::from_str(&b).unwrap_or_default()))
-        .collect())
+    let rows: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(|(id, b)| (id, serde_json::from_str(&b).unwrap_or_default())).collect())
+}
+
+const WATERFALL_COLUMNS: &str = "trace_id, span_id, parent_span_id, name, start_ns, end_ns, status_code, \
+    status_message, role, step_index, tool_name, side_effect, outcome, attempt, idempotency_key, external_id";
+
+#[derive(sqlx::FromRow)]
+struct WaterfallRow {
+    trace_id: String,
+    span_id: String,
+    parent_span_id: Option<String>,
+    name: String,
+    start_ns: i64,
+    end_ns: i64,
+    status_code: i32,
+    status_message: Option<String>,
+    role: Option<String>,
+    step_index: Option<i64>,
+    tool_name: Option<String>,
+    side_effect: Option<String>,
+    outcome: Option<String>,
+    attempt: Option<i64>,
+    idempotency_key: Option<String>,
+    external_id: Option<String>,
+}
+
+impl From<WaterfallRow> for WaterfallSpan {
+    fn from(r: WaterfallRow) -> Self {
+        WaterfallSpan {
+            trace_id: r.trace_id,
+            span_id: r.span_id,
+            parent_span_id: r.parent_span_id,
+            name: r.name,
+            start_ns: r.start_ns,
+            end_ns: r.end_ns,
+            status_code: r.status_code,
+            status_message: r.status_message,
+            role: r.role,
+            step_index: r.step_index,
+            tool_name: r.tool_name,
+            side_effect: r.side_effect,
+            outcome: r.outcome,
+            attempt: r.attempt,
+            idempotency_key: r.idempotency_key,
+            external_id: r.external_id,
+        }
+    }
+}
+
+/// One page of a run's spans in start order, and how many it has in all. Large runs are
+/// paged so a 5,000-span run never becomes a multi-megabyte page.
+pub async fn waterfall(db: &Db, run_id: &str, offset: i64, limit: i64) -> StoreResult<(Vec<WaterfallSpan>, i64)> {
+    let sql = format!(
+        "SELECT {WATERFALL_COLUMNS} FROM spans WHERE run_id = $1 ORDER BY start_ns, trace_id, span_id LIMIT $2 OFFSET $3"
+    );
+    let rows: Vec<WaterfallRow> =
+        on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).bind(limit).bind(offset).fetch_all(pool).await)?;
+    let total: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM spans WHERE run_id = $1")
+        .bind(run_id).fetch_one(pool).await)?;
+    Ok((rows.into_iter().map(Into::into).collect(), total))
+}
+
+#[derive(sqlx::FromRow)]
+struct PanelRow {
+    #[sqlx(flatten)]
+    span: WaterfallRow,
+    kind: i32,
+    attributes: String,
+    events: String,
+    resource: String,
+}
+
+fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| json.to_string())
+}
+
+/// One span of a run with its raw metadata and retained bodies, pretty-printed.
+pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<Option<SpanPanel>> {
+    let sql = format!(
+        "SELECT {WATERFALL_COLUMNS}, kind, attributes, events, resource FROM spans \
+         WHERE run_id = $1 AND trace_id = $2 AND span_id = $3"
+    );
+    let row: Option<PanelRow> = on_pool!(db, pool => sqlx::query_as(&sql)
+        .bind(run_id).bind(trace_id).bind(span_id).fetch_optional(pool).await)?;
+    let Some(row) = row else { return Ok(None) };
+    let bodies: Option<String> = on_pool!(db, pool => sqlx::query_scalar(
+        "SELECT bodies FROM span_bodies WHERE trace_id = $1 AND span_id = $2")
+        .bind(trace_id).bind(span_id).fetch_optional(pool).await)?;
+    Ok(Some(SpanPanel {
+        span: row.span.into(),
+        kind: row.kind,
+        attributes: pretty(&row.attributes),
+        events: pretty(&row.events),
+        resource: pretty(&row.resource),
+        bodies: bodies.map(|b| pretty(&b)),
+    }))
+}
+
+/// Whether any bodies of the run are still stored.
+pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
+    let n: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM span_bodies WHERE run_id = $1")
+        .bind(run_id).fetch_one(pool).await)?;
+    Ok(n > 0)
 }
 
 #[cfg(test)]
@@ -262,14 +504,11 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
-        let c = Cursor {
-            started_ns: 1_700_000_000_000_000_000,
-            run_id: "run/with.dots".into(),
-        };
+        let c = Cursor { key: SortKey::Int(1_700_000_000_000_000_000), run_id: "run/with.dots".into() };
         assert_eq!(Cursor::decode(&c.encode()), Ok(c));
-        assert!(Cursor::decode("nonsense")
-            .unwrap_err()
-            .contains("invalid cursor"));
+        let c = Cursor { key: SortKey::Float(0.125), run_id: "r".into() };
+        assert_eq!(Cursor::decode(&c.encode()), Ok(c));
+        assert!(Cursor::decode("nonsense").unwrap_err().contains("invalid cursor"));
         assert!(Cursor::decode("12.zz").is_err());
     }
 }
