@@ -3,6 +3,7 @@
 //! export only after this returns, so an acknowledged span is durable.
 
 use super::{now_ms, on_pool, Db, StoreResult};
+use crate::canonical::RunDetail;
 use crate::canonical::TerminalReason;
 use crate::ingest::derive::{derive_run, SpanFacts};
 use crate::ingest::normalize::NormalizedSpan;
@@ -33,6 +34,16 @@ const SPAN_INSERT: &str = "INSERT INTO spans (trace_id, span_id, parent_span_id,
 
 /// Rows per multi-row INSERT: 36 columns stays well under SQLite's variable limit.
 const ROWS_PER_INSERT: usize = 400;
+/// Ids per `IN (...)` list.
+const IDS_PER_QUERY: usize = 500;
+
+/// A fact row with the run it belongs to, for recomputing many runs in one query.
+#[derive(sqlx::FromRow)]
+struct RunFact {
+    fact_run_id: String,
+    #[sqlx(flatten)]
+    facts: SpanFacts,
+}
 
 /// Stores spans, assigns their traces to runs, and recomputes the touched runs.
 pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -> StoreResult<WriteOutcome> {
@@ -67,23 +78,28 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 }
             }
 
+            // Which run each trace already belongs to: one query per chunk of traces.
+            let trace_ids: Vec<&str> = named.keys().copied().collect();
+            let mut existing: BTreeMap<String, (String, bool)> = BTreeMap::new();
+            for chunk in trace_ids.chunks(IDS_PER_QUERY) {
+                let mut q = QueryBuilder::new("SELECT trace_id, run_id, explicit FROM trace_runs WHERE trace_id IN (");
+                let mut list = q.separated(", ");
+                for t in chunk {
+                    list.push_bind(*t);
+                }
+                q.push(")");
+                let rows: Vec<(String, String, bool)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                existing.extend(rows.into_iter().map(|(t, r, e)| (t, (r, e))));
+            }
+
             let mut run_of: BTreeMap<&str, String> = BTreeMap::new();
             let mut touched: BTreeSet<String> = BTreeSet::new();
+            let mut new_traces: Vec<(&str, String, bool)> = Vec::new();
             for (&trace, &explicit) in &named {
-                let existing: Option<(String, bool)> =
-                    sqlx::query_as("SELECT run_id, explicit FROM trace_runs WHERE trace_id = $1")
-                        .bind(trace)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let run = match (existing, explicit) {
+                let run = match (existing.remove(trace), explicit) {
                     (None, named_run) => {
                         let run = named_run.unwrap_or(trace).to_string();
-                        sqlx::query("INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, $2, $3)")
-                            .bind(trace)
-                            .bind(&run)
-                            .bind(named_run.is_some())
-                            .execute(&mut *tx)
-                            .await?;
+                        new_traces.push((trace, run.clone(), named_run.is_some()));
                         run
                     }
                     // The trace's earlier spans named no run; now one does: move them.
@@ -109,7 +125,15 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 touched.insert(run.clone());
                 run_of.insert(trace, run);
             }
+            for chunk in new_traces.chunks(ROWS_PER_INSERT) {
+                let mut q = QueryBuilder::new("INSERT INTO trace_runs (trace_id, run_id, explicit) ");
+                q.push_values(chunk, |mut row, (trace, run, explicit)| {
+                    row.push_bind(*trace).push_bind(run).push_bind(*explicit);
+                });
+                q.build().execute(&mut *tx).await?;
+            }
 
+            let t_traces = std::time::Instant::now();
             let mut stored = 0u64;
             for chunk in spans.chunks(ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new(SPAN_INSERT);
@@ -170,27 +194,64 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 }
             }
 
-            for run in &touched {
-                if postgres {
+            let t_spans = std::time::Instant::now();
+            if postgres {
+                for run in &touched {
                     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))")
                         .bind(format!("run:{run}"))
                         .execute(&mut *tx)
                         .await?;
                 }
-                let facts: Vec<SpanFacts> =
-                    sqlx::query_as(&format!("SELECT {FACT_COLUMNS} FROM spans WHERE run_id = $1"))
-                        .bind(run)
-                        .fetch_all(&mut *tx)
-                        .await?;
-                let d = derive_run(run, &facts);
-                let r = &d.run;
-                sqlx::query(
+            }
+            let touched_ids: Vec<&String> = touched.iter().collect();
+            let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
+            for chunk in touched_ids.chunks(IDS_PER_QUERY) {
+                let mut q = QueryBuilder::new(format!("SELECT run_id AS fact_run_id, {FACT_COLUMNS} FROM spans WHERE run_id IN ("));
+                let mut list = q.separated(", ");
+                for run in chunk {
+                    list.push_bind(run.as_str());
+                }
+                q.push(")");
+                let rows: Vec<RunFact> = q.build_query_as().fetch_all(&mut *tx).await?;
+                for row in rows {
+                    facts_by_run.entry(row.fact_run_id).or_default().push(row.facts);
+                }
+            }
+            let derived: Vec<RunDetail> =
+                touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
+            for chunk in derived.chunks(ROWS_PER_INSERT / 2) {
+                let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
                      wall_clock_ms, cost, input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, \
                      duplicate_side_effects, deduped_calls, completed_without_read, approval_violations, \
-                     escalation_reason, duplicates, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
-                     ON CONFLICT (run_id) DO UPDATE SET agent = excluded.agent, run_trigger = excluded.run_trigger, \
+                     escalation_reason, duplicates, updated_at) ",
+                );
+                q.push_values(chunk, |mut row, d| {
+                    let r = &d.run;
+                    row.push_bind(r.run_id.clone())
+                        .push_bind(r.agent.clone())
+                        .push_bind(r.trigger.as_str())
+                        .push_bind(r.terminal_reason.as_str())
+                        .push_bind(r.started_at.and_then(|t| t.timestamp_nanos_opt()).unwrap_or(0))
+                        .push_bind(r.ended_at.and_then(|t| t.timestamp_nanos_opt()))
+                        .push_bind(r.wall_clock_ms)
+                        .push_bind(r.cost)
+                        .push_bind(r.input_tokens)
+                        .push_bind(r.output_tokens)
+                        .push_bind(r.cache_tokens)
+                        .push_bind(r.steps)
+                        .push_bind(r.tool_calls)
+                        .push_bind(serde_json::to_string(&r.trace_ids).unwrap_or_default())
+                        .push_bind(r.duplicate_side_effects)
+                        .push_bind(r.deduped_calls)
+                        .push_bind(r.completed_without_read)
+                        .push_bind(r.approval_violations)
+                        .push_bind(r.escalation_reason.clone())
+                        .push_bind(serde_json::to_string(&d.duplicates).unwrap_or_default())
+                        .push_bind(received_at);
+                });
+                q.push(
+                    " ON CONFLICT (run_id) DO UPDATE SET agent = excluded.agent, run_trigger = excluded.run_trigger, \
                      terminal_reason = excluded.terminal_reason, started_ns = excluded.started_ns, \
                      ended_ns = excluded.ended_ns, wall_clock_ms = excluded.wall_clock_ms, cost = excluded.cost, \
                      input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, \
@@ -199,36 +260,35 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                      deduped_calls = excluded.deduped_calls, completed_without_read = excluded.completed_without_read, \
                      approval_violations = excluded.approval_violations, escalation_reason = excluded.escalation_reason, \
                      duplicates = excluded.duplicates, updated_at = excluded.updated_at",
-                )
-                .bind(run)
-                .bind(&r.agent)
-                .bind(r.trigger.as_str())
-                .bind(r.terminal_reason.as_str())
-                .bind(r.started_at.map(|t| t.timestamp_nanos_opt().unwrap_or(0)).unwrap_or(0))
-                .bind(r.ended_at.map(|t| t.timestamp_nanos_opt().unwrap_or(0)))
-                .bind(r.wall_clock_ms)
-                .bind(r.cost)
-                .bind(r.input_tokens)
-                .bind(r.output_tokens)
-                .bind(r.cache_tokens)
-                .bind(r.steps)
-                .bind(r.tool_calls)
-                .bind(serde_json::to_string(&r.trace_ids).unwrap_or_default())
-                .bind(r.duplicate_side_effects)
-                .bind(r.deduped_calls)
-                .bind(r.completed_without_read)
-                .bind(r.approval_violations)
-                .bind(&r.escalation_reason)
-                .bind(serde_json::to_string(&d.duplicates).unwrap_or_default())
-                .bind(received_at)
-                .execute(&mut *tx)
-                .await?;
-                // Under `failed_runs`, a run that completed keeps no bodies.
-                if body_policy == BodyPolicy::FailedRuns && r.terminal_reason == TerminalReason::Completed {
-                    sqlx::query("DELETE FROM span_bodies WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
+                );
+                q.build().execute(&mut *tx).await?;
+            }
+            // Under `failed_runs`, a run that completed keeps no bodies.
+            if body_policy == BodyPolicy::FailedRuns {
+                let completed: Vec<&str> = derived
+                    .iter()
+                    .filter(|d| d.run.terminal_reason == TerminalReason::Completed)
+                    .map(|d| d.run.run_id.as_str())
+                    .collect();
+                for chunk in completed.chunks(IDS_PER_QUERY) {
+                    let mut q = QueryBuilder::new("DELETE FROM span_bodies WHERE run_id IN (");
+                    let mut list = q.separated(", ");
+                    for run in chunk {
+                        list.push_bind(*run);
+                    }
+                    q.push(")");
+                    q.build().execute(&mut *tx).await?;
                 }
             }
+            let t_runs = std::time::Instant::now();
             tx.commit().await?;
+            tracing::debug!(
+                spans_ms = (t_spans - t_traces).as_millis() as u64,
+                runs_ms = (t_runs - t_spans).as_millis() as u64,
+                commit_ms = t_runs.elapsed().as_millis() as u64,
+                runs = touched.len(),
+                "write phases"
+            );
             Ok(WriteOutcome { stored, runs: touched.into_iter().collect() })
         }
         .await

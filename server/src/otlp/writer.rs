@@ -34,7 +34,14 @@ pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>)
             }
         }
         let all: Vec<NormalizedSpan> = batch.iter_mut().flat_map(|j| std::mem::take(&mut j.spans)).collect();
+        let started = std::time::Instant::now();
         let result = spans::write(&db, &all, body_policy).await;
+        tracing::debug!(
+            spans = all.len(),
+            exports = batch.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "ingest commit"
+        );
         let reply = match &result {
             Ok(_) => Ok(()),
             Err(e) => {
