@@ -5,8 +5,16 @@ import { defineConfig } from '@playwright/test';
 const port = Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917);
 const bin = process.env.FLIGHTDECK_BIN ?? '../target/debug/flightdeck';
 
-// Two known users, created before the server starts: an admin with every role and a viewer.
+// A fixed data directory, emptied at every start, so tests can read the token the seed
+// step created.
+export const dataDir = `${__dirname}/.e2e-data`;
+
+// Two known users, created before the server starts: an admin with every role and a viewer;
+// an agent token for sending traces and reading runs; and demo runs to browse.
 const seed = [
+  `rm -rf "${dataDir}" && mkdir -p "${dataDir}"`,
+  `"${bin}" token create e2e-agent --scope ingest,read > "${dataDir}/token"`,
+  `"${bin}" demo --runs 30`,
   `printf 'alice-password-123\\n' | "${bin}" user add --role admin,approver,operator,viewer alice`,
   `printf 'victor-password-123\\n' | "${bin}" user add --role viewer victor`,
 ].join(' && ');
@@ -38,7 +46,7 @@ export default defineConfig({
   },
   webServer: {
     command:
-      `sh -c 'export FLIGHTDECK_DATA_DIR=$(mktemp -d) && ${seed.replace(/'/g, "'\\''")} && ` +
+      `sh -c 'export FLIGHTDECK_DATA_DIR="${dataDir}" && ${seed.replace(/'/g, "'\\''")} && ` +
       `exec "${bin}" serve --listen 127.0.0.1:${port} --otlp-http-listen 127.0.0.1:${port + 1} --otlp-grpc-listen 127.0.0.1:${port + 2}'`,
     url: `http://127.0.0.1:${port}/readyz`,
     timeout: 120_000,

@@ -71,6 +71,7 @@ pub fn App() -> impl IntoView {
                 <ParentRoute path=path!("") view=Shell ssr=SsrMode::Async>
                     <Route path=path!("") view=|| view! { <Redirect path="/runs"/> } ssr=SsrMode::Async/>
                     <Route path=path!("/runs") view=runs::RunsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/runs/:run_id") view=runs::detail::RunDetailPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/escalations") view=escalations::EscalationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/alerts") view=alerts::AlertsPage ssr=SsrMode::Async/>

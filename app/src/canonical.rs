@@ -250,6 +250,37 @@ pub struct SpanPanel {
     pub bodies: Option<String>,
 }
 
+/// A failed (or any) run as a deterministic regression fixture: the run's metadata and,
+/// in execution order, every tool call with its arguments and recorded response. Format
+/// `flightdeck.replay_fixture`, version 1; fields are only ever added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayFixture {
+    pub format: String,
+    pub version: u32,
+    pub run: RunSummary,
+    pub tool_calls: Vec<ReplayCall>,
+}
+
+/// One tool call of a replay fixture. `arguments` and `response` are JSON when the agent
+/// sent JSON text, otherwise the text itself; `null` when that body was not retained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayCall {
+    pub sequence: usize,
+    pub trace_id: String,
+    pub span_id: String,
+    pub step_index: Option<i64>,
+    pub tool: String,
+    pub side_effect: SideEffect,
+    pub attempt: i64,
+    pub outcome: Outcome,
+    pub idempotency_key: Option<String>,
+    pub external_id: Option<String>,
+    pub args_sha256: Option<String>,
+    pub arguments: serde_json::Value,
+    pub response: serde_json::Value,
+    pub started_at: Option<DateTime<Utc>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

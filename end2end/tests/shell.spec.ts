@@ -13,7 +13,8 @@ test('sign in, see the shell, sign out', async ({ page }) => {
     await expect(nav.getByRole('link', { name: item })).toBeVisible();
   }
   await expect(page.locator('.role-chip')).toHaveText(['viewer', 'approver', 'operator', 'admin']);
-  await expect(page.getByRole('heading', { name: 'No runs yet' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Runs', exact: true })).toBeVisible();
+  await expect(page.getByTestId('run-table')).toBeVisible();
 
   // client-side navigation keeps the shell and shows each area's empty state
   await nav.getByRole('link', { name: 'Escalations' }).click();

@@ -345,3 +345,105 @@ async fn admins_edit_tool_policies_with_validation_and_audit() {
         t.cleanup().await;
     }
 }
+
+/// Stores a run whose tool call carries hostile text and a duplicated email.
+async fn store_hostile_run(db: &app::storage::Db) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+    let kv = |k: &str, v: &str| KeyValue {
+        key: k.into(),
+        value: Some(AnyValue { value: Some(V::StringValue(v.into())) }),
+        ..Default::default()
+    };
+    let span = |id: u8, parent: Option<u8>, name: &str, attrs: Vec<KeyValue>| Span {
+        trace_id: vec![0xab; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        start_time_unix_nano: 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000,
+        end_time_unix_nano: 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000 + 400_000,
+        attributes: attrs,
+        ..Default::default()
+    };
+    let email = |id: u8, ext: &str| {
+        span(
+            id,
+            Some(1),
+            "tool send_email <img src=x onerror=alert(2)>",
+            vec![
+                kv("tool.name", "send_email"),
+                kv("tool.side_effect", "irreversible"),
+                kv("tool.idempotency_key", "k-hostile"),
+                kv("tool.external_id", ext),
+                kv("gen_ai.tool.call.arguments", r#"{"body":"<script>alert(1)</script>"}"#),
+            ],
+        )
+    };
+    let mut root = span(1, None, "agent.run", vec![kv("run.id", "run-hostile"), kv("run.terminal_reason", "budget")]);
+    root.status = Some(Status { code: 0, message: String::new() });
+    let request = ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans: vec![root, email(2, "msg_a"), email(3, "msg_b")],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    };
+    let settings = app::ingest::pipeline::IngestSettings::default();
+    let prepared = app::ingest::pipeline::prepare(&request, &settings, &[]);
+    app::storage::spans::write(db, &prepared.spans, settings.body_policy).await.unwrap();
+}
+
+#[tokio::test]
+async fn run_pages_show_runs_search_duplicates_and_render_agent_text_as_text() {
+    for t in TestDb::each_backend().await {
+        let app = setup(&t).await;
+        store_hostile_run(&t.db).await;
+        let mut b = Browser::new(&app);
+        b.login("victor", VICTOR_PASSWORD).await;
+        let list = b.get("/runs?q=msg_b").await;
+        assert_eq!(list.status, StatusCode::OK);
+        assert!(list.body.contains("run-hostile"), "found by external id");
+        assert!(list.body.contains("data-testid=\"count-budget\""), "counts per reason");
+        let none = b.get("/runs?terminal_reason=completed").await;
+        assert!(!none.body.contains("href=\"/runs/run-hostile\""), "filtered out");
+
+        let page = b.get("/runs/run-hostile").await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.body.contains("succeeded twice for key "), "{}", page.body);
+        assert!(page.body.contains("msg_a and msg_b"));
+        assert!(page.body.contains("did not finish its task"), "budget stops are not success");
+        assert!(!page.body.contains("<img src=x"), "span names are escaped");
+        assert!(page.body.contains("&lt;img src=x onerror=alert(2)&gt;"));
+
+        let span = "abababababababababababababababab%3A0202020202020202";
+        let panel = b.get(&format!("/runs/run-hostile?span={span}")).await;
+        assert!(panel.body.contains("data-testid=\"span-panel\""));
+        assert!(!panel.body.contains("<script>alert(1)</script>"), "bodies are escaped");
+        assert!(panel.body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+
+        let download = b.get("/runs/run-hostile/replay.json").await;
+        assert_eq!(download.status, StatusCode::OK);
+        assert!(download.headers[header::CONTENT_DISPOSITION].to_str().unwrap().contains("run-hostile.replay.json"));
+        let fixture: serde_json::Value = serde_json::from_str(&download.body).unwrap();
+        assert_eq!(fixture["tool_calls"][0]["arguments"]["body"], "<script>alert(1)</script>");
+
+        // the hydrated page calls the list function with every filter empty
+        let refresh = Request::post("/fn/load_runs")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(r#"{"params":{}}"#))
+            .unwrap();
+        let r = b.send(refresh).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert!(r.body.contains("run-hostile"));
+
+        let missing = b.get("/runs/no-such-run").await;
+        assert!(missing.body.contains("run `no-such-run` not found"), "{}", missing.body);
+        let mut anonymous = Browser::new(&app);
+        assert_eq!(anonymous.get("/runs/run-hostile/replay.json").await.status, StatusCode::SEE_OTHER);
+        t.cleanup().await;
+    }
+}

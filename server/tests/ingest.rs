@@ -656,3 +656,82 @@ async fn synthetic_runs_in_every_convention_match_their_answer_key() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn runs_are_found_by_any_id_an_operator_has_and_sorted_by_cost() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        for (n, cost) in [(40u8, 0.5), (41, 2.0), (42, 1.0)] {
+            let mut spans = whole_run(n, &format!("find-{n}"));
+            spans[0].attributes.push(kv("budget.cost_spent", any_value::Value::DoubleValue(cost)));
+            spans[2].attributes.retain(|a| a.key != "tool.external_id");
+            spans[2].attributes.push(s("tool.external_id", &format!("ext-{n}")));
+            h.post_proto(&request(spans)).await;
+        }
+        let ids = |v: &Value| -> Vec<String> {
+            v["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap().to_string()).collect()
+        };
+        let (_, by_ext) = h.api("/api/v1/runs?q=ext-41").await;
+        assert_eq!(ids(&by_ext), vec!["find-41"], "external id");
+        let (_, by_trace) = h.api("/api/v1/runs?q=2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a").await;
+        assert_eq!(ids(&by_trace), vec!["find-42"], "trace id");
+        let (_, by_run) = h.api("/api/v1/runs?q=find-40").await;
+        assert_eq!(ids(&by_run), vec!["find-40"], "run id");
+        let (_, by_tool) = h.api("/api/v1/runs?q=create_doc").await;
+        assert_eq!(ids(&by_tool).len(), 3, "tool name");
+        let (_, by_key) = h.api("/api/v1/runs?q=k-mail").await;
+        assert_eq!(ids(&by_key).len(), 3, "idempotency key");
+        let (_, nothing) = h.api("/api/v1/runs?q=nope").await;
+        assert!(ids(&nothing).is_empty());
+        let (_, by_cost) = h.api("/api/v1/runs?sort=cost&limit=2").await;
+        assert_eq!(ids(&by_cost), vec!["find-41", "find-42"]);
+        let cursor = by_cost["next_cursor"].as_str().unwrap().to_string();
+        let (_, rest) = h.api(&format!("/api/v1/runs?sort=cost&limit=2&cursor={cursor}")).await;
+        assert_eq!(ids(&rest), vec!["find-40"]);
+        let (status, _) = h.api("/api/v1/runs?sort=loudest").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let counts = app::storage::runs::count_by_reason(
+            &t.db,
+            &app::storage::runs::RunQuery {
+                limit: 10,
+                terminal_reason: Some(app::canonical::TerminalReason::Error),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(counts, vec![(app::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn replay_fixtures_list_every_call_with_arguments_and_response() {
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut spans = whole_run(50, "run-replay");
+        spans[0].status = Some(Status { code: 2, message: "gave up".into() });
+        spans[2]
+            .attributes
+            .push(s("gen_ai.tool.call.arguments", r#"{"to":"a@example.com","body":"<script>alert(1)</script>"}"#));
+        spans[2].attributes.push(s("gen_ai.tool.call.result", r#"{"id":"msg_1"}"#));
+        h.post_proto(&request(spans)).await;
+        let (status, fixture) = h.api("/api/v1/runs/run-replay/replay").await;
+        assert_eq!(status, StatusCode::OK, "{fixture}");
+        assert_eq!(fixture["format"], "flightdeck.replay_fixture");
+        assert_eq!(fixture["version"], 1);
+        assert_eq!(fixture["run"]["terminal_reason"], "error");
+        let calls = fixture["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 4);
+        assert_eq!(calls[0]["sequence"], 1);
+        assert_eq!(calls[0]["arguments"]["body"], "<script>alert(1)</script>");
+        assert_eq!(calls[0]["response"]["id"], "msg_1");
+        assert_eq!(calls[1]["arguments"], Value::Null, "no body, no arguments");
+        // a completed run keeps no bodies under the default policy: no fixture, and the 404 says why
+        h.post_proto(&request(whole_run(51, "run-clean"))).await;
+        let (status, body) = h.api("/api/v1/runs/run-clean/replay").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert!(body["error"]["message"].as_str().unwrap().contains("no retained bodies"), "{body}");
+        t.cleanup().await;
+    }
+}

@@ -1,6 +1,8 @@
 //! Reusable pieces of the UI.
 
+pub mod badges;
 pub mod empty_state;
 pub mod layout;
 pub mod status;
 pub mod time;
+pub mod url;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod runs;
 
 #[cfg(feature = "ssr")]
 pub mod ssr {

@@ -7,6 +7,7 @@ use crate::canonical::{
 };
 use crate::ingest::derive::{derive_run, SpanFacts};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Derived flags a run can be filtered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -496,6 +497,62 @@ pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
     let n: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM span_bodies WHERE run_id = $1")
         .bind(run_id).fetch_one(pool).await)?;
     Ok(n > 0)
+}
+
+/// Body keys that hold a tool call's arguments and its response, in order of preference.
+const ARGUMENT_KEYS: &[&str] = &["gen_ai.tool.call.arguments", "tool.parameters", "tool.arguments", "input.value"];
+const RESPONSE_KEYS: &[&str] = &["gen_ai.tool.call.result", "tool.result", "output.value"];
+
+/// A JSON text as JSON, anything else as a string.
+fn as_json(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| value.clone()),
+        other => other.clone(),
+    }
+}
+
+/// The replay fixture of a run, or `None` when the run does not exist or none of its
+/// bodies were retained.
+pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<crate::canonical::ReplayFixture>> {
+    let Some(detail) = get(db, run_id).await? else { return Ok(None) };
+    let bodies: HashMap<String, serde_json::Value> = bodies(db, run_id).await?.into_iter().collect();
+    if bodies.is_empty() {
+        return Ok(None);
+    }
+    let pick = |span_id: &str, keys: &[&str]| {
+        bodies
+            .get(span_id)
+            .and_then(|b| keys.iter().find_map(|k| b.get(*k)))
+            .map(as_json)
+            .unwrap_or(serde_json::Value::Null)
+    };
+    let tool_calls = detail
+        .tool_call_list
+        .iter()
+        .enumerate()
+        .map(|(i, c)| crate::canonical::ReplayCall {
+            sequence: i + 1,
+            trace_id: c.trace_id.clone(),
+            span_id: c.span_id.clone(),
+            step_index: c.step_index,
+            tool: c.tool.clone(),
+            side_effect: c.side_effect,
+            attempt: c.attempt,
+            outcome: c.outcome,
+            idempotency_key: c.idempotency_key.clone(),
+            external_id: c.external_id.clone(),
+            args_sha256: c.args_sha256.clone(),
+            arguments: pick(&c.span_id, ARGUMENT_KEYS),
+            response: pick(&c.span_id, RESPONSE_KEYS),
+            started_at: c.started_at,
+        })
+        .collect();
+    Ok(Some(crate::canonical::ReplayFixture {
+        format: "flightdeck.replay_fixture".into(),
+        version: 1,
+        run: detail.run,
+        tool_calls,
+    }))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(db: Db) -> Router<S> {
         .route("/token", get(describe_token))
         .route("/runs", get(runs::list))
         .route("/runs/{run_id}", get(runs::get))
+        .route("/runs/{run_id}/replay", get(runs::replay))
         .fallback(not_found)
         .layer(from_fn_with_state(auth, auth::require_token))
         .with_state(db);

@@ -39,3 +39,24 @@ pub async fn get(
     token.require(Scope::Read)?;
     runs::get(&db, &run_id).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
 }
+
+/// `GET /api/v1/runs/{run_id}/replay`: the run's replay fixture (scope `read`).
+pub async fn replay(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Path(run_id): Path<String>,
+) -> Result<Json<app::canonical::ReplayFixture>, ApiError> {
+    token.require(Scope::Read)?;
+    fixture(&db, &run_id).await.map(Json)
+}
+
+/// The fixture, or a 404 that says whether the run or its bodies are missing.
+pub async fn fixture(db: &Db, run_id: &str) -> Result<app::canonical::ReplayFixture, ApiError> {
+    match runs::replay_fixture(db, run_id).await? {
+        Some(f) => Ok(f),
+        None if runs::get(db, run_id).await?.is_some() => {
+            Err(ApiError::NotFound(format!("run `{run_id}` has no retained bodies to replay (see the body policy)")))
+        }
+        None => Err(ApiError::NotFound(format!("no run `{run_id}`"))),
+    }
+}

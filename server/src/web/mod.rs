@@ -38,6 +38,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
         move || provide_context(state.clone())
     };
     let pages = Router::new()
+        .route("/runs/{run_id}/replay.json", get(replay_download))
         .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
@@ -56,4 +57,25 @@ pub fn router(state: AppState, config: &Config) -> Router {
         .layer(from_fn(csrf::refuse_cross_site))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// `GET /runs/{run_id}/replay.json`: the replay fixture as a download, for signed-in
+/// viewers (the page guard checks the role like for any page).
+async fn replay_download(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    axum::extract::Path(run_id): axum::extract::Path<String>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match api::runs::fixture(&state.db, &run_id).await {
+        Ok(fixture) => {
+            let name: String =
+                run_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+            (
+                [(http::header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}.replay.json\""))],
+                axum::Json(fixture),
+            )
+                .into_response()
+        }
+        Err(e) => e.into_response(),
+    }
 }

@@ -1,0 +1,62 @@
+//! Runs for the browser: the filtered list, one run with a page of its waterfall, and one
+//! span's panel. Every function needs the `viewer` role.
+
+use crate::canonical::{QueryParams, RunListView, RunView, SpanPanel};
+use crate::errors::AppError;
+use leptos::prelude::*;
+
+/// Spans per waterfall page: enough for most runs on one page, small enough that a
+/// 5,000-span run stays a light page.
+pub const SPANS_PER_PAGE: i64 = 500;
+
+// JSON input: the filters are one nested struct, which form encoding cannot express when
+// every field is empty.
+#[server(prefix = "/fn", endpoint = "load_runs", input = leptos::server_fn::codec::Json)]
+pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
+    use super::ssr;
+    use crate::storage::runs;
+    ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    let now = chrono::Utc::now();
+    let query = match params.into_query(now) {
+        Ok(q) => q,
+        Err(message) => return ssr::fail(AppError::Invalid(message)),
+    };
+    let page = runs::list(&db, &query).await?;
+    let counts = runs::count_by_reason(&db, &query).await?;
+    Ok(RunListView { runs: page.runs, counts, next_cursor: page.next.map(|c| c.encode()), now })
+}
+
+#[server(prefix = "/fn", endpoint = "load_run")]
+pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppError> {
+    use super::ssr;
+    use crate::storage::runs;
+    ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    let Some(detail) = runs::get(&db, &run_id).await? else {
+        return ssr::fail(AppError::NotFound(format!("run `{run_id}`")));
+    };
+    let page = page.unwrap_or(1).max(1);
+    let (spans, total) = runs::waterfall(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE).await?;
+    let has_bodies = runs::has_bodies(&db, &run_id).await?;
+    Ok(RunView {
+        detail,
+        spans,
+        span_page: page,
+        span_pages: ((total + SPANS_PER_PAGE - 1) / SPANS_PER_PAGE).max(1),
+        total_spans: total,
+        has_bodies,
+    })
+}
+
+#[server(prefix = "/fn", endpoint = "load_span")]
+pub async fn load_span(run_id: String, trace_id: String, span_id: String) -> Result<SpanPanel, AppError> {
+    use super::ssr;
+    use crate::storage::runs;
+    ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    match runs::span_panel(&db, &run_id, &trace_id, &span_id).await? {
+        Some(panel) => Ok(panel),
+        None => ssr::fail(AppError::NotFound(format!("span {span_id} in run `{run_id}`"))),
+    }
+}

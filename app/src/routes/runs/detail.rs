@@ -1,0 +1,382 @@
+//! One run (`/runs/{run_id}`): why it stopped, what it cost, what it changed in the world
+//! (side effects, duplicates called out), and the waterfall of every span of every trace
+//! on one time axis. Everything an agent sent is rendered as text.
+
+use crate::canonical::{RunDetail, RunView, SpanPanel, TerminalReason, ToolCallView, WaterfallSpan};
+use crate::components::badges::{ReasonBadge, Tag};
+use crate::components::status::ErrorBox;
+use crate::components::time::{duration_ms, format_utc};
+use crate::components::url::{decode, encode, run_href};
+use crate::functions::runs::{load_run, load_span};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use std::collections::HashMap;
+
+#[component]
+pub fn RunDetailPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let run_id = Memo::new(move |_| params.with(|p| p.get("run_id").map(|id| decode(&id)).unwrap_or_default()));
+    let page = Memo::new(move |_| query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok())));
+    let selected = Memo::new(move |_| query.with(|q| q.get("span")));
+    let run = Resource::new(move || (run_id.get(), page.get()), |(id, page)| load_run(id, page));
+    let span = Resource::new(
+        move || (run_id.get(), selected.get()),
+        |(id, selected)| async move {
+            match selected.as_deref().and_then(|s| s.split_once(':')) {
+                Some((trace, span)) => Some(load_span(id, trace.to_string(), span.to_string()).await),
+                None => None,
+            }
+        },
+    );
+    view! {
+        <Title text=move || format!("Run {}", run_id.get())/>
+        <p class="crumbs"><a href="/runs">"← Runs"</a></p>
+        <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
+            {move || Suspend::new(async move {
+                match run.await {
+                    Ok(view) => view! { <RunBody view selected=selected.get_untracked()/> }.into_any(),
+                    Err(error) => view! { <ErrorBox error/> }.into_any(),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match span.await {
+                    Some(Ok(panel)) => Some(view! { <SpanPanelView panel run_id=run_id.get_untracked()/> }.into_any()),
+                    Some(Err(error)) => Some(view! { <ErrorBox error/> }.into_any()),
+                    None => None,
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
+    let RunView { detail, spans, span_page, span_pages, total_spans, has_bodies } = view;
+    let run_id = detail.run.run_id.clone();
+    let replay = if has_bodies {
+        view! {
+            <a class="button" href=format!("{}/replay.json", run_href(&run_id)) download=format!("{run_id}.replay.json")
+                data-testid="replay-download">"Download replay fixture"</a>
+        }
+        .into_any()
+    } else {
+        view! { <span class="muted small">"No replay fixture: bodies were not retained for this run."</span> }
+            .into_any()
+    };
+    view! {
+        <Header detail=detail.clone()/>
+        <div class="actions">{replay}</div>
+        <Duplicates detail=detail.clone()/>
+        <SideEffects calls=detail.tool_call_list.clone()/>
+        <section class="panel">
+            <h2>{format!("Waterfall · {total_spans} spans")}</h2>
+            <Waterfall spans run_id=run_id.clone() page=span_page selected/>
+            {(span_pages > 1).then(|| {
+                let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
+                view! {
+                    <p class="pager">
+                        {format!("Page {span_page} of {span_pages} (spans in start order). ")}
+                        {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
+                        {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
+                    </p>
+                }
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn Header(detail: RunDetail) -> impl IntoView {
+    let r = detail.run;
+    let mut flags: Vec<(&str, String)> = Vec::new();
+    if r.duplicate_side_effects > 0 {
+        flags.push((
+            "flag-dup",
+            format!(
+                "{} duplicate side effect(s): a write or irreversible call succeeded more than once for the same key",
+                r.duplicate_side_effects
+            ),
+        ));
+    }
+    if r.deduped_calls > 0 {
+        flags.push(("flag-deduped", format!("{} call(s) deduplicated by the agent's own ledger", r.deduped_calls)));
+    }
+    if r.completed_without_read {
+        flags.push((
+            "flag-noread",
+            "completed without calling any read tool: its claims may rest on no evidence".into(),
+        ));
+    }
+    if r.approval_violations > 0 {
+        flags.push(("flag-approval", format!("{} tool call(s) ran without a valid approval", r.approval_violations)));
+    }
+    if let Some(reason) = &r.escalation_reason {
+        flags.push(("flag-escalated", format!("escalation: {reason}")));
+    }
+    let unfinished = matches!(r.terminal_reason, TerminalReason::StepLimit | TerminalReason::Budget);
+    view! {
+        <header class="run-header">
+            <h1><code>{r.run_id.clone()}</code></h1>
+            <div class="reason-line" data-testid="terminal-reason">
+                <ReasonBadge reason=r.terminal_reason large=true/>
+                {unfinished.then(|| view! { <span class="warn-text">"did not finish its task"</span> })}
+            </div>
+            <dl class="facts">
+                <div><dt>"Agent"</dt><dd>{r.agent.clone().unwrap_or_else(|| "—".into())}</dd></div>
+                <div><dt>"Trigger"</dt><dd>{r.trigger.as_str()}</dd></div>
+                <div><dt>"Started"</dt><dd>{r.started_at.map(|t| format_utc(&t)).unwrap_or_else(|| "—".into())}</dd></div>
+                <div><dt>"Wall clock"</dt><dd>{r.wall_clock_ms.map(duration_ms).unwrap_or_else(|| "running".into())}</dd></div>
+                <div><dt>"Cost"</dt><dd>{format!("${:.4}", r.cost)}</dd></div>
+                <div><dt>"Tokens in / out"</dt><dd>{format!("{} / {}", r.input_tokens, r.output_tokens)}
+                    {(r.cache_tokens > 0).then(|| format!(" ({} cached)", r.cache_tokens))}</dd></div>
+                <div><dt>"Steps"</dt><dd>{r.steps}</dd></div>
+                <div><dt>"Tool calls"</dt><dd>{r.tool_calls}</dd></div>
+                <div><dt>"Traces"</dt><dd>
+                    {r.trace_ids.iter().enumerate().map(|(i, t)| view! {
+                        <div><span class="muted small">{format!("attempt {} ", i + 1)}</span><code>{t.clone()}</code></div>
+                    }).collect_view()}
+                </dd></div>
+            </dl>
+            {(!flags.is_empty()).then(|| view! {
+                <ul class="flag-list" data-testid="run-flags">
+                    {flags.into_iter().map(|(class, text)| view! { <li class=class>{text}</li> }).collect_view()}
+                </ul>
+            })}
+        </header>
+    }
+}
+
+fn times(n: i64) -> String {
+    match n {
+        2 => "twice".into(),
+        3 => "three times".into(),
+        n => format!("{n} times"),
+    }
+}
+
+#[component]
+fn Duplicates(detail: RunDetail) -> impl IntoView {
+    (!detail.duplicates.is_empty()).then(|| {
+        view! {
+            <section class="callout danger" data-testid="duplicates">
+                <h2>"Duplicate side effects"</h2>
+                <ul>
+                    {detail.duplicates.into_iter().map(|d| {
+                        let ids = match d.external_ids.len() {
+                            0 => "no external ids were reported".to_string(),
+                            _ => format!("external ids {}", d.external_ids.join(" and ")),
+                        };
+                        view! {
+                            <li>
+                                <code>{d.tool.clone()}</code>
+                                {format!(" succeeded {} for key ", times(d.count))}
+                                <code>{d.key.clone()}</code>
+                                {format!(": {ids}")}
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+            </section>
+        }
+    })
+}
+
+/// Every write or irreversible call, retries grouped under the key they share.
+#[component]
+fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
+    let mut effects: Vec<ToolCallView> = calls.into_iter().filter(|c| c.side_effect.changes_the_world()).collect();
+    effects.sort_by(|a, b| {
+        (a.idempotency_key.as_deref(), a.attempt, a.started_at).cmp(&(
+            b.idempotency_key.as_deref(),
+            b.attempt,
+            b.started_at,
+        ))
+    });
+    view! {
+        <section class="panel" data-testid="side-effects">
+            <h2>"Side effects"</h2>
+            {if effects.is_empty() {
+                view! { <p class="muted">"No write or irreversible tool calls."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="grid">
+                        <thead><tr><th>"Step"</th><th>"Tool"</th><th>"Class"</th><th>"Outcome"</th><th>"Attempt"</th><th>"Idempotency key"</th><th>"External id"</th></tr></thead>
+                        <tbody>
+                            {effects.into_iter().map(|c| view! {
+                                <tr class:retry={c.attempt > 1}>
+                                    <td>{c.step_index.map(|s| s.to_string()).unwrap_or_default()}</td>
+                                    <td><code>{c.tool.clone()}</code></td>
+                                    <td><Tag kind="effect" value=c.side_effect.as_str()/></td>
+                                    <td><Tag kind="outcome" value=c.outcome.as_str()/></td>
+                                    <td>{if c.attempt > 1 { format!("↳ retry {}", c.attempt) } else { "1".into() }}</td>
+                                    <td><code>{c.idempotency_key.clone().unwrap_or_default()}</code></td>
+                                    <td><code>{c.external_id.clone().unwrap_or_default()}</code></td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// The spans of one page as a tree: children under their parent, collapsible, bars to
+/// scale on the run's time axis.
+#[component]
+fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Option<String>) -> impl IntoView {
+    if spans.is_empty() {
+        return view! { <p class="muted">"No spans."</p> }.into_any();
+    }
+    let start = spans.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let end = spans.iter().map(|s| s.end_ns.max(s.start_ns)).max().unwrap_or(start).max(start + 1);
+    let present: std::collections::HashSet<(String, String)> =
+        spans.iter().map(|s| (s.trace_id.clone(), s.span_id.clone())).collect();
+    let mut children: HashMap<(String, String), Vec<WaterfallSpan>> = HashMap::new();
+    let mut roots = Vec::new();
+    for s in spans {
+        match &s.parent_span_id {
+            Some(p) if present.contains(&(s.trace_id.clone(), p.clone())) => {
+                children.entry((s.trace_id.clone(), p.clone())).or_default().push(s)
+            }
+            _ => roots.push(s),
+        }
+    }
+    let cx = WaterfallCx { start, end, run_href: run_href(&run_id), page, selected };
+    view! {
+        <div class="waterfall" data-testid="waterfall">
+            {roots.into_iter().map(|root| node(root, &mut children, &cx, 0)).collect_view()}
+        </div>
+    }
+    .into_any()
+}
+
+struct WaterfallCx {
+    start: i64,
+    end: i64,
+    run_href: String,
+    page: i64,
+    selected: Option<String>,
+}
+
+fn node(
+    span: WaterfallSpan,
+    children: &mut HashMap<(String, String), Vec<WaterfallSpan>>,
+    cx: &WaterfallCx,
+    depth: usize,
+) -> AnyView {
+    let kids = children.remove(&(span.trace_id.clone(), span.span_id.clone())).unwrap_or_default();
+    let row = row(&span, cx, depth);
+    if kids.is_empty() {
+        return view! { <div class="wf-leaf">{row}</div> }.into_any();
+    }
+    let rendered: Vec<AnyView> = kids.into_iter().map(|k| node(k, children, cx, depth + 1)).collect();
+    view! {
+        <details open class="wf-node">
+            <summary>{row}</summary>
+            <div class="wf-children">{rendered}</div>
+        </details>
+    }
+    .into_any()
+}
+
+fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
+    let total = (cx.end - cx.start) as f64;
+    let left = (s.start_ns - cx.start) as f64 / total * 100.0;
+    let width = ((s.end_ns.max(s.start_ns) - s.start_ns) as f64 / total * 100.0).max(0.4);
+    let key = format!("{}:{}", s.trace_id, s.span_id);
+    let href = format!("{}?page={}&span={}", cx.href_base(), cx.page, encode(&key));
+    let is_selected = cx.selected.as_deref() == Some(key.as_str());
+    let role = s.role.clone().unwrap_or_default();
+    let error = s.status_code == 2;
+    let duration = duration_ms((s.end_ns.max(s.start_ns) - s.start_ns) / 1_000_000);
+    view! {
+        <div class=format!("wf-row role-{role}") class:selected=is_selected class:error=error
+            data-span=s.span_id.clone() style=format!("--depth: {depth}")>
+            <a class="wf-name" href=href>
+                {match role.as_str() {
+                    "step" => Some(view! { <span class="badge role-step">{format!("step {}", s.step_index.unwrap_or(0))}</span> }.into_any()),
+                    "tool" => Some(view! { <span class="badge role-tool">"tool"</span> }.into_any()),
+                    _ => None,
+                }}
+                <span class="name">{s.name.clone()}</span>
+            </a>
+            <span class="wf-tags">
+                {s.side_effect.clone().map(|v| view! { <Tag kind="effect" value=v/> })}
+                {s.outcome.clone().map(|v| view! { <Tag kind="outcome" value=v/> })}
+                {s.attempt.filter(|a| *a > 1).map(|a| view! { <span class="badge retry">{format!("attempt {a}")}</span> })}
+                {s.status_message.clone().map(|m| {
+                    let title = m.clone();
+                    view! { <span class="status-message" title=title>{m}</span> }
+                })}
+            </span>
+            <span class="wf-track">
+                <span class="wf-bar" style=format!("left: {left:.3}%; width: {width:.3}%")></span>
+            </span>
+            <span class="wf-duration">{duration}</span>
+        </div>
+    }
+}
+
+impl WaterfallCx {
+    fn href_base(&self) -> &str {
+        &self.run_href
+    }
+}
+
+/// The selected span: canonical fields first, then raw attributes, events, resource and
+/// bodies, all as text.
+#[component]
+fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
+    let s = panel.span;
+    let close = run_href(&run_id);
+    let canonical: Vec<(&str, Option<String>)> = vec![
+        ("span id", Some(s.span_id.clone())),
+        ("trace id", Some(s.trace_id.clone())),
+        ("parent", s.parent_span_id.clone()),
+        ("role", s.role.clone()),
+        ("step", s.step_index.map(|i| i.to_string())),
+        ("tool", s.tool_name.clone()),
+        ("side effect", s.side_effect.clone()),
+        ("outcome", s.outcome.clone()),
+        ("attempt", s.attempt.map(|a| a.to_string())),
+        ("idempotency key", s.idempotency_key.clone()),
+        ("external id", s.external_id.clone()),
+        ("duration", Some(duration_ms((s.end_ns.max(s.start_ns) - s.start_ns) / 1_000_000))),
+        (
+            "status",
+            Some(match s.status_code {
+                1 => "ok".into(),
+                2 => "error".into(),
+                _ => "unset".into(),
+            }),
+        ),
+        ("status message", s.status_message.clone()),
+    ];
+    view! {
+        <aside class="span-panel" data-testid="span-panel">
+            <header>
+                <h2>{s.name.clone()}</h2>
+                <a href=close class="small">"close"</a>
+            </header>
+            <dl class="facts">
+                {canonical.into_iter().filter_map(|(k, v)| v.map(|v| view! { <div><dt>{k}</dt><dd><code>{v}</code></dd></div> })).collect_view()}
+            </dl>
+            <h3>"Attributes"</h3>
+            <pre class="json" data-testid="span-attributes">{panel.attributes}</pre>
+            <h3>"Events"</h3>
+            <pre class="json">{panel.events}</pre>
+            <h3>"Resource"</h3>
+            <pre class="json">{panel.resource}</pre>
+            <h3>"Bodies"</h3>
+            {match panel.bodies {
+                Some(b) => view! { <pre class="json" data-testid="span-bodies">{b}</pre> }.into_any(),
+                None => view! { <p class="muted small">"Not retained (see the body policy)."</p> }.into_any(),
+            }}
+        </aside>
+    }
+}
