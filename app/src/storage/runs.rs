@@ -470,6 +470,26 @@ fn pretty(json: &str) -> String {
         .unwrap_or_else(|| json.to_string())
 }
 
+/// Bodies pretty-printed, with values that are JSON text (tool arguments, results)
+/// expanded so they read as JSON rather than as one escaped string.
+fn pretty_bodies(json: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            for value in map.values_mut() {
+                if let serde_json::Value::String(text) = value {
+                    if let Ok(parsed @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) =
+                        serde_json::from_str::<serde_json::Value>(text)
+                    {
+                        *value = parsed;
+                    }
+                }
+            }
+            serde_json::to_string_pretty(&map).unwrap_or_else(|_| json.to_string())
+        }
+        _ => pretty(json),
+    }
+}
+
 /// One span of a run with its raw metadata and retained bodies, pretty-printed.
 pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<Option<SpanPanel>> {
     let sql = format!(
@@ -488,7 +508,7 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
         attributes: pretty(&row.attributes),
         events: pretty(&row.events),
         resource: pretty(&row.resource),
-        bodies: bodies.map(|b| pretty(&b)),
+        bodies: bodies.map(|b| pretty_bodies(&b)),
     }))
 }
 
@@ -558,6 +578,13 @@ pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<crate::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_bodies_are_expanded_and_other_text_kept() {
+        let out = pretty_bodies(r#"{"gen_ai.tool.call.arguments":"{\"to\":\"a\"}","note":"plain <b>text</b>"}"#);
+        assert!(out.contains("\"to\": \"a\""), "{out}");
+        assert!(out.contains("plain <b>text</b>"), "{out}");
+    }
 
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
