@@ -246,11 +246,11 @@ impl fmt::Display for Config {
         writeln!(f, "  session_idle_minutes {}", self.session_idle_minutes)?;
         writeln!(f, "  otlp_http_listen     {}", self.otlp_http_listen)?;
         writeln!(f, "  otlp_grpc_listen     {}", self.otlp_grpc_listen)?;
-        writeln!(f, "  ingest_auth          {:?}", self.ingest_auth)?;
+        writeln!(f, "  ingest_auth          {}", if self.ingest_auth == IngestAuth::Token { "token" } else { "none" })?;
         writeln!(f, "  max_body_bytes       {}", self.max_body_bytes)?;
         writeln!(f, "  ingest_queue_bytes   {}", self.ingest_queue_bytes)?;
         writeln!(f, "  max_attribute_bytes  {}", self.max_attribute_bytes)?;
-        writeln!(f, "  body_policy          {:?}", self.body_policy)?;
+        writeln!(f, "  body_policy          {}", self.body_policy.as_str())?;
         writeln!(f, "  body_retention_days  {}", self.body_retention_days)?;
         writeln!(f, "  retention_days       {}", self.retention_days)?;
         writeln!(f, "  redact_patterns      {}", self.redact_patterns.len())?;

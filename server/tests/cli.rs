@@ -131,11 +131,11 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
     let deadline = Instant::now() + Duration::from_secs(60);
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if let Some(rest) = line.trim_start().strip_prefix("│   password") {
-            password = Some(rest.trim().trim_end_matches('│').trim().to_string());
+        if let Some(rest) = line.trim_start().strip_prefix("password ") {
+            password = Some(rest.trim().to_string());
         }
-        if let Some(rest) = line.trim_start().strip_prefix("│   ingest token") {
-            ingest_token = Some(rest.trim().trim_end_matches('│').trim().to_string());
+        if let Some(rest) = line.trim_start().strip_prefix("ingest token ") {
+            ingest_token = Some(rest.trim().to_string());
         }
         if line.contains("flightdeck is serving") || Instant::now() > deadline {
             break;

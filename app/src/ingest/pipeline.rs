@@ -23,6 +23,17 @@ pub enum BodyPolicy {
     All,
 }
 
+impl BodyPolicy {
+    /// The name used by the flag and the config file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BodyPolicy::None => "none",
+            BodyPolicy::FailedRuns => "failed_runs",
+            BodyPolicy::All => "all",
+        }
+    }
+}
+
 impl std::str::FromStr for BodyPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

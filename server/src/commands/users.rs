@@ -116,15 +116,16 @@ pub async fn create_first_admin(db: &Db) -> anyhow::Result<()> {
         },
     )
     .await?;
+    let rule = "─".repeat(78);
     eprintln!();
-    eprintln!("  ┌────────────────────────────────────────────────────────────────────────────────┐");
-    eprintln!("  │ First start: created the administrator account and an ingest token             │");
-    eprintln!("  │   username      admin                                                          │");
-    eprintln!("  │   password      {password:<63}│");
-    eprintln!("  │   ingest token  {secret:<63}│");
-    eprintln!("  │ Shown once. Replace the password with `flightdeck user reset admin`; send      │");
-    eprintln!("  │ traces with OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer <ingest token>\". │");
-    eprintln!("  └────────────────────────────────────────────────────────────────────────────────┘");
+    eprintln!("  ── First start {}", "─".repeat(62));
+    eprintln!("  Created the administrator account and an ingest token (shown once):");
+    eprintln!("    username      admin");
+    eprintln!("    password      {password}");
+    eprintln!("    ingest token  {secret}");
+    eprintln!("  Replace the password with `flightdeck user reset admin`. Send traces with");
+    eprintln!("  OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer <ingest token>\".");
+    eprintln!("  {rule}");
     eprintln!();
     Ok(())
 }
