@@ -1,0 +1,154 @@
+//! Page-time benchmark (not a test): fills a database with 100,000 synthetic runs (about
+//! 1.2 million spans) and one 500-span run, then times the server answering the run list
+//! (first page, filtered by reason, searched by a term) and the 500-span run page, through
+//! the real router with a signed-in session. Prints p50 and p95 per page; asserts nothing.
+//!
+//!   cargo bench -p flightdeck --bench pages            # SQLite
+//!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
+//!                                                      # and PostgreSQL
+//!   FLIGHTDECK_BENCH_RUNS=20000 cargo bench ...        # a smaller database
+
+use app::access::Role;
+use app::auth::password;
+use app::ingest::pipeline::{prepare, IngestSettings};
+use app::state::AppState;
+use app::storage::testing::TestDb;
+use app::storage::{spans, users};
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use flightdeck::config::{Config, Overrides};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use std::time::{Duration, Instant};
+use tower::ServiceExt;
+
+fn kv(key: &str, value: V) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(value) }), ..Default::default() }
+}
+
+/// One run of 500 spans: a root, 250 steps, and a tool call in each.
+fn big_run() -> ExportTraceServiceRequest {
+    let start = 1_900_000_000_000_000_000u64;
+    let mut spans = vec![Span {
+        trace_id: vec![0xbb; 16],
+        span_id: vec![0xbb; 8],
+        name: "agent.run".into(),
+        start_time_unix_nano: start,
+        end_time_unix_nano: start + 600_000_000_000,
+        attributes: vec![kv("run.id", V::StringValue("bench-big-run".into()))],
+        ..Default::default()
+    }];
+    for i in 0..249u64 {
+        let step_id = (2 * i + 1).to_be_bytes().to_vec();
+        let t = start + i * 2_000_000_000;
+        spans.push(Span {
+            trace_id: vec![0xbb; 16],
+            span_id: step_id.clone(),
+            parent_span_id: vec![0xbb; 8],
+            name: format!("step {i}"),
+            start_time_unix_nano: t,
+            end_time_unix_nano: t + 1_000_000_000,
+            attributes: vec![kv("step.index", V::IntValue(i as i64 + 1))],
+            ..Default::default()
+        });
+        spans.push(Span {
+            trace_id: vec![0xbb; 16],
+            span_id: (2 * i + 2).to_be_bytes().to_vec(),
+            parent_span_id: step_id,
+            name: "tool lookup".into(),
+            start_time_unix_nano: t + 500_000_000,
+            end_time_unix_nano: t + 900_000_000,
+            attributes: vec![
+                kv("tool.name", V::StringValue("lookup".into())),
+                kv("tool.side_effect", V::StringValue("read".into())),
+            ],
+            ..Default::default()
+        });
+    }
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+            ..Default::default()
+        }],
+    }
+}
+
+async fn fill(t: &TestDb, runs: usize) -> usize {
+    use loadgen::synth::{requests_for, Synth, SynthOptions};
+    let settings = IngestSettings::default();
+    let mut synth = Synth::new(SynthOptions { seed: 11, ..SynthOptions::default() });
+    let mut stored = 0usize;
+    let mut done = 0;
+    while done < runs {
+        let n = 2_000.min(runs - done);
+        let batch: Vec<_> = (0..n).map(|_| synth.next_run()).collect();
+        for req in requests_for(&batch, 8_000) {
+            let prepared = prepare(&req, &settings, &[]);
+            stored += spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+        }
+        done += n;
+    }
+    let prepared = prepare(&big_run(), &settings, &[]);
+    stored += spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+    stored
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1).min(sorted.len() - 1)]
+}
+
+async fn measure(t: TestDb, runs: usize) {
+    let started = Instant::now();
+    let spans = fill(&t, runs).await;
+    println!("\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}", t.backend(), started.elapsed());
+    users::create(&t.db, "bench", &password::hash("bench-password-1"), &[Role::Viewer]).await.unwrap();
+    let config = Config::resolve(Overrides::default(), None).unwrap();
+    let state = AppState { db: t.db.clone(), leptos_options: flightdeck::commands::serve::leptos_options(&config) };
+    let app = flightdeck::web::router(state, &config);
+    let login = Request::post("/fn/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from("username=bench&password=bench-password-1"))
+        .unwrap();
+    let res = app.clone().oneshot(login).await.unwrap();
+    let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
+
+    for (label, path) in [
+        ("run list, first page", "/runs"),
+        ("run list, reason = error", "/runs?terminal_reason=error"),
+        ("run list, search by tool name", "/runs?q=send_email"),
+        ("run list, search by external id", "/runs?q=msg_000001"),
+        ("run page, 500 spans", "/runs/bench-big-run"),
+    ] {
+        let mut times = Vec::new();
+        let mut bytes = 0;
+        for i in 0..60 {
+            let req = Request::get(path).header(header::COOKIE, &cookie).body(Body::empty()).unwrap();
+            let t0 = Instant::now();
+            let res = app.clone().oneshot(req).await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK, "{path}");
+            let body = axum::body::to_bytes(res.into_body(), 64 << 20).await.unwrap();
+            if i >= 10 {
+                times.push(t0.elapsed()); // the first ten warm the caches
+            }
+            bytes = body.len();
+        }
+        times.sort();
+        println!(
+            "  {label:<34} p50 {:>7.1} ms   p95 {:>7.1} ms   page {:>6.1} KiB",
+            percentile(&times, 0.50).as_secs_f64() * 1000.0,
+            percentile(&times, 0.95).as_secs_f64() * 1000.0,
+            bytes as f64 / 1024.0
+        );
+    }
+    t.cleanup().await;
+}
+
+#[tokio::main]
+async fn main() {
+    let runs: usize = std::env::var("FLIGHTDECK_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    measure(TestDb::sqlite().await, runs).await;
+    if let Some(pg) = TestDb::postgres().await {
+        measure(pg, runs).await;
+    }
+}
