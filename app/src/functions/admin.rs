@@ -1,5 +1,6 @@
-//! Administration: users and roles, agent API tokens, and the audit log. Every function
-//! here requires the `admin` role and records what it changed in the audit log.
+//! Administration: users and roles, agent API tokens, tool policies and the audit log.
+//! Every function here requires the `admin` role and records what it changed in the audit
+//! log.
 
 use crate::errors::AppError;
 use crate::models::{AuditPage, TokensPage, UsersPage};
@@ -12,10 +13,19 @@ mod slots {
     pub const USERS: &str = "users";
 }
 
+/// The roles whose checkboxes were ticked (a ticked box posts `Some("on")`).
 #[cfg(feature = "ssr")]
-/// Collects ticked checkboxes (`Some("on")`) into the values they stand for.
-fn ticked<T: Copy>(boxes: &[(Option<String>, T)]) -> Vec<T> {
-    boxes.iter().filter(|(b, _)| b.is_some()).map(|(_, v)| *v).collect()
+fn ticked_roles(
+    viewer: Option<String>,
+    approver: Option<String>,
+    operator: Option<String>,
+    admin: Option<String>,
+) -> Vec<crate::access::Role> {
+    use crate::access::Role;
+    [(viewer, Role::Viewer), (approver, Role::Approver), (operator, Role::Operator), (admin, Role::Admin)]
+        .into_iter()
+        .filter_map(|(ticked, role)| ticked.map(|_| role))
+        .collect()
 }
 
 #[server(prefix = "/fn", endpoint = "load_tokens_page")]
@@ -41,19 +51,21 @@ pub async fn create_token(
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::{format_scopes, Role, Scope};
-    use crate::auth::{secrets, session};
-    use crate::models::OneTimeSecret;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::auth::secrets;
+    use crate::storage::audit::action;
     use crate::storage::tokens;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
-    let scopes = ticked(&[
+    let scopes: Vec<Scope> = [
         (scope_ingest, Scope::Ingest),
         (scope_approvals, Scope::Approvals),
         (scope_escalations, Scope::Escalations),
         (scope_read, Scope::Read),
-    ]);
+    ]
+    .into_iter()
+    .filter_map(|(ticked, scope)| ticked.map(|_| scope))
+    .collect();
     if let Err(message) = tokens::validate_name(&name) {
         return ssr::fail(AppError::Invalid(message));
     }
@@ -62,40 +74,24 @@ pub async fn create_token(
     }
     let (secret, prefix) = secrets::generate_token();
     let hash = secrets::sha256_hex(&secret);
-    tokens::create(
-        &db,
-        tokens::NewToken {
-            name: &name,
-            prefix: &prefix,
-            secret_sha256: &hash,
-            scopes: &scopes,
-            created_by: Some(&admin.username),
-        },
-    )
-    .await?;
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::TOKEN_CREATED,
-            target: Some(name.trim()),
-            detail: Some(&format!("scopes {}, prefix {prefix}", format_scopes(&scopes))),
-            source: ssr::source().as_deref(),
-        },
-    )
-    .await?;
-    let label = format!("API token {}", name.trim());
-    session::stash_secret(&ssr::session()?, slots::TOKENS, OneTimeSecret { label, secret })
-        .await
-        .map_err(|_| AppError::Internal)?;
-    Ok(())
+    let new = tokens::NewToken {
+        name: &name,
+        prefix: &prefix,
+        secret_sha256: &hash,
+        scopes: &scopes,
+        created_by: Some(&admin.username),
+    };
+    tokens::create(&db, new).await?;
+    let detail = format!("scopes {}, prefix {prefix}", format_scopes(&scopes));
+    ssr::audit(&db, &admin, action::TOKEN_CREATED, name.trim(), Some(&detail)).await?;
+    ssr::show_once(slots::TOKENS, format!("API token {}", name.trim()), secret).await
 }
 
 #[server(prefix = "/fn", endpoint = "revoke_token")]
 pub async fn revoke_token(id: i64) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::Role;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::tokens;
 
     let admin = ssr::require(Role::Admin)?;
@@ -104,18 +100,8 @@ pub async fn revoke_token(id: i64) -> Result<(), AppError> {
         Ok(token) => token,
         Err(e) => return ssr::fail(e.into()),
     };
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::TOKEN_REVOKED,
-            target: Some(&token.name),
-            detail: Some(&format!("prefix {}", token.prefix)),
-            source: ssr::source().as_deref(),
-        },
-    )
-    .await?;
-    Ok(())
+    let detail = format!("prefix {}", token.prefix);
+    ssr::audit(&db, &admin, action::TOKEN_REVOKED, &token.name, Some(&detail)).await
 }
 
 #[server(prefix = "/fn", endpoint = "load_users_page")]
@@ -129,7 +115,8 @@ pub async fn load_users_page() -> Result<UsersPage, AppError> {
     Ok(UsersPage { users: users::list(&db).await?, new_secret })
 }
 
-/// Creates a user with the ticked roles and a generated password, shown once.
+/// Creates a user with the ticked roles (viewer when none) and a generated password,
+/// shown once.
 #[server(prefix = "/fn", endpoint = "create_user")]
 pub async fn create_user(
     username: String,
@@ -140,9 +127,7 @@ pub async fn create_user(
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::{format_roles, Role};
-    use crate::auth::{password, session};
-    use crate::models::OneTimeSecret;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::users;
 
     let admin = ssr::require(Role::Admin)?;
@@ -151,37 +136,17 @@ pub async fn create_user(
     if let Err(message) = users::validate_username(&username) {
         return ssr::fail(AppError::Invalid(message));
     }
-    let mut roles = ticked(&[
-        (role_viewer, Role::Viewer),
-        (role_approver, Role::Approver),
-        (role_operator, Role::Operator),
-        (role_admin, Role::Admin),
-    ]);
+    let mut roles = ticked_roles(role_viewer, role_approver, role_operator, role_admin);
     if roles.is_empty() {
         roles.push(Role::Viewer);
     }
-    let secret = password::generate();
-    let for_hash = secret.clone();
-    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash)).await.map_err(|_| AppError::Internal)?;
+    let (secret, hash) = ssr::generated_password().await?;
     if let Err(e) = users::create(&db, &username, &hash, &roles).await {
         return ssr::fail(e.into());
     }
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::USER_CREATED,
-            target: Some(&username),
-            detail: Some(&format!("roles {}", format_roles(&roles))),
-            source: ssr::source().as_deref(),
-        },
-    )
-    .await?;
-    let label = format!("password for {username}");
-    session::stash_secret(&ssr::session()?, slots::USERS, OneTimeSecret { label, secret })
-        .await
-        .map_err(|_| AppError::Internal)?;
-    Ok(())
+    let detail = format!("roles {}", format_roles(&roles));
+    ssr::audit(&db, &admin, action::USER_CREATED, &username, Some(&detail)).await?;
+    ssr::show_once(slots::USERS, format!("password for {username}"), secret).await
 }
 
 /// Replaces a user's password with a generated one (shown once) and signs them out
@@ -190,35 +155,17 @@ pub async fn create_user(
 pub async fn reset_password(username: String) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::Role;
-    use crate::auth::{password, session};
-    use crate::models::OneTimeSecret;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
-    let secret = password::generate();
-    let for_hash = secret.clone();
-    let hash = tokio::task::spawn_blocking(move || password::hash(&for_hash)).await.map_err(|_| AppError::Internal)?;
+    let (secret, hash) = ssr::generated_password().await?;
     if let Err(e) = users::set_password(&db, &username, &hash).await {
         return ssr::fail(e.into());
     }
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::USER_PASSWORD_RESET,
-            target: Some(&username),
-            source: ssr::source().as_deref(),
-            ..Default::default()
-        },
-    )
-    .await?;
-    let label = format!("new password for {username}");
-    session::stash_secret(&ssr::session()?, slots::USERS, OneTimeSecret { label, secret })
-        .await
-        .map_err(|_| AppError::Internal)?;
-    Ok(())
+    ssr::audit(&db, &admin, action::USER_PASSWORD_RESET, &username, None).await?;
+    ssr::show_once(slots::USERS, format!("new password for {username}"), secret).await
 }
 
 /// Replaces a user's roles. The last administrator cannot drop `admin`, so the console
@@ -233,41 +180,27 @@ pub async fn set_roles(
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::{format_roles, Role};
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
-    let roles = ticked(&[
-        (role_viewer, Role::Viewer),
-        (role_approver, Role::Approver),
-        (role_operator, Role::Operator),
-        (role_admin, Role::Admin),
-    ]);
+    let roles = ticked_roles(role_viewer, role_approver, role_operator, role_admin);
     if roles.is_empty() {
         return ssr::fail(AppError::Invalid("a user needs at least one role".into()));
     }
     let Some(target) = users::by_username(&db, &username).await? else {
         return ssr::fail(AppError::NotFound(format!("user `{username}`")));
     };
-    if target.roles().contains(&Role::Admin) && !roles.contains(&Role::Admin) && users::count_admins(&db).await? <= 1 {
+    let drops_admin = target.roles().contains(&Role::Admin) && !roles.contains(&Role::Admin);
+    if drops_admin && users::count_admins(&db).await? <= 1 {
         return ssr::fail(AppError::Conflict(format!(
             "`{username}` is the last administrator; give another user the admin role first"
         )));
     }
     users::set_roles(&db, &username, &roles).await?;
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::USER_ROLES_CHANGED,
-            target: Some(&username),
-            detail: Some(&format!("roles {}", format_roles(&roles))),
-            source: ssr::source().as_deref(),
-        },
-    )
-    .await?;
-    Ok(())
+    let detail = format!("roles {}", format_roles(&roles));
+    ssr::audit(&db, &admin, action::USER_ROLES_CHANGED, &username, Some(&detail)).await
 }
 
 /// A page of the audit log, newest first.
@@ -301,7 +234,7 @@ pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), App
     use super::ssr;
     use crate::canonical::SideEffect;
     use crate::ingest::policy::ToolPolicy;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::policies;
 
     let admin = ssr::require(crate::access::Role::Admin)?;
@@ -318,24 +251,14 @@ pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), App
         )));
     };
     policies::upsert(&db, &ToolPolicy { pattern: pattern.clone(), side_effect }).await?;
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::POLICY_SAVED,
-            target: Some(&pattern),
-            detail: Some(&format!("side effect {side_effect}")),
-            source: ssr::source().as_deref(),
-        },
-    )
-    .await?;
-    Ok(())
+    let detail = format!("side effect {side_effect}");
+    ssr::audit(&db, &admin, action::POLICY_SAVED, &pattern, Some(&detail)).await
 }
 
 #[server(prefix = "/fn", endpoint = "delete_policy")]
 pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::{self, action, NewEntry};
+    use crate::storage::audit::action;
     use crate::storage::policies;
 
     let admin = ssr::require(crate::access::Role::Admin)?;
@@ -343,16 +266,5 @@ pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
     if !policies::delete(&db, &pattern).await? {
         return ssr::fail(AppError::NotFound(format!("tool policy `{pattern}`")));
     }
-    audit::record(
-        &db,
-        NewEntry {
-            actor: Some(&admin.username),
-            action: action::POLICY_DELETED,
-            target: Some(&pattern),
-            source: ssr::source().as_deref(),
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(())
+    ssr::audit(&db, &admin, action::POLICY_DELETED, &pattern, None).await
 }

@@ -83,6 +83,45 @@ pub mod ssr {
         }
     }
 
+    /// Records in the audit log what `actor` did, from the request's address.
+    pub async fn audit(
+        db: &Db,
+        actor: &CurrentUser,
+        action: &str,
+        target: &str,
+        detail: Option<&str>,
+    ) -> Result<(), AppError> {
+        let from = source();
+        let entry = crate::storage::audit::NewEntry {
+            actor: Some(&actor.username),
+            action,
+            target: Some(target),
+            detail,
+            source: from.as_deref(),
+        };
+        crate::storage::audit::record(db, entry).await?;
+        Ok(())
+    }
+
+    /// A generated password and its Argon2id hash, hashed off the async threads.
+    pub async fn generated_password() -> Result<(String, String), AppError> {
+        let secret = crate::auth::password::generate();
+        let for_hash = secret.clone();
+        let hash = tokio::task::spawn_blocking(move || crate::auth::password::hash(&for_hash))
+            .await
+            .map_err(|_| AppError::Internal)?;
+        Ok((secret, hash))
+    }
+
+    /// Keeps `secret` for exactly one render of the page that owns `slot`.
+    pub async fn show_once(slot: &str, label: String, secret: String) -> Result<(), AppError> {
+        let one_time = crate::models::OneTimeSecret { label, secret };
+        crate::auth::session::stash_secret(&session()?, slot, one_time).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot keep a one-time secret in the session");
+            AppError::Internal
+        })
+    }
+
     /// Maps an error to its status on the response and passes it on.
     pub fn fail<T>(err: AppError) -> Result<T, AppError> {
         set_status(err.status());
