@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod app;
+pub mod approvals;
 pub mod canonical;
 pub mod components;
 pub mod errors;

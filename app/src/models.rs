@@ -96,4 +96,8 @@ pub struct AuditPage {
 pub struct PolicyRow {
     pub pattern: String,
     pub side_effect: String,
+    pub requires_approval: bool,
+    pub approver_role: String,
+    pub expiry_seconds: Option<i64>,
+    pub run_limit: Option<i64>,
 }

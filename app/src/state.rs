@@ -1,5 +1,6 @@
 //! The state every server function and page render can reach through `use_context`.
 
+use crate::approvals::hub::ApprovalHub;
 use crate::storage::Db;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
@@ -8,6 +9,8 @@ use leptos::config::LeptosOptions;
 pub struct AppState {
     pub db: Db,
     pub leptos_options: LeptosOptions,
+    /// Wakes agents waiting on approval decisions (shared with the agent API).
+    pub approvals: ApprovalHub,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -59,7 +59,7 @@ async fn harness(t: &TestDb, max_body: usize) -> Harness {
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
-        api: Router::new().nest("/api/v1", flightdeck::api::router(t.db.clone())),
+        api: Router::new().nest("/api/v1", flightdeck::api::router(t.db.clone(), Default::default())),
         service,
         ingest_token: token(&t.db, &[Scope::Ingest]).await,
         read_token: token(&t.db, &[Scope::Read]).await,
@@ -587,10 +587,7 @@ async fn tool_policies_classify_calls_that_declare_no_side_effect() {
         let h = harness(&t, 20 << 20).await;
         app::storage::policies::upsert(
             &t.db,
-            &app::ingest::policy::ToolPolicy {
-                pattern: "charge_*".into(),
-                side_effect: app::canonical::SideEffect::Irreversible,
-            },
+            &app::ingest::policy::ToolPolicy::class("charge_*", app::canonical::SideEffect::Irreversible),
         )
         .await
         .unwrap();

@@ -52,12 +52,39 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
     let logout = ServerAction::<Logout>::new();
     crate::routes::full_reload_on_success(logout.value());
     let is_admin = me.can(crate::access::Role::Admin);
+    // The pending-approval count, refreshed every 15 s and on every navigation.
+    let location = leptos_router::hooks::use_location();
+    let tick = RwSignal::new(0u32);
+    #[cfg(feature = "hydrate")]
+    {
+        if let Ok(handle) =
+            set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_secs(15))
+        {
+            on_cleanup(move || handle.clear());
+        }
+    }
+    let pending = Resource::new(
+        move || (location.pathname.get(), tick.get()),
+        |_| crate::functions::approvals::pending_approvals(),
+    );
     view! {
         <header class="topbar">
             <a class="brand" href="/runs">"Flightdeck"</a>
             <nav class="mainnav" aria-label="Main">
                 <A href="/runs">"Runs"</A>
-                <A href="/approvals">"Approvals"</A>
+                <A href="/approvals">
+                    "Approvals"
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            match pending.await {
+                                Ok(n) if n > 0 => Some(view! {
+                                    <span class="nav-count" data-testid="nav-approvals" title=format!("{n} pending approval requests")>{n}</span>
+                                }),
+                                _ => None,
+                            }
+                        })}
+                    </Transition>
+                </A>
                 <A href="/escalations">"Escalations"</A>
                 <A href="/alerts">"Alerts"</A>
                 <A href="/trends">"Trends"</A>

@@ -3,6 +3,7 @@
 pub mod badges;
 pub mod empty_state;
 pub mod layout;
+pub mod payload;
 pub mod status;
 pub mod time;
 pub mod url;

@@ -223,14 +223,30 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
     let list = policies::list(&ssr::db()?).await?;
     Ok(list
         .into_iter()
-        .map(|p| crate::models::PolicyRow { pattern: p.pattern, side_effect: p.side_effect.to_string() })
+        .map(|p| crate::models::PolicyRow {
+            pattern: p.pattern,
+            side_effect: p.side_effect.to_string(),
+            requires_approval: p.requires_approval,
+            approver_role: p.approver_role.to_string(),
+            expiry_seconds: p.expiry_seconds,
+            run_limit: p.run_limit,
+        })
         .collect())
 }
 
 /// Creates or replaces the policy for a tool name pattern. Ingest picks it up within
-/// seconds, for spans that do not declare their own side-effect class.
+/// seconds: the side-effect class for spans that do not declare their own, and the
+/// approval rules for every execution. Optional numbers arrive as text from the form
+/// (empty = none); `requires_approval` is a checkbox (present = on).
 #[server(prefix = "/fn", endpoint = "save_policy")]
-pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), AppError> {
+pub async fn save_policy(
+    pattern: String,
+    side_effect: String,
+    #[server(default)] requires_approval: Option<String>,
+    #[server(default)] approver_role: Option<String>,
+    #[server(default)] expiry_seconds: Option<String>,
+    #[server(default)] run_limit: Option<String>,
+) -> Result<(), AppError> {
     use super::ssr;
     use crate::canonical::SideEffect;
     use crate::ingest::policy::ToolPolicy;
@@ -250,8 +266,46 @@ pub async fn save_policy(pattern: String, side_effect: String) -> Result<(), App
             "unknown side effect `{side_effect}` (expected none, read, write or irreversible)"
         )));
     };
-    policies::upsert(&db, &ToolPolicy { pattern: pattern.clone(), side_effect }).await?;
-    let detail = format!("side effect {side_effect}");
+    let approver_role = match approver_role.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+        None => crate::access::Role::Approver,
+        Some(role) => match role.parse() {
+            Ok(role) => role,
+            Err(e) => return ssr::fail(AppError::Invalid(e)),
+        },
+    };
+    let number = |field: &str, text: Option<String>, max: i64| -> Result<Option<i64>, AppError> {
+        match text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            None => Ok(None),
+            Some(t) => match t.parse::<i64>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                _ => Err(AppError::Invalid(format!("{field} must be a whole number from 1 to {max}, got `{t}`"))),
+            },
+        }
+    };
+    let expiry_seconds =
+        match number("expiry (seconds)", expiry_seconds, crate::approvals::payload::MAX_EXPIRES_IN_SECONDS) {
+            Ok(n) => n,
+            Err(e) => return ssr::fail(e),
+        };
+    let run_limit = match number("per-run limit", run_limit, 1_000_000) {
+        Ok(n) => n,
+        Err(e) => return ssr::fail(e),
+    };
+    let policy = ToolPolicy {
+        pattern: pattern.clone(),
+        side_effect,
+        requires_approval: requires_approval.is_some_and(|v| !v.is_empty() && v != "false"),
+        approver_role,
+        expiry_seconds,
+        run_limit,
+    };
+    policies::upsert(&db, &policy).await?;
+    let detail = format!(
+        "side effect {side_effect}; requires approval {}; approver role {approver_role}; expiry {}; per-run limit {}",
+        policy.requires_approval,
+        expiry_seconds.map(|s| format!("{s}s")).unwrap_or_else(|| "default".into()),
+        run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
+    );
     ssr::audit(&db, &admin, action::POLICY_SAVED, &pattern, Some(&detail)).await
 }
 

@@ -3,7 +3,7 @@
 
 use super::attributes::{as_f64, as_i64, as_text, to_map};
 use super::mapping::{marker_matches, MappingTable};
-use super::policy::{classify, ToolPolicy};
+use super::policy::{policy_for, ToolPolicy};
 use super::redact::Redactor;
 use crate::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
@@ -63,6 +63,10 @@ pub struct NormalizedSpan {
     pub external_id: Option<String>,
     pub args_sha256: Option<String>,
     pub approval_id: Option<String>,
+    /// The tool's policy demands an approved request for every execution.
+    pub requires_approval: bool,
+    /// The tool's policy allows at most this many successful executions per run.
+    pub run_limit: Option<i64>,
     /// Metadata attributes, redacted, without bodies.
     pub attributes: Map<String, Value>,
     pub events: Vec<Value>,
@@ -106,7 +110,7 @@ fn lookup<'v>(keys: &[String], attrs: &'v Map<String, Value>, resource: &'v Map<
 /// and no whitespace, so the same arguments hash the same however they were formatted.
 pub fn args_sha256(text: &str) -> String {
     let canonical = match serde_json::from_str::<Value>(text) {
-        Ok(value) => value.to_string(), // serde_json's Map is sorted by key
+        Ok(value) => crate::approvals::payload::canonical_json(&value),
         Err(_) => text.to_string(),
     };
     hex::encode(Sha256::digest(canonical.as_bytes()))
@@ -168,10 +172,12 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
     let status_code = span.status.as_ref().map(|s| s.code).unwrap_or(0);
     let status_message = span.status.as_ref().map(|s| s.message.clone()).filter(|m| !m.is_empty());
     let raw_args = text(&m.tool_arguments);
+    let mut policy = None;
     let (tool_name, side_effect, outcome) = if is_tool {
         let name = text(&m.tool_name).unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
+        policy = policy_for(&name, cx.policies);
         let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s));
-        let side_effect = declared.or_else(|| classify(&name, cx.policies)).unwrap_or(SideEffect::Unknown);
+        let side_effect = declared.or_else(|| policy.map(|p| p.side_effect)).unwrap_or(SideEffect::Unknown);
         let outcome = text(&m.tool_outcome).and_then(|s| Outcome::parse(&s)).unwrap_or_else(|| {
             let timed_out = status_message.as_deref().is_some_and(|msg| msg.to_ascii_lowercase().contains("timed out"));
             match (status_code == StatusCode::Error as i32, timed_out) {
@@ -257,6 +263,8 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         external_id: if is_tool { text(&m.tool_external_id) } else { None },
         args_sha256: if is_tool { raw_args.as_deref().map(args_sha256) } else { None },
         approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
+        requires_approval: policy.is_some_and(|p| p.requires_approval),
+        run_limit: policy.and_then(|p| p.run_limit),
         attributes,
         events,
         resource: stored_resource,
@@ -304,7 +312,7 @@ pub(crate) mod tests {
     fn run(s: &Span, resource: Value) -> Result<NormalizedSpan, String> {
         let mapping = MappingTable::default();
         let redactor = Redactor::default();
-        let policies = vec![ToolPolicy { pattern: "send_*".into(), side_effect: SideEffect::Write }];
+        let policies = vec![ToolPolicy::class("send_*", SideEffect::Write)];
         let cx = Context { mapping: &mapping, redactor: &redactor, policies: &policies, limits: Limits::default() };
         normalize(s, resource.as_object().unwrap(), &cx)
     }

@@ -1,6 +1,9 @@
 //! Tool policies: an admin-maintained list of tool-name patterns and what they say about a
-//! tool. Ingest reads the side-effect class from here when a span does not declare one.
+//! tool: its side-effect class (ingest uses it when a span does not declare one), whether
+//! each call needs a per-call approval, who may give it, how long a request waits, and an
+//! optional absolute limit of executions per run.
 
+use crate::access::Role;
 use crate::canonical::SideEffect;
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +13,36 @@ pub struct ToolPolicy {
     /// A tool name, or a pattern with `*` wildcards (`send_*`, `*delete*`).
     pub pattern: String,
     pub side_effect: SideEffect,
+    /// Every execution needs an approved request naming this exact payload.
+    #[serde(default)]
+    pub requires_approval: bool,
+    /// The role that may decide requests for this tool.
+    #[serde(default = "default_approver_role")]
+    pub approver_role: Role,
+    /// How long a request waits for a decision when the agent does not say.
+    #[serde(default)]
+    pub expiry_seconds: Option<i64>,
+    /// At most this many successful executions per run; more is a violation.
+    #[serde(default)]
+    pub run_limit: Option<i64>,
+}
+
+fn default_approver_role() -> Role {
+    Role::Approver
+}
+
+impl ToolPolicy {
+    /// A policy that only sets the side-effect class.
+    pub fn class(pattern: &str, side_effect: SideEffect) -> ToolPolicy {
+        ToolPolicy {
+            pattern: pattern.to_string(),
+            side_effect,
+            requires_approval: false,
+            approver_role: Role::Approver,
+            expiry_seconds: None,
+            run_limit: None,
+        }
+    }
 }
 
 /// Whether `name` matches a `*`-wildcard pattern (case-sensitive, whole name).
@@ -32,13 +65,14 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     true
 }
 
+/// The policy that governs `tool`: its exact name first, else the first matching pattern.
+pub fn policy_for<'a>(tool: &str, policies: &'a [ToolPolicy]) -> Option<&'a ToolPolicy> {
+    policies.iter().find(|p| p.pattern == tool).or_else(|| policies.iter().find(|p| glob_matches(&p.pattern, tool)))
+}
+
 /// The class of `tool` by the first matching policy; exact names beat patterns.
 pub fn classify(tool: &str, policies: &[ToolPolicy]) -> Option<SideEffect> {
-    policies
-        .iter()
-        .find(|p| p.pattern == tool)
-        .or_else(|| policies.iter().find(|p| glob_matches(&p.pattern, tool)))
-        .map(|p| p.side_effect)
+    policy_for(tool, policies).map(|p| p.side_effect)
 }
 
 #[cfg(test)]
@@ -60,8 +94,8 @@ mod tests {
     #[test]
     fn exact_names_win_over_patterns() {
         let policies = vec![
-            ToolPolicy { pattern: "send_*".into(), side_effect: SideEffect::Write },
-            ToolPolicy { pattern: "send_invoice".into(), side_effect: SideEffect::Irreversible },
+            ToolPolicy::class("send_*", SideEffect::Write),
+            ToolPolicy::class("send_invoice", SideEffect::Irreversible),
         ];
         assert_eq!(classify("send_invoice", &policies), Some(SideEffect::Irreversible));
         assert_eq!(classify("send_email", &policies), Some(SideEffect::Write));

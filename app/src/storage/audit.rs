@@ -16,6 +16,9 @@ pub mod action {
     pub const TOKEN_REVOKED: &str = "token_revoked";
     pub const POLICY_SAVED: &str = "tool_policy_saved";
     pub const POLICY_DELETED: &str = "tool_policy_deleted";
+    pub const APPROVAL_APPROVED: &str = "approval_approved";
+    pub const APPROVAL_DENIED: &str = "approval_denied";
+    pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
 }
 
 /// One entry to append.

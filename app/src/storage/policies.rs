@@ -1,34 +1,63 @@
-//! Tool policies: tool-name patterns and the side-effect class they imply.
+//! Tool policies: tool-name patterns, the side-effect class they imply, and the approval
+//! rules for the tools they match.
 
 use super::{now_ms, on_pool, Db, StoreResult};
+use crate::access::Role;
 use crate::canonical::SideEffect;
-use crate::ingest::policy::ToolPolicy;
+use crate::ingest::policy::{policy_for, ToolPolicy};
+
+const COLUMNS: &str = "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit";
 
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
     pattern: String,
     side_effect: String,
+    requires_approval: bool,
+    approver_role: String,
+    expiry_seconds: Option<i64>,
+    run_limit: Option<i64>,
+}
+
+impl From<PolicyRow> for ToolPolicy {
+    fn from(r: PolicyRow) -> Self {
+        ToolPolicy {
+            pattern: r.pattern,
+            side_effect: SideEffect::parse(&r.side_effect).unwrap_or(SideEffect::Unknown),
+            requires_approval: r.requires_approval,
+            approver_role: r.approver_role.parse().unwrap_or(Role::Approver),
+            expiry_seconds: r.expiry_seconds,
+            run_limit: r.run_limit,
+        }
+    }
 }
 
 pub async fn list(db: &Db) -> StoreResult<Vec<ToolPolicy>> {
-    let sql = "SELECT pattern, side_effect FROM tool_policies ORDER BY pattern";
-    let rows: Vec<PolicyRow> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ToolPolicy {
-            pattern: r.pattern,
-            side_effect: SideEffect::parse(&r.side_effect).unwrap_or(SideEffect::Unknown),
-        })
-        .collect())
+    let sql = format!("SELECT {COLUMNS} FROM tool_policies ORDER BY pattern");
+    let rows: Vec<PolicyRow> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(ToolPolicy::from).collect())
+}
+
+/// The policy governing `tool` right now (exact name first, then the first pattern).
+pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
+    let all = list(db).await?;
+    Ok(policy_for(tool, &all).cloned())
 }
 
 /// Creates or replaces the policy for `pattern`.
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
-    let sql = "INSERT INTO tool_policies (pattern, side_effect, updated_at) VALUES ($1, $2, $3) \
-               ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, updated_at = excluded.updated_at";
-    on_pool!(db, pool => sqlx::query(sql)
+    let sql = format!(
+        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \
+         requires_approval = excluded.requires_approval, approver_role = excluded.approver_role, \
+         expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, updated_at = excluded.updated_at"
+    );
+    on_pool!(db, pool => sqlx::query(&sql)
         .bind(&policy.pattern)
         .bind(policy.side_effect.as_str())
+        .bind(policy.requires_approval)
+        .bind(policy.approver_role.as_str())
+        .bind(policy.expiry_seconds)
+        .bind(policy.run_limit)
         .bind(now_ms())
         .execute(pool)
         .await

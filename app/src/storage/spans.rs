@@ -194,6 +194,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 }
             }
 
+            super::approvals::record_violations!(tx, spans, run_of, received_at);
+
             let t_spans = std::time::Instant::now();
             if postgres {
                 for run in &touched {
@@ -217,8 +219,9 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     facts_by_run.entry(row.fact_run_id).or_default().push(row.facts);
                 }
             }
-            let derived: Vec<RunDetail> =
+            let mut derived: Vec<RunDetail> =
                 touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
+            super::approvals::count_violations!(tx, derived);
             for chunk in derived.chunks(ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \

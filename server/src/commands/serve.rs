@@ -30,7 +30,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    let state = AppState { db: db.clone(), leptos_options: leptos_options(&config) };
+    let approval_hub = app::approvals::hub::ApprovalHub::new();
+    let state = AppState { db: db.clone(), leptos_options: leptos_options(&config), approvals: approval_hub.clone() };
     let app = web::router(state, &config);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -58,6 +59,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let background = [
         tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),
         tokio::spawn(apply_retention(db.clone(), config.retention_days, config.body_retention_days)),
+        tokio::spawn(expire_approvals(db.clone(), approval_hub.clone())),
+        tokio::spawn(approval_hub.clone().listen(db.clone())),
     ];
     // One signal stops all three listeners; each finishes the requests in flight.
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -74,9 +77,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let grpc_receiver = tonic::transport::Server::builder()
         .add_service(crate::otlp::grpc::server(ingest.clone()))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc), until_stopped());
+    let hub = approval_hub.clone();
     tokio::spawn(async move {
         crate::shutdown::signal().await;
         let _ = stop.send(true);
+        // Long polls answer with the current status instead of holding shutdown up.
+        hub.close();
     });
     tracing::info!(
         ui = %format!("http://{}", config.listen),
@@ -119,6 +125,24 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
                 tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
             }
             Err(e) => tracing::warn!(error = %e, "retention job failed; will retry"),
+        }
+    }
+}
+
+/// Every second: pending approval requests past their expiry become `expired`, and the
+/// agents waiting on them are woken.
+async fn expire_approvals(db: app::storage::Db, hub: app::approvals::hub::ApprovalHub) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        every.tick().await;
+        match app::storage::approvals::expire_due(&db, app::storage::now_ms()).await {
+            Ok(ids) => {
+                for id in ids {
+                    tracing::info!(approval = %id, "approval request expired");
+                    hub.announce(&db, &id).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not expire approval requests; will retry"),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Tool policies: which tool names read, write, or do something irreversible. Ingest uses
-//! them for tool calls whose spans do not declare a side-effect class.
+//! Tool policies: which tool names read, write, or do something irreversible (ingest uses
+//! the class for tool calls whose spans declare none), which need a per-call approval and
+//! from whom, how long a request waits, and an absolute per-run limit.
 
 use super::AdminTabs;
 use crate::canonical::SideEffect;
@@ -28,13 +29,24 @@ pub fn PoliciesAdmin() -> impl IntoView {
             <h2>"Add or replace"</h2>
             <label>"Tool name or pattern" <input type="text" name="pattern" placeholder="send_*" required maxlength="200"/></label>
             <label>"Side effect" <select name="side_effect">{classes()}</select></label>
+            <label class="checkbox"><input type="checkbox" name="requires_approval" value="on"/>" Requires approval"</label>
+            <label>"Approver role"
+                <select name="approver_role">
+                    <option value="approver">"approver"</option>
+                    <option value="operator">"operator"</option>
+                    <option value="admin">"admin"</option>
+                </select>
+            </label>
+            <label>"Expiry (seconds)" <input type="number" name="expiry_seconds" min="1" placeholder="3600"/></label>
+            <label>"Per-run limit" <input type="number" name="run_limit" min="1" placeholder="none"/></label>
             <button type="submit" class="primary">"Save policy"</button>
             <ActionError value=save.value()/>
         </ActionForm>
         <p class="muted small">
             "A span's own " <code>"tool.side_effect"</code> " wins; otherwise the exact tool name, then the first "
             "matching pattern (" <code>"*"</code> " matches anything). Changes apply to spans received from a few "
-            "seconds later on."
+            "seconds later on. A tool that requires approval must run under an approved request for exactly "
+            "its arguments; the per-run limit counts successful executions in one run."
         </p>
         <ActionError value=delete.value()/>
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -43,7 +55,10 @@ pub fn PoliciesAdmin() -> impl IntoView {
                     Ok(rows) if rows.is_empty() => view! { <p class="muted">"No tool policies yet."</p> }.into_any(),
                     Ok(rows) => view! {
                         <table class="grid" data-testid="policy-table">
-                            <thead><tr><th>"Pattern"</th><th>"Side effect"</th><th></th></tr></thead>
+                            <thead><tr>
+                                <th>"Pattern"</th><th>"Side effect"</th><th>"Approval"</th><th>"Expiry"</th>
+                                <th>"Per-run limit"</th><th></th>
+                            </tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|row| {
                                     let pattern = row.pattern.clone();
@@ -51,6 +66,9 @@ pub fn PoliciesAdmin() -> impl IntoView {
                                         <tr>
                                             <td><code>{row.pattern}</code></td>
                                             <td><span class=format!("badge effect-{}", row.side_effect)>{row.side_effect.clone()}</span></td>
+                                            <td>{if row.requires_approval { format!("required, by {}", row.approver_role) } else { "not required".to_string() }}</td>
+                                            <td>{row.expiry_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (3600 s)".into())}</td>
+                                            <td>{row.run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into())}</td>
                                             <td>
                                                 <ActionForm action=delete attr:class="inline">
                                                     <input type="hidden" name="pattern" value=pattern/>

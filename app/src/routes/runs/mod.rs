@@ -1,6 +1,7 @@
 //! The run list (`/runs`): every run with its termination reason, cost and flags; filters
 //! and search live in the URL, so a view can be shared and the back button works.
 
+mod approvals_panel;
 pub mod detail;
 
 use crate::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};

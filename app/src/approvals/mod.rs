@@ -1,0 +1,117 @@
+//! Per-call approval: the request an agent files before running a tool that needs one, the
+//! decision an approver takes on its exact payload, and the violations ingest records when
+//! a tool ran without a valid approval.
+//!
+//! The types here are shared by server and browser. The rules live in `payload` (canonical
+//! form and hashes, request validation), `check` (an executed tool call against the
+//! approval it names) and `hub` (waking agents that wait for a decision); storage is in
+//! `storage::approvals`.
+
+use crate::access::Role;
+use crate::canonical::{vocabulary, SideEffect};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+pub mod check;
+#[cfg(feature = "ssr")]
+pub mod hub;
+#[cfg(feature = "ssr")]
+pub mod payload;
+
+vocabulary! {
+    /// Where a request stands. Everything but `Pending` is final.
+    ApprovalStatus {
+        Pending = "pending",
+        Approved = "approved",
+        Denied = "denied",
+        Expired = "expired",
+        Cancelled = "cancelled",
+    }
+}
+
+impl ApprovalStatus {
+    pub fn is_final(self) -> bool {
+        self != ApprovalStatus::Pending
+    }
+}
+
+vocabulary! {
+    /// Why an executed tool call broke the approval rules.
+    ViolationKind {
+        /// The tool's policy requires approval and the call named none.
+        NoApproval = "no_approval",
+        /// The call named an approval id that does not exist.
+        UnknownApproval = "unknown_approval",
+        /// The named approval was denied, expired, cancelled or still pending.
+        NotApproved = "not_approved",
+        /// The named approval had already been used by another execution.
+        Reused = "reused",
+        /// The executed tool or arguments differ from what was approved.
+        PayloadMismatch = "payload_mismatch",
+        /// More successful executions in the run than the tool's policy allows.
+        RunLimitExceeded = "run_limit_exceeded",
+    }
+}
+
+impl ViolationKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ViolationKind::NoApproval => "ran without an approval although its policy requires one",
+            ViolationKind::UnknownApproval => "named an approval that does not exist",
+            ViolationKind::NotApproved => "ran under an approval that was not approved",
+            ViolationKind::Reused => "reused an approval another execution had already used",
+            ViolationKind::PayloadMismatch => "ran with a tool or arguments different from what was approved",
+            ViolationKind::RunLimitExceeded => "ran more often in this run than its policy allows",
+        }
+    }
+}
+
+/// One labelled field the agent asked the approver to read first (recipient, subject, body).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisplayField {
+    pub label: String,
+    /// Verbatim text; JSON values other than strings are pretty-printed.
+    pub value: String,
+}
+
+/// An approval request as approvers and agents see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub run_id: String,
+    pub step_index: Option<i64>,
+    pub tool: String,
+    /// The arguments in canonical JSON (sorted keys, no whitespace): exactly what was hashed.
+    pub arguments: String,
+    pub display: Vec<DisplayField>,
+    pub idempotency_key: Option<String>,
+    /// SHA-256 over the canonical JSON of `{"arguments": ..., "tool": ...}`.
+    pub payload_sha256: String,
+    pub side_effect: SideEffect,
+    pub required_role: Role,
+    pub agent: Option<String>,
+    /// The API token that filed the request.
+    pub requested_by: String,
+    pub status: ApprovalStatus,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub reason: Option<String>,
+    /// The tool span (`trace_id:span_id`) that executed under this approval.
+    pub used_by_span: Option<String>,
+}
+
+/// A tool call that ran without a valid approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Violation {
+    pub trace_id: String,
+    pub span_id: String,
+    pub kind: ViolationKind,
+    pub run_id: String,
+    pub tool: String,
+    pub approval_id: Option<String>,
+    pub detail: String,
+    pub at: DateTime<Utc>,
+}

@@ -1,0 +1,222 @@
+//! The exact payload an approval is bound to: a canonical JSON form (object keys sorted,
+//! no insignificant whitespace) so the same tool and arguments always hash the same,
+//! however an agent formatted them, and validation of a new request.
+
+use super::DisplayField;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Longest run id, tool name or idempotency key accepted.
+pub const MAX_ID_LEN: usize = 200;
+/// Most display fields one request may carry.
+pub const MAX_DISPLAY_FIELDS: usize = 50;
+/// Longest wait a request may ask for: one week.
+pub const MAX_EXPIRES_IN_SECONDS: i64 = 7 * 24 * 3600;
+/// The wait when neither the agent nor the tool's policy says: one hour.
+pub const DEFAULT_EXPIRES_IN_SECONDS: i64 = 3600;
+
+/// `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace,
+/// strings escaped as serde_json does, numbers as serde_json prints them.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            // Sorted here rather than trusting serde_json's map order, which a
+            // dependency enabling `preserve_order` would silently change.
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push('{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The hash an approval is bound to: tool and arguments together.
+pub fn payload_sha256(tool: &str, arguments: &Value) -> String {
+    let payload = serde_json::json!({ "tool": tool, "arguments": arguments });
+    sha256_hex(&canonical_json(&payload))
+}
+
+/// The hash ingest computes for an executed tool span's arguments
+/// (`ingest::normalize::args_sha256` of the same JSON gives the same value).
+pub fn arguments_sha256(arguments: &Value) -> String {
+    sha256_hex(&canonical_json(arguments))
+}
+
+/// A request as an agent sends it (`POST /api/v1/approvals`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    pub run_id: Option<String>,
+    pub step_index: Option<i64>,
+    pub tool: Option<String>,
+    pub arguments: Option<Value>,
+    #[serde(default)]
+    pub display: Option<Vec<DisplayInput>>,
+    pub idempotency_key: Option<String>,
+    pub expires_in: Option<i64>,
+    /// The agent's name, when the run is not known yet (else the run's agent is used).
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisplayInput {
+    pub label: String,
+    pub value: Value,
+}
+
+/// A request that passed validation, ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidRequest {
+    pub run_id: String,
+    pub step_index: Option<i64>,
+    pub tool: String,
+    pub arguments: Value,
+    pub display: Vec<DisplayField>,
+    pub idempotency_key: Option<String>,
+    pub expires_in: Option<i64>,
+    pub agent: Option<String>,
+}
+
+fn required_id(field: &str, value: Option<String>) -> Result<String, String> {
+    let value = value.ok_or_else(|| format!("`{field}` is required"))?;
+    let value = value.trim().to_string();
+    if value.is_empty() || value.len() > MAX_ID_LEN {
+        return Err(format!("`{field}` must have 1 to {MAX_ID_LEN} characters"));
+    }
+    Ok(value)
+}
+
+impl ApprovalRequest {
+    /// Checks every field; the error names the field and what was wrong with it.
+    pub fn validate(self) -> Result<ValidRequest, String> {
+        let run_id = required_id("run_id", self.run_id)?;
+        let tool = required_id("tool", self.tool)?;
+        let arguments = self.arguments.ok_or("`arguments` is required (any JSON value; use {} for none)")?;
+        if let Some(step) = self.step_index.filter(|s| *s < 0) {
+            return Err(format!("`step_index` must be 0 or more, got {step}"));
+        }
+        let idempotency_key = match self.idempotency_key {
+            Some(key) => Some(required_id("idempotency_key", Some(key))?),
+            None => None,
+        };
+        if let Some(secs) = self.expires_in.filter(|s| !(1..=MAX_EXPIRES_IN_SECONDS).contains(s)) {
+            return Err(format!("`expires_in` must be between 1 and {MAX_EXPIRES_IN_SECONDS} seconds, got {secs}"));
+        }
+        let display_in = self.display.unwrap_or_default();
+        if display_in.len() > MAX_DISPLAY_FIELDS {
+            return Err(format!("`display` may have at most {MAX_DISPLAY_FIELDS} fields, got {}", display_in.len()));
+        }
+        let mut display = Vec::with_capacity(display_in.len());
+        for (i, field) in display_in.into_iter().enumerate() {
+            if field.label.trim().is_empty() {
+                return Err(format!("`display[{i}].label` must not be empty"));
+            }
+            let value = match field.value {
+                Value::String(text) => text,
+                other => serde_json::to_string_pretty(&other).unwrap_or_default(),
+            };
+            display.push(DisplayField { label: field.label, value });
+        }
+        let agent = self.agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
+        Ok(ValidRequest {
+            run_id,
+            step_index: self.step_index,
+            tool,
+            arguments,
+            display,
+            idempotency_key,
+            expires_in: self.expires_in,
+            agent,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_form_sorts_keys_at_every_depth_and_drops_whitespace() {
+        let a: Value = serde_json::from_str(r#"{ "b": [ {"y": 1, "x": "é\n"} ], "a": null }"#).unwrap();
+        assert_eq!(canonical_json(&a), r#"{"a":null,"b":[{"x":"é\n","y":1}]}"#);
+    }
+
+    #[test]
+    fn the_same_payload_hashes_the_same_however_it_was_formatted() {
+        let one: Value = serde_json::from_str(r#"{"to":"a@b.c","body":"hi"}"#).unwrap();
+        let two: Value = serde_json::from_str("{\n  \"body\": \"hi\",\n  \"to\": \"a@b.c\"\n}").unwrap();
+        assert_eq!(payload_sha256("send_email", &one), payload_sha256("send_email", &two));
+        assert_ne!(payload_sha256("send_email", &one), payload_sha256("send_sms", &one), "the tool is part of it");
+        let changed = json!({"to": "a@b.c", "body": "hi "});
+        assert_ne!(payload_sha256("send_email", &one), payload_sha256("send_email", &changed));
+    }
+
+    #[test]
+    fn ingest_and_approvals_hash_arguments_alike() {
+        let args = json!({"amount": 10, "currency": "EUR"});
+        let as_sent = r#"{"currency": "EUR", "amount": 10}"#;
+        assert_eq!(arguments_sha256(&args), crate::ingest::normalize::args_sha256(as_sent));
+    }
+
+    fn request(body: Value) -> Result<ValidRequest, String> {
+        serde_json::from_value::<ApprovalRequest>(body).map_err(|e| e.to_string())?.validate()
+    }
+
+    #[test]
+    fn requests_are_validated_field_by_field() {
+        let ok = request(json!({
+            "run_id": "r1", "tool": "send_email", "arguments": {"to": "x"},
+            "display": [{"label": "Recipient", "value": "x"}, {"label": "Count", "value": 3}]
+        }))
+        .unwrap();
+        assert_eq!(ok.display[1].value, "3");
+        assert!(request(json!({"tool": "t", "arguments": {}})).unwrap_err().contains("`run_id` is required"));
+        assert!(request(json!({"run_id": "r", "arguments": {}})).unwrap_err().contains("`tool`"));
+        assert!(request(json!({"run_id": "r", "tool": "t"})).unwrap_err().contains("`arguments` is required"));
+        assert!(request(json!({"run_id": "r", "tool": "t", "arguments": {}, "expires_in": 0}))
+            .unwrap_err()
+            .contains("`expires_in`"));
+        assert!(request(json!({"run_id": "r", "tool": "t", "arguments": {}, "step_index": -1}))
+            .unwrap_err()
+            .contains("`step_index`"));
+        assert!(request(json!({"run_id": " ", "tool": "t", "arguments": {}})).unwrap_err().contains("1 to 200"));
+        let many: Vec<Value> = (0..51).map(|i| json!({"label": format!("f{i}"), "value": i})).collect();
+        assert!(request(json!({"run_id": "r", "tool": "t", "arguments": {}, "display": many}))
+            .unwrap_err()
+            .contains("at most 50"));
+        assert!(request(json!({"run_id": "r", "tool": "t", "arguments": {}, "surprise": 1}))
+            .unwrap_err()
+            .contains("unknown field"));
+    }
+}

@@ -1,0 +1,483 @@
+//! Approval requests and violations. Every state change is one conditional `UPDATE ...
+//! WHERE status = 'pending'`, so of two simultaneous decisions exactly one wins on either
+//! backend, and the loser is told who decided first.
+
+use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::access::Role;
+use crate::approvals::payload::{arguments_sha256, canonical_json, payload_sha256, ValidRequest};
+use crate::approvals::{Approval, ApprovalStatus, Violation, ViolationKind};
+use crate::canonical::SideEffect;
+use crate::ingest::policy::ToolPolicy;
+
+const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
+    arguments_sha256, side_effect, required_role, agent, requested_by, status, created_at, expires_at, decided_by, \
+    decided_at, reason, used_by_span";
+
+#[derive(sqlx::FromRow)]
+struct ApprovalRow {
+    id: String,
+    run_id: String,
+    step_index: Option<i64>,
+    tool: String,
+    arguments: String,
+    display: String,
+    idempotency_key: Option<String>,
+    payload_sha256: String,
+    #[allow(dead_code)]
+    arguments_sha256: String,
+    side_effect: String,
+    required_role: String,
+    agent: Option<String>,
+    requested_by: String,
+    status: String,
+    created_at: i64,
+    expires_at: i64,
+    decided_by: Option<String>,
+    decided_at: Option<i64>,
+    reason: Option<String>,
+    used_by_span: Option<String>,
+}
+
+impl From<ApprovalRow> for Approval {
+    fn from(r: ApprovalRow) -> Self {
+        Approval {
+            id: r.id,
+            run_id: r.run_id,
+            step_index: r.step_index,
+            tool: r.tool,
+            arguments: r.arguments,
+            display: serde_json::from_str(&r.display).unwrap_or_default(),
+            idempotency_key: r.idempotency_key,
+            payload_sha256: r.payload_sha256,
+            side_effect: SideEffect::parse(&r.side_effect).unwrap_or(SideEffect::Unknown),
+            required_role: r.required_role.parse().unwrap_or(Role::Approver),
+            agent: r.agent,
+            requested_by: r.requested_by,
+            status: ApprovalStatus::parse(&r.status).unwrap_or(ApprovalStatus::Pending),
+            created_at: from_ms(r.created_at),
+            expires_at: from_ms(r.expires_at),
+            decided_by: r.decided_by,
+            decided_at: r.decided_at.map(from_ms),
+            reason: r.reason,
+            used_by_span: r.used_by_span,
+        }
+    }
+}
+
+/// A new id: `apr_` and 16 random bytes in hex, unguessable so it can appear in URLs.
+fn new_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    format!("apr_{}", hex::encode(bytes))
+}
+
+/// Files a request, or returns the one already filed under the same idempotency key with
+/// the same payload (`false` = not newly created). The same key with another payload is a
+/// conflict that says so.
+pub async fn create(
+    db: &Db,
+    request: &ValidRequest,
+    policy: Option<&ToolPolicy>,
+    requested_by: &str,
+) -> StoreResult<(Approval, bool)> {
+    let payload = payload_sha256(&request.tool, &request.arguments);
+    if let Some(existing) = by_idempotency_key(db, request).await? {
+        return same_payload(existing, &payload, request).map(|a| (a, false));
+    }
+    let now = now_ms();
+    let expires_in = request
+        .expires_in
+        .or(policy.and_then(|p| p.expiry_seconds))
+        .unwrap_or(crate::approvals::payload::DEFAULT_EXPIRES_IN_SECONDS);
+    let agent = match &request.agent {
+        Some(agent) => Some(agent.clone()),
+        None => run_agent(db, &request.run_id).await?,
+    };
+    let id = new_id();
+    let sql = format!(
+        "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+         'pending', $14, $15, NULL, NULL, NULL, NULL)"
+    );
+    let display = serde_json::to_string(&request.display).unwrap_or_else(|_| "[]".into());
+    let result = on_pool!(db, pool => sqlx::query(&sql)
+        .bind(&id)
+        .bind(&request.run_id)
+        .bind(request.step_index)
+        .bind(&request.tool)
+        .bind(canonical_json(&request.arguments))
+        .bind(&display)
+        .bind(&request.idempotency_key)
+        .bind(&payload)
+        .bind(arguments_sha256(&request.arguments))
+        .bind(policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str())
+        .bind(policy.map(|p| p.approver_role).unwrap_or(Role::Approver).as_str())
+        .bind(&agent)
+        .bind(requested_by)
+        .bind(now)
+        .bind(now + expires_in * 1000)
+        .execute(pool)
+        .await
+        .map(|_| ()));
+    match result {
+        Ok(()) => {}
+        // Two agents raced with the same key: the first insert won; answer as for a repeat.
+        Err(e) if is_unique_violation(&e) => {
+            let existing = by_idempotency_key(db, request).await?.ok_or(StoreError::Database(e))?;
+            return same_payload(existing, &payload, request).map(|a| (a, false));
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let created = get(db, &id).await?.ok_or_else(|| StoreError::NotFound(format!("approval {id}")))?;
+    Ok((created, true))
+}
+
+fn same_payload(existing: Approval, payload: &str, request: &ValidRequest) -> StoreResult<Approval> {
+    if existing.payload_sha256 == payload {
+        Ok(existing)
+    } else {
+        Err(StoreError::Conflict(format!(
+            "idempotency key `{}` was already used in run `{}` for a different payload (request {}, payload_sha256 {}); \
+             a changed payload needs a new key",
+            request.idempotency_key.as_deref().unwrap_or_default(),
+            request.run_id,
+            existing.id,
+            existing.payload_sha256
+        )))
+    }
+}
+
+async fn by_idempotency_key(db: &Db, request: &ValidRequest) -> StoreResult<Option<Approval>> {
+    let Some(key) = &request.idempotency_key else { return Ok(None) };
+    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 AND idempotency_key = $2");
+    let row: Option<ApprovalRow> =
+        on_pool!(db, pool => sqlx::query_as(&sql).bind(&request.run_id).bind(key).fetch_optional(pool).await)?;
+    Ok(row.map(Approval::from))
+}
+
+async fn run_agent(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
+    let sql = "SELECT agent FROM runs WHERE run_id = $1";
+    let agent: Option<Option<String>> =
+        on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
+    Ok(agent.flatten())
+}
+
+pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {
+    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
+    let row: Option<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    Ok(row.map(Approval::from))
+}
+
+/// Filters for the inbox and the decided history; empty strings mean "any".
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalFilter {
+    pub agent: Option<String>,
+    pub tool: Option<String>,
+    pub decided_by: Option<String>,
+    pub status: Option<ApprovalStatus>,
+}
+
+/// Pending requests, oldest first.
+pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResult<Vec<Approval>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND ($1 IS NULL OR agent = $1) \
+         AND ($2 IS NULL OR tool = $2) ORDER BY created_at, id LIMIT $3"
+    );
+    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
+        .bind(&filter.agent)
+        .bind(&filter.tool)
+        .bind(limit)
+        .fetch_all(pool)
+        .await)?;
+    Ok(rows.into_iter().map(Approval::from).collect())
+}
+
+/// Decided, expired and cancelled requests, newest decision first.
+pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResult<Vec<Approval>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM approvals WHERE status <> 'pending' AND ($1 IS NULL OR decided_by = $1) \
+         AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR tool = $3) ORDER BY decided_at DESC, id LIMIT $4"
+    );
+    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
+        .bind(&filter.decided_by)
+        .bind(filter.status.map(|s| s.as_str()))
+        .bind(&filter.tool)
+        .bind(limit)
+        .fetch_all(pool)
+        .await)?;
+    Ok(rows.into_iter().map(Approval::from).collect())
+}
+
+/// The requests of one run, oldest first.
+pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Approval>> {
+    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 ORDER BY created_at, id");
+    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(Approval::from).collect())
+}
+
+pub async fn count_pending(db: &Db) -> StoreResult<i64> {
+    let sql = "SELECT COUNT(*) FROM approvals WHERE status = 'pending'";
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+}
+
+/// The distinct agents and tools of pending requests, for the inbox filters.
+pub async fn pending_facets(db: &Db) -> StoreResult<(Vec<String>, Vec<String>)> {
+    let agents = "SELECT DISTINCT agent FROM approvals WHERE status = 'pending' AND agent IS NOT NULL ORDER BY agent";
+    let tools = "SELECT DISTINCT tool FROM approvals WHERE status = 'pending' ORDER BY tool";
+    let agents: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(agents).fetch_all(pool).await)?;
+    let tools: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(tools).fetch_all(pool).await)?;
+    Ok((agents, tools))
+}
+
+/// An approver's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+/// Decides a pending request if the approver saw the payload it is bound to. Refusals say
+/// why: unknown request, a different payload, already decided (by whom, when), expired.
+/// The caller has checked the approver's role against `required_role`.
+pub async fn decide(
+    db: &Db,
+    id: &str,
+    decision: Decision,
+    shown_sha256: &str,
+    approver: &str,
+    reason: Option<&str>,
+) -> StoreResult<Approval> {
+    let now = now_ms();
+    let status = match decision {
+        Decision::Approve => ApprovalStatus::Approved,
+        Decision::Deny => ApprovalStatus::Denied,
+    };
+    let sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4 \
+               WHERE id = $5 AND status = 'pending' AND payload_sha256 = $6 AND expires_at > $3";
+    let changed = on_pool!(db, pool => sqlx::query(sql)
+        .bind(status.as_str())
+        .bind(approver)
+        .bind(now)
+        .bind(reason)
+        .bind(id)
+        .bind(shown_sha256)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected()))?;
+    let current = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))?;
+    if changed == 1 {
+        return Ok(current);
+    }
+    Err(StoreError::Conflict(refusal(&current, shown_sha256, now)))
+}
+
+/// Why a decision on `current` was not recorded.
+fn refusal(current: &Approval, shown_sha256: &str, now: i64) -> String {
+    let when = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_else(|| "earlier".into())
+    };
+    match current.status {
+        ApprovalStatus::Pending if current.payload_sha256 != shown_sha256 => format!(
+            "the payload you were shown (sha256 {shown_sha256}) is not the one this request is bound to ({}); \
+             reload the request and read it again",
+            current.payload_sha256
+        ),
+        ApprovalStatus::Pending if current.expires_at.timestamp_millis() <= now => {
+            format!("this request expired at {}", when(Some(current.expires_at)))
+        }
+        ApprovalStatus::Pending => "the request changed while deciding; reload it".into(),
+        ApprovalStatus::Expired => format!("this request expired at {}", when(current.decided_at)),
+        ApprovalStatus::Cancelled => format!("the agent cancelled this request at {}", when(current.decided_at)),
+        decided => format!(
+            "already {decided} by {} at {}",
+            current.decided_by.as_deref().unwrap_or("someone"),
+            when(current.decided_at)
+        ),
+    }
+}
+
+/// Cancels a pending request on the agent's behalf; a final request is returned unchanged.
+pub async fn cancel(db: &Db, id: &str, by: &str) -> StoreResult<Option<Approval>> {
+    let sql = "UPDATE approvals SET status = 'cancelled', decided_by = $1, decided_at = $2 \
+               WHERE id = $3 AND status = 'pending'";
+    on_pool!(db, pool => sqlx::query(sql).bind(by).bind(now_ms()).bind(id).execute(pool).await.map(|_| ()))?;
+    get(db, id).await
+}
+
+/// Marks pending requests past their expiry as `expired`; returns their ids so their
+/// waiters can be woken.
+pub async fn expire_due(db: &Db, now: i64) -> StoreResult<Vec<String>> {
+    let sql = "UPDATE approvals SET status = 'expired', decided_at = expires_at \
+               WHERE status = 'pending' AND expires_at <= $1 RETURNING id";
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(now).fetch_all(pool).await)?)
+}
+
+#[derive(sqlx::FromRow)]
+struct ViolationRow {
+    trace_id: String,
+    span_id: String,
+    kind: String,
+    run_id: String,
+    tool: String,
+    approval_id: Option<String>,
+    detail: String,
+    at: i64,
+}
+
+impl From<ViolationRow> for Violation {
+    fn from(r: ViolationRow) -> Self {
+        Violation {
+            trace_id: r.trace_id,
+            span_id: r.span_id,
+            kind: ViolationKind::parse(&r.kind).unwrap_or(ViolationKind::NoApproval),
+            run_id: r.run_id,
+            tool: r.tool,
+            approval_id: r.approval_id,
+            detail: r.detail,
+            at: from_ms(r.at),
+        }
+    }
+}
+
+const VIOLATION_COLUMNS: &str = "trace_id, span_id, kind, run_id, tool, approval_id, detail, at";
+
+/// The violations of one run, in the order they were recorded.
+pub async fn violations_for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Violation>> {
+    let sql = format!("SELECT {VIOLATION_COLUMNS} FROM approval_violations WHERE run_id = $1 ORDER BY at, span_id");
+    let rows: Vec<ViolationRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(Violation::from).collect())
+}
+
+/// The most recent violations across runs.
+pub async fn recent_violations(db: &Db, limit: i64) -> StoreResult<Vec<Violation>> {
+    let sql = format!("SELECT {VIOLATION_COLUMNS} FROM approval_violations ORDER BY at DESC, span_id LIMIT $1");
+    let rows: Vec<ViolationRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(Violation::from).collect())
+}
+
+/// Inside the ingest transaction `$tx`: checks every executed tool call in `$spans`
+/// against the approval rules (see `approvals::check`), claims each approval's one use, and
+/// records violations idempotently. A macro because the transaction's type differs per
+/// backend and the write path is expanded once for each (see `on_pool!`).
+macro_rules! record_violations {
+    ($tx:ident, $spans:expr, $run_of:expr, $now:expr) => {{
+        use $crate::approvals::check::{check, needs_check, ApprovalFacts, Execution};
+        use $crate::canonical::Outcome;
+        let executed = |s: &&$crate::ingest::normalize::NormalizedSpan| {
+            matches!(s.outcome, Some(Outcome::Ok | Outcome::Error | Outcome::Timeout))
+        };
+        let mut found: Vec<(&$crate::ingest::normalize::NormalizedSpan, $crate::approvals::ViolationKind, String)> =
+            Vec::new();
+        let executions: Vec<(Execution<'_>, &$crate::ingest::normalize::NormalizedSpan)> = $spans
+            .iter()
+            .filter(executed)
+            .filter_map(|s| {
+                let e = Execution {
+                    span_key: format!("{}:{}", s.trace_id, s.span_id),
+                    tool: s.tool_name.as_deref()?,
+                    approval_id: s.approval_id.as_deref(),
+                    args_sha256: s.args_sha256.as_deref(),
+                    requires_approval: s.requires_approval,
+                };
+                needs_check(&e).then_some((e, s))
+            })
+            .collect();
+        let ids: std::collections::BTreeSet<&str> = executions.iter().filter_map(|(e, _)| e.approval_id).collect();
+        let mut facts: std::collections::BTreeMap<String, ApprovalFacts> = std::collections::BTreeMap::new();
+        for id in ids {
+            let row: Option<ApprovalFacts> =
+                sqlx::query_as("SELECT id, tool, arguments_sha256, status, used_by_span FROM approvals WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&mut *$tx)
+                    .await?;
+            facts.extend(row.map(|r| (r.id.clone(), r)));
+        }
+        for (e, s) in &executions {
+            let approval = e.approval_id.and_then(|id| facts.get(id));
+            let mut verdict = check(e, approval, None);
+            if let (None, Some(a)) = (&verdict, approval) {
+                // Valid so far: claim the approval's one use. The conditional UPDATE makes
+                // a concurrent second use on another instance lose, not both win.
+                let claimed = sqlx::query(
+                    "UPDATE approvals SET used_by_span = $1, used_at = $2 WHERE id = $3 AND used_by_span IS NULL",
+                )
+                .bind(&e.span_key)
+                .bind($now)
+                .bind(&a.id)
+                .execute(&mut *$tx)
+                .await?
+                .rows_affected();
+                let holder: Option<String> = if claimed == 1 {
+                    Some(e.span_key.clone())
+                } else {
+                    sqlx::query_scalar("SELECT used_by_span FROM approvals WHERE id = $1")
+                        .bind(&a.id)
+                        .fetch_one(&mut *$tx)
+                        .await?
+                };
+                verdict = check(e, approval, holder.as_deref());
+            }
+            if let Some((kind, detail)) = verdict {
+                found.push((s, kind, detail));
+            }
+        }
+        // Absolute per-run limits: the n-th successful execution in start order is over
+        // the limit when n > limit, however the spans arrived.
+        for s in $spans.iter().filter(|s| s.run_limit.is_some() && s.outcome == Some(Outcome::Ok)) {
+            let (Some(tool), Some(limit)) = (s.tool_name.as_deref(), s.run_limit) else { continue };
+            let run = &$run_of[s.trace_id.as_str()];
+            let nth: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM spans WHERE run_id = $1 AND tool_name = $2 AND outcome = 'ok' \
+                 AND (start_ns < $3 OR (start_ns = $3 AND span_id <= $4))",
+            )
+            .bind(run)
+            .bind(tool)
+            .bind(s.start_ns)
+            .bind(&s.span_id)
+            .fetch_one(&mut *$tx)
+            .await?;
+            if nth > limit {
+                let detail = format!("execution {nth} of {tool} in this run; its policy allows {limit}");
+                found.push((s, $crate::approvals::ViolationKind::RunLimitExceeded, detail));
+            }
+        }
+        for (s, kind, detail) in found {
+            sqlx::query(
+                "INSERT INTO approval_violations (trace_id, span_id, kind, run_id, tool, approval_id, detail, at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (trace_id, span_id, kind) DO NOTHING",
+            )
+            .bind(&s.trace_id)
+            .bind(&s.span_id)
+            .bind(kind.as_str())
+            .bind(&$run_of[s.trace_id.as_str()])
+            .bind(s.tool_name.as_deref().unwrap_or_default())
+            .bind(&s.approval_id)
+            .bind(detail)
+            .bind($now)
+            .execute(&mut *$tx)
+            .await?;
+        }
+    }};
+}
+pub(crate) use record_violations;
+
+/// Inside the ingest transaction: sets each derived run's violation count from the
+/// recorded violations (derivation itself only sees spans).
+macro_rules! count_violations {
+    ($tx:ident, $derived:expr) => {{
+        for chunk in $derived.chunks_mut(500) {
+            let mut q = sqlx::QueryBuilder::new("SELECT run_id, COUNT(*) FROM approval_violations WHERE run_id IN (");
+            let mut list = q.separated(", ");
+            for d in chunk.iter() {
+                list.push_bind(d.run.run_id.clone());
+            }
+            q.push(") GROUP BY run_id");
+            let counts: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *$tx).await?;
+            let counts: std::collections::BTreeMap<String, i64> = counts.into_iter().collect();
+            for d in chunk.iter_mut() {
+                d.run.approval_violations = counts.get(&d.run.run_id).copied().unwrap_or(0);
+            }
+        }
+    }};
+}
+pub(crate) use count_violations;

@@ -1,0 +1,165 @@
+//! The approval API for agents (scope `approvals`): file a request for one tool call with
+//! its exact arguments, long-poll for the decision, cancel it.
+//!
+//! `POST /api/v1/approvals`, `GET /api/v1/approvals/{id}?wait=SECONDS`,
+//! `POST /api/v1/approvals/{id}/cancel`.
+
+use super::{AgentToken, ApiError};
+use app::access::Scope;
+use app::approvals::hub::{ApprovalHub, RECHECK};
+use app::approvals::payload::ApprovalRequest;
+use app::approvals::{Approval, ApprovalStatus};
+use app::storage::{approvals, now_ms, policies, Db};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::Instant;
+
+/// The longest a single `GET ...?wait=` holds the connection; agents loop for longer.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+
+/// What an agent sees of its request: the decision and the hash it is bound to.
+#[derive(Debug, Serialize)]
+pub struct AgentView {
+    pub id: String,
+    pub status: ApprovalStatus,
+    pub run_id: String,
+    pub tool: String,
+    pub payload_sha256: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub reason: Option<String>,
+}
+
+impl From<Approval> for AgentView {
+    fn from(a: Approval) -> Self {
+        AgentView {
+            id: a.id,
+            status: a.status,
+            run_id: a.run_id,
+            tool: a.tool,
+            payload_sha256: a.payload_sha256,
+            created_at: a.created_at,
+            expires_at: a.expires_at,
+            decided_by: a.decided_by,
+            decided_at: a.decided_at,
+            reason: a.reason,
+        }
+    }
+}
+
+/// `POST /api/v1/approvals`: 201 with the new request, or 200 with the existing one when
+/// the idempotency key and payload repeat an earlier request.
+pub async fn create(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(hub): Extension<ApprovalHub>,
+    body: Result<Json<ApprovalRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<AgentView>), ApiError> {
+    token.require(Scope::Approvals)?;
+    let Json(request) =
+        body.map_err(|e| ApiError::BadRequest(format!("invalid approval request: {}", e.body_text())))?;
+    let request = request.validate().map_err(ApiError::BadRequest)?;
+    let policy = policies::for_tool(&db, &request.tool).await?;
+    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), &token.name).await?;
+    if created {
+        tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
+        hub.announce(&db, &approval.id).await;
+    }
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(approval.into())))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    /// Seconds to hold the request open while the request is pending (0 = answer now).
+    pub wait: Option<u64>,
+}
+
+/// `GET /api/v1/approvals/{id}?wait=SECONDS`: answers at once when the request is final or
+/// `wait` is absent; otherwise as soon as it is decided, expires or is cancelled, or when
+/// the wait (at most [`MAX_WAIT_SECONDS`]) runs out, with the status then.
+pub async fn get(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(hub): Extension<ApprovalHub>,
+    Path(id): Path<String>,
+    params: Result<Query<WaitParams>, QueryRejection>,
+) -> Result<Json<AgentView>, ApiError> {
+    token.require(Scope::Approvals)?;
+    let Query(params) = params.map_err(|e| {
+        ApiError::BadRequest(format!("invalid query: {} (`wait` is a whole number of seconds)", e.body_text()))
+    })?;
+    let wait = Duration::from_secs(params.wait.unwrap_or(0).min(MAX_WAIT_SECONDS));
+    wait_for_final(&db, &hub, &id, Instant::now() + wait).await.map(|a| Json(a.into()))
+}
+
+/// The request once final, or as it stands at `deadline`. Subscribes before reading so a
+/// decision between the read and the wait is not missed.
+async fn wait_for_final(db: &Db, hub: &ApprovalHub, id: &str, deadline: Instant) -> Result<Approval, ApiError> {
+    let mut changes = hub.subscribe();
+    let mut closing = hub.closing();
+    loop {
+        let approval = current(db, hub, id).await?;
+        let now = Instant::now();
+        if approval.status.is_final() || now >= deadline || *closing.borrow() {
+            return Ok(approval);
+        }
+        // Wake at the deadline, at expiry, or at the next safety re-read, whichever is first.
+        let to_expiry = (approval.expires_at.timestamp_millis() - now_ms()).max(0) as u64;
+        let wake = deadline.min(now + Duration::from_millis(to_expiry)).min(now + RECHECK);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake) => break,
+                _ = closing.changed() => break,
+                received = changes.recv() => match received {
+                    Ok(changed) if changed == id => break,
+                    Ok(_) => continue,
+                    Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return Ok(approval),
+                },
+            }
+        }
+    }
+}
+
+/// The request, expiring it first if its time has passed (the expiry job may not have run yet).
+async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiError> {
+    let found =
+        approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
+    if found.status == ApprovalStatus::Pending && found.expires_at.timestamp_millis() <= now_ms() {
+        for expired in approvals::expire_due(db, now_ms()).await? {
+            hub.announce(db, &expired).await;
+        }
+        return approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")));
+    }
+    Ok(found)
+}
+
+/// `POST /api/v1/approvals/{id}/cancel`: the agent no longer needs the decision. A request
+/// that is already final is returned unchanged (check `status`).
+pub async fn cancel(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(hub): Extension<ApprovalHub>,
+    Path(id): Path<String>,
+) -> Result<Json<AgentView>, ApiError> {
+    token.require(Scope::Approvals)?;
+    let before =
+        approvals::get(&db, &id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
+    let after = approvals::cancel(&db, &id, &format!("token:{}", token.name))
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
+    if before.status != after.status {
+        hub.announce(&db, &id).await;
+    }
+    Ok(Json(after.into()))
+}
