@@ -1,13 +1,18 @@
 //! The state every server function and page render can reach through `use_context`.
 
+use crate::notify::WebhookTarget;
 use crate::storage::Db;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub db: Db,
     pub leptos_options: LeptosOptions,
+    /// The configured webhooks: whoever records an approval request, escalation or alert
+    /// passes them to `storage::webhooks::enqueue`.
+    pub webhooks: Arc<Vec<WebhookTarget>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -104,7 +104,11 @@ async fn measure(t: TestDb, runs: usize) {
     println!("\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}", t.backend(), started.elapsed());
     users::create(&t.db, "bench", &password::hash("bench-password-1"), &[Role::Viewer]).await.unwrap();
     let config = Config::resolve(Overrides::default(), None).unwrap();
-    let state = AppState { db: t.db.clone(), leptos_options: flightdeck::commands::serve::leptos_options(&config) };
+    let state = AppState {
+        db: t.db.clone(),
+        leptos_options: flightdeck::commands::serve::leptos_options(&config),
+        webhooks: Default::default(),
+    };
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")

@@ -20,7 +20,11 @@ async fn setup(t: &TestDb) -> Router {
     let config = Config::resolve(Overrides::default(), None).unwrap();
     users::create(&t.db, "alice", &password::hash(ALICE_PASSWORD), &[Role::Admin, Role::Viewer]).await.unwrap();
     users::create(&t.db, "victor", &password::hash(VICTOR_PASSWORD), &[Role::Viewer]).await.unwrap();
-    let state = AppState { db: t.db.clone(), leptos_options: flightdeck::commands::serve::leptos_options(&config) };
+    let state = AppState {
+        db: t.db.clone(),
+        leptos_options: flightdeck::commands::serve::leptos_options(&config),
+        webhooks: Default::default(),
+    };
     flightdeck::web::router(state, &config)
 }
 
