@@ -208,6 +208,7 @@ mod tests {
         assert_eq!(required_role_for_path("/"), Some(Role::Viewer));
         assert_eq!(required_role_for_path("/admin"), Some(Role::Admin));
         assert_eq!(required_role_for_path("/admin/tokens"), Some(Role::Admin));
+        assert_eq!(required_role_for_path("/admin/webhooks?failed=1"), Some(Role::Admin));
         // a look-alike prefix is not the admin area
         assert_eq!(required_role_for_path("/administrivia"), Some(Role::Viewer));
     }

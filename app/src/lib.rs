@@ -20,6 +20,8 @@ pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod ingest;
 #[cfg(feature = "ssr")]
+pub mod notify;
+#[cfg(feature = "ssr")]
 pub mod state;
 #[cfg(feature = "ssr")]
 pub mod storage;

@@ -101,3 +101,52 @@ pub struct PolicyRow {
     pub expiry_seconds: Option<i64>,
     pub run_limit: Option<i64>,
 }
+
+/// A configured webhook as admins see it: the URL without its secret part.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookTargetSummary {
+    pub name: String,
+    /// Scheme and host only (`https://hooks.slack.com/…`).
+    pub url: String,
+    /// `json` or `slack`.
+    pub format: String,
+    /// The event kinds it receives; empty means all.
+    pub events: Vec<String>,
+}
+
+/// One queued webhook delivery (one event to one target).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookDelivery {
+    pub id: i64,
+    pub created_at: DateTime<Utc>,
+    /// e.g. `approval.requested`
+    pub event_kind: String,
+    pub title: String,
+    pub target_name: String,
+    /// `pending`, `delivered` or `failed`.
+    pub status: String,
+    pub attempts: i64,
+    /// The HTTP status of the last try, if the receiver answered at all.
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    /// When a pending delivery is tried next.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+}
+
+impl WebhookDelivery {
+    pub fn is_failed(&self) -> bool {
+        self.status == "failed"
+    }
+}
+
+/// The webhooks admin page: the configured targets and the newest deliveries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhooksPage {
+    pub targets: Vec<WebhookTargetSummary>,
+    pub deliveries: Vec<WebhookDelivery>,
+    pub pending: i64,
+    pub failed: i64,
+    /// Whether `deliveries` holds failures only.
+    pub failed_only: bool,
+}

@@ -1,9 +1,11 @@
 //! The state every server function and page render can reach through `use_context`.
 
 use crate::approvals::hub::ApprovalHub;
+use crate::notify::WebhookTarget;
 use crate::storage::Db;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct AppState {
@@ -11,6 +13,9 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// Wakes agents waiting on approval decisions (shared with the agent API).
     pub approvals: ApprovalHub,
+    /// The configured webhooks: whoever records an approval request, escalation or alert
+    /// passes them to `storage::webhooks::enqueue`.
+    pub webhooks: Arc<Vec<WebhookTarget>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {

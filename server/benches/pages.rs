@@ -108,6 +108,7 @@ async fn measure(t: TestDb, runs: usize) {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
+        webhooks: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")

@@ -10,6 +10,7 @@ use app::ingest::normalize::Limits;
 use app::ingest::pipeline::{BodyPolicy, IngestSettings};
 use app::ingest::policy::ToolPolicy;
 use app::ingest::redact::Redactor;
+use app::notify::{RetryPolicy, WebhookTarget};
 use clap::Args;
 use serde::Deserialize;
 use std::fmt;
@@ -102,6 +103,22 @@ pub struct Overrides {
     #[arg(skip)]
     #[serde(default)]
     pub tool_policies: Option<Vec<ToolPolicy>>,
+
+    /// The address people reach Flightdeck at, for links in notifications
+    /// [default: http://LISTEN]
+    #[arg(long, env = "FLIGHTDECK_PUBLIC_URL", global = true, value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// Tries per webhook delivery before it is marked failed (backoff 1 s, 2 s, 4 s… up
+    /// to 10 min between tries) [default: 15]
+    #[arg(long, env = "FLIGHTDECK_WEBHOOK_MAX_ATTEMPTS", global = true, value_name = "N")]
+    pub webhook_max_attempts: Option<u32>,
+
+    /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
+    /// `format` = "json" or "slack", and optionally `events`)
+    #[arg(skip)]
+    #[serde(default)]
+    pub webhooks: Option<Vec<WebhookTarget>>,
 }
 
 /// How OTLP exports authenticate.
@@ -136,6 +153,9 @@ impl Overrides {
             redact_patterns: self.redact_patterns.or(lower.redact_patterns),
             mapping: self.mapping.or(lower.mapping),
             tool_policies: self.tool_policies.or(lower.tool_policies),
+            public_url: self.public_url.or(lower.public_url),
+            webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
+            webhooks: self.webhooks.or(lower.webhooks),
         }
     }
 
@@ -168,6 +188,10 @@ pub struct Config {
     pub redact_patterns: Vec<String>,
     pub mapping: MappingTable,
     pub tool_policies: Vec<ToolPolicy>,
+    /// Without a trailing slash.
+    pub public_url: String,
+    pub webhook_max_attempts: u32,
+    pub webhooks: Vec<WebhookTarget>,
 }
 
 impl Config {
@@ -184,8 +208,19 @@ impl Config {
             .database_url
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("flightdeck.db").display()));
+        let listen = o.listen.unwrap_or_else(|| "127.0.0.1:3000".parse().unwrap());
+        let public_url = o.public_url.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| format!("http://{listen}"));
+        if !(public_url.starts_with("http://") || public_url.starts_with("https://")) {
+            anyhow::bail!("public_url must start with http:// or https://, not `{public_url}`");
+        }
+        let webhooks = o.webhooks.unwrap_or_default();
+        app::notify::validate_targets(&webhooks).map_err(anyhow::Error::msg)?;
+        let webhook_max_attempts = o.webhook_max_attempts.unwrap_or(RetryPolicy::default().max_attempts);
+        if webhook_max_attempts == 0 {
+            anyhow::bail!("webhook_max_attempts must be at least 1");
+        }
         Ok(Config {
-            listen: o.listen.unwrap_or_else(|| "127.0.0.1:3000".parse().unwrap()),
+            listen,
             data_dir,
             database_url,
             site_root: o.site_root.unwrap_or_else(|| PathBuf::from("target/site")),
@@ -203,6 +238,9 @@ impl Config {
             redact_patterns: o.redact_patterns.unwrap_or_default(),
             mapping: o.mapping.unwrap_or_default(),
             tool_policies: o.tool_policies.unwrap_or_default(),
+            public_url: public_url.trim_end_matches('/').to_string(),
+            webhook_max_attempts,
+            webhooks,
         })
     }
 
@@ -214,6 +252,11 @@ impl Config {
             limits: Limits { max_attribute_bytes: self.max_attribute_bytes },
             body_policy: self.body_policy,
         })
+    }
+
+    /// How webhook deliveries are retried.
+    pub fn webhook_retry(&self) -> RetryPolicy {
+        RetryPolicy { max_attempts: self.webhook_max_attempts, ..RetryPolicy::default() }
     }
 
     pub fn is_sqlite(&self) -> bool {
@@ -259,7 +302,16 @@ impl fmt::Display for Config {
             "  mapping              {}",
             if self.mapping == MappingTable::default() { "default" } else { "customized" }
         )?;
-        write!(f, "  tool_policies        {}", self.tool_policies.len())
+        writeln!(f, "  tool_policies        {}", self.tool_policies.len())?;
+        writeln!(f, "  public_url           {}", self.public_url)?;
+        writeln!(f, "  webhook_max_attempts {}", self.webhook_max_attempts)?;
+        // Names only: webhook URLs often carry their secret in the path.
+        let names: Vec<&str> = self.webhooks.iter().map(|w| w.name.as_str()).collect();
+        if names.is_empty() {
+            write!(f, "  webhooks             0")
+        } else {
+            write!(f, "  webhooks             {} ({})", names.len(), names.join(", "))
+        }
     }
 }
 
@@ -321,6 +373,48 @@ mod tests {
         let f = file("redact_patterns = [\"(\"]\n");
         let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
         assert!(c.ingest_settings().unwrap_err().to_string().contains("invalid redaction pattern"));
+    }
+
+    #[test]
+    fn webhooks_come_from_the_file_and_their_urls_never_reach_the_banner() {
+        let f = file(
+            "public_url = \"https://fd.example/\"\n\
+             [[webhooks]]\nname = \"ops-slack\"\nurl = \"https://hooks.slack.com/services/T1/B2/s3cret\"\n\
+             format = \"slack\"\nevents = [\"approval.requested\", \"alert.firing\"]\n\
+             [[webhooks]]\nname = \"audit-sink\"\nurl = \"http://10.0.0.5:9000/hook\"\nformat = \"json\"\n",
+        );
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert_eq!(c.public_url, "https://fd.example");
+        assert_eq!(c.webhooks.len(), 2);
+        assert_eq!(c.webhooks[0].format, app::notify::WebhookFormat::Slack);
+        assert!(c.webhooks[0].wants(app::notify::EventKind::AlertFiring));
+        assert!(!c.webhooks[0].wants(app::notify::EventKind::EscalationOpened));
+        assert!(c.webhooks[1].events.is_none());
+        assert_eq!(c.webhook_retry().max_attempts, 15);
+        let banner = c.to_string();
+        assert!(banner.contains("webhooks             2 (ops-slack, audit-sink)"), "{banner}");
+        assert!(!banner.contains("s3cret") && !banner.contains("10.0.0.5"), "{banner}");
+
+        let c = Config::resolve(Overrides::default(), None).unwrap();
+        assert_eq!(c.public_url, "http://127.0.0.1:3000", "defaults to the listen address");
+        assert!(c.to_string().contains("webhooks             0"));
+    }
+
+    #[test]
+    fn webhook_mistakes_are_clear_errors() {
+        let cases = [
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"teams\"\n", "unknown variant `teams`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\nsecret = \"x\"\n", "unknown field `secret`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\nevents = [\"run.done\"]\n", "unknown variant `run.done`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"hooks.example\"\nformat = \"json\"\n", "https://"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x\"\nformat = \"json\"\n[[webhooks]]\nname = \"a\"\nurl = \"https://y\"\nformat = \"json\"\n", "unique"),
+            ("public_url = \"fd.example\"\n", "public_url"),
+        ];
+        for (text, expected) in cases {
+            let f = file(text);
+            let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+            assert!(err.contains(expected), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -10,3 +10,4 @@ pub mod otlp;
 pub mod shutdown;
 pub mod telemetry;
 pub mod web;
+pub mod webhooks;

@@ -24,6 +24,7 @@ async fn setup(t: &TestDb) -> Router {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
+        webhooks: Default::default(),
     };
     flightdeck::web::router(state, &config)
 }

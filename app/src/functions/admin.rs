@@ -1,9 +1,9 @@
-//! Administration: users and roles, agent API tokens, tool policies and the audit log.
-//! Every function here requires the `admin` role and records what it changed in the audit
-//! log.
+//! Administration: users and roles, agent API tokens, tool policies, webhooks and the audit
+//! log. Every function here requires the `admin` role and records what it changed in the
+//! audit log.
 
 use crate::errors::AppError;
-use crate::models::{AuditPage, TokensPage, UsersPage};
+use crate::models::{AuditPage, TokensPage, UsersPage, WebhooksPage};
 use leptos::prelude::*;
 
 /// Session slots for secrets shown once, one per page.
@@ -321,4 +321,33 @@ pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
         return ssr::fail(AppError::NotFound(format!("tool policy `{pattern}`")));
     }
     ssr::audit(&db, &admin, action::POLICY_DELETED, &pattern, None).await
+}
+
+/// The configured webhooks (URLs without their secret part) and the newest 100 deliveries,
+/// or only the failed ones.
+#[server(prefix = "/fn", endpoint = "load_webhooks_page")]
+pub async fn load_webhooks_page(failed_only: bool) -> Result<WebhooksPage, AppError> {
+    use super::ssr;
+    use crate::models::WebhookTargetSummary;
+    use crate::notify::redact_webhook_url;
+    use crate::storage::webhooks::{self, status};
+    ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    let configured = use_context::<crate::state::AppState>().map(|s| s.webhooks).unwrap_or_default();
+    let targets = configured
+        .iter()
+        .map(|t| WebhookTargetSummary {
+            name: t.name.clone(),
+            url: redact_webhook_url(&t.url),
+            format: t.format.as_str().to_string(),
+            events: t.events.iter().flatten().map(|k| k.as_str().to_string()).collect(),
+        })
+        .collect();
+    Ok(WebhooksPage {
+        targets,
+        deliveries: webhooks::list(&db, failed_only, 100).await?,
+        pending: webhooks::count(&db, status::PENDING).await?,
+        failed: webhooks::count(&db, status::FAILED).await?,
+        failed_only,
+    })
 }

@@ -15,6 +15,7 @@ pub mod spans;
 pub mod testing;
 pub mod tokens;
 pub mod users;
+pub mod webhooks;
 
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

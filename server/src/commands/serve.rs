@@ -1,5 +1,6 @@
 //! `flightdeck serve`: open the database, make sure someone can sign in, and serve the
-//! UI and API until Ctrl-C or SIGTERM.
+//! UI and API until Ctrl-C or SIGTERM. Background jobs: session cleanup, retention, and
+//! the webhook worker.
 
 use crate::config::{Config, IngestAuth};
 use crate::otlp::IngestService;
@@ -7,9 +8,10 @@ use crate::web;
 use anyhow::Context;
 use app::state::AppState;
 use app::storage::sessions::SessionStoreAny;
-use app::storage::{policies, runs};
+use app::storage::{policies, runs, webhooks};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tower_sessions::ExpiredDeletion;
 
@@ -31,7 +33,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
 
     let approval_hub = app::approvals::hub::ApprovalHub::new();
-    let state = AppState { db: db.clone(), leptos_options: leptos_options(&config), approvals: approval_hub.clone() };
+    let state = AppState {
+        db: db.clone(),
+        leptos_options: leptos_options(&config),
+        approvals: approval_hub.clone(),
+        webhooks: Arc::new(config.webhooks.clone()),
+    };
     let app = web::router(state, &config);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -62,8 +69,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(expire_approvals(db.clone(), approval_hub.clone())),
         tokio::spawn(approval_hub.clone().listen(db.clone())),
     ];
-    // One signal stops all three listeners; each finishes the requests in flight.
+    // One signal stops all three listeners and the webhook worker; each finishes what it
+    // has in flight.
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    // Runs even with no webhooks configured: deliveries queued before a target was removed
+    // from the config, or by another instance, are still owed.
+    let worker = crate::webhooks::Worker::new(
+        db.clone(),
+        crate::webhooks::WorkerSettings::new(&config.public_url, config.webhook_retry()),
+    )?;
+    let webhook_worker = tokio::spawn(worker.run(stopped.clone()));
     let until_stopped = move || {
         let mut stopped = stopped.clone();
         async move {
@@ -97,6 +112,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     for task in background {
         task.abort();
     }
+    let _ = webhook_worker.await;
     db.close().await;
     tracing::info!("flightdeck stopped");
     Ok(())
@@ -114,11 +130,18 @@ pub fn leptos_options(config: &Config) -> LeptosOptions {
         .build()
 }
 
-/// Hourly: drops runs past the retention horizon and bodies past theirs.
+/// Hourly: drops runs past the retention horizon and bodies past theirs, and finished
+/// webhook deliveries as old as the runs (pending ones are kept).
 async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
     let mut every = tokio::time::interval(Duration::from_secs(3600));
     loop {
         every.tick().await;
+        let horizon = app::storage::now_ms() - i64::from(run_days) * 86_400_000;
+        match webhooks::prune(&db, horizon).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(deliveries = n, "retention: deleted old webhook deliveries"),
+            Err(e) => tracing::warn!(error = %e, "webhook retention failed; will retry"),
+        }
         match runs::apply_retention(&db, i64::from(run_days), i64::from(body_days)).await {
             Ok((0, 0)) => {}
             Ok((runs, bodies)) => {

@@ -1,9 +1,11 @@
-//! The admin area: users and roles, agent API tokens, and the audit log.
+//! The admin area: users and roles, agent API tokens, tool policies, webhooks, and the
+//! audit log.
 
 pub mod audit;
 pub mod policies;
 pub mod tokens;
 pub mod users;
+pub mod webhooks;
 
 use crate::access::Role;
 use leptos::prelude::*;
@@ -34,6 +36,10 @@ pub fn AdminHome() -> impl IntoView {
                 <p>"Which tools read, write or do something irreversible, for agents whose spans do not say."</p>
             </li>
             <li class="card">
+                <h2><a href="/admin/webhooks">"Webhooks"</a></h2>
+                <p>"Where new approval requests, escalations and alerts are announced, and which deliveries failed."</p>
+            </li>
+            <li class="card">
                 <h2><a href="/admin/audit">"Audit log"</a></h2>
                 <p>"Who signed in, failed to, and changed users or tokens: when and from where."</p>
             </li>
@@ -49,6 +55,7 @@ pub fn AdminTabs() -> impl IntoView {
             <A href="/admin/users">"Users"</A>
             <A href="/admin/tokens">"API tokens"</A>
             <A href="/admin/policies">"Tool policies"</A>
+            <A href="/admin/webhooks">"Webhooks"</A>
             <A href="/admin/audit">"Audit log"</A>
         </nav>
     }
