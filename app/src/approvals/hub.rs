@@ -14,6 +14,7 @@ pub const CHANNEL: &str = "flightdeck_approvals";
 pub struct ApprovalHub {
     changed: broadcast::Sender<String>,
     closing: watch::Sender<bool>,
+    recheck: Duration,
 }
 
 impl Default for ApprovalHub {
@@ -27,7 +28,18 @@ impl ApprovalHub {
         // Waiters re-read the database when they lag, so the capacity only bounds memory.
         let (changed, _) = broadcast::channel(1024);
         let (closing, _) = watch::channel(false);
-        ApprovalHub { changed, closing }
+        ApprovalHub { changed, closing, recheck: RECHECK }
+    }
+
+    /// The same hub with another safety-net re-read interval (see [`RECHECK`]).
+    pub fn with_recheck(mut self, every: Duration) -> Self {
+        self.recheck = every;
+        self
+    }
+
+    /// How often a waiter re-reads its request without being woken.
+    pub fn recheck(&self) -> Duration {
+        self.recheck
     }
 
     /// Receives the ids of requests that changed from now on.
@@ -95,6 +107,6 @@ impl ApprovalHub {
     }
 }
 
-/// How often a waiter re-reads its request even without a wake-up: the safety net for a
-/// missed notification.
+/// How often a waiter re-reads its request even without a wake-up, by default: the safety
+/// net for a missed notification.
 pub const RECHECK: Duration = Duration::from_secs(5);

@@ -6,7 +6,7 @@
 
 use super::{AgentToken, ApiError};
 use app::access::Scope;
-use app::approvals::hub::{ApprovalHub, RECHECK};
+use app::approvals::hub::ApprovalHub;
 use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
 use app::storage::{approvals, now_ms, policies, Db};
@@ -16,6 +16,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
@@ -61,6 +62,7 @@ pub async fn create(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
     Extension(hub): Extension<ApprovalHub>,
+    Extension(webhooks): Extension<Arc<Vec<app::notify::WebhookTarget>>>,
     body: Result<Json<ApprovalRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {
     token.require(Scope::Approvals)?;
@@ -72,9 +74,36 @@ pub async fn create(
     if created {
         tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
         hub.announce(&db, &approval.id).await;
+        // Queued in the durable outbox: delivery (with retries) never delays the agent.
+        if let Err(e) = app::storage::webhooks::enqueue(&db, &requested_event(&approval), &webhooks).await {
+            tracing::warn!(error = %e, approval = %approval.id, "could not queue the approval webhook");
+        }
     }
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(approval.into())))
+}
+
+/// The `approval.requested` webhook event: what an approver needs to decide whether to
+/// open the request now.
+fn requested_event(a: &Approval) -> app::notify::Event {
+    let mut fields = vec![
+        ("Tool".to_string(), a.tool.clone()),
+        ("Side effect".to_string(), a.side_effect.to_string()),
+        ("Run".to_string(), a.run_id.clone()),
+        ("Agent".to_string(), a.agent.clone().unwrap_or_else(|| "unknown".into())),
+    ];
+    fields.extend(a.display.iter().take(3).map(|f| (f.label.clone(), f.value.clone())));
+    app::notify::Event {
+        kind: app::notify::EventKind::ApprovalRequested,
+        title: format!("Approval requested: {}", a.tool),
+        summary: format!("Expires at {}. Decide on the exact payload in Flightdeck.", a.expires_at.format("%Y-%m-%d %H:%M UTC")),
+        link_path: format!("/approvals/{}", app::components::url::encode(&a.id)),
+        fields,
+        data: serde_json::json!({
+            "id": a.id, "run_id": a.run_id, "tool": a.tool, "payload_sha256": a.payload_sha256,
+            "expires_at": a.expires_at, "agent": a.agent, "step_index": a.step_index,
+        }),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,7 +144,7 @@ async fn wait_for_final(db: &Db, hub: &ApprovalHub, id: &str, deadline: Instant)
         }
         // Wake at the deadline, at expiry, or at the next safety re-read, whichever is first.
         let to_expiry = (approval.expires_at.timestamp_millis() - now_ms()).max(0) as u64;
-        let wake = deadline.min(now + Duration::from_millis(to_expiry)).min(now + RECHECK);
+        let wake = deadline.min(now + Duration::from_millis(to_expiry)).min(now + hub.recheck());
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(wake) => break,

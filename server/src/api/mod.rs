@@ -17,7 +17,11 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde_json::json;
 
-pub fn router<S: Clone + Send + Sync + 'static>(db: Db, approval_hub: ApprovalHub) -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(
+    db: Db,
+    approval_hub: ApprovalHub,
+    webhooks: std::sync::Arc<Vec<app::notify::WebhookTarget>>,
+) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
     let authenticated = Router::new()
         .route("/token", get(describe_token))
@@ -29,6 +33,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(db: Db, approval_hub: ApprovalHu
         .route("/approvals/{id}/cancel", post(approvals::cancel))
         .fallback(not_found)
         .layer(Extension(approval_hub))
+        .layer(Extension(webhooks))
         .layer(from_fn_with_state(auth, auth::require_token))
         .with_state(db);
     Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)

@@ -32,7 +32,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
-    let approval_hub = app::approvals::hub::ApprovalHub::new();
+    let mut approval_hub = app::approvals::hub::ApprovalHub::new();
+    // Tuning knob: how often a long poll re-reads the database without a wake-up.
+    if let Some(secs) = std::env::var("FLIGHTDECK_APPROVAL_RECHECK_SECONDS").ok().and_then(|s| s.parse().ok()) {
+        approval_hub = approval_hub.with_recheck(Duration::from_secs(secs));
+    }
     let state = AppState {
         db: db.clone(),
         leptos_options: leptos_options(&config),

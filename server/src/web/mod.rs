@@ -50,7 +50,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
         .layer(sessions);
 
     Router::new()
-        .nest("/api/v1", api::router(state.db.clone(), state.approvals.clone()))
+        .nest("/api/v1", api::router(state.db.clone(), state.approvals.clone(), state.webhooks.clone()))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(pages)
