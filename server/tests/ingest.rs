@@ -59,7 +59,8 @@ async fn harness(t: &TestDb, max_body: usize) -> Harness {
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
-        api: Router::new().nest("/api/v1", flightdeck::api::router(t.db.clone(), Default::default(), Default::default())),
+        api: Router::new()
+            .nest("/api/v1", flightdeck::api::router(t.db.clone(), Default::default(), Default::default())),
         service,
         ingest_token: token(&t.db, &[Scope::Ingest]).await,
         read_token: token(&t.db, &[Scope::Read]).await,

@@ -96,7 +96,10 @@ fn requested_event(a: &Approval) -> app::notify::Event {
     app::notify::Event {
         kind: app::notify::EventKind::ApprovalRequested,
         title: format!("Approval requested: {}", a.tool),
-        summary: format!("Expires at {}. Decide on the exact payload in Flightdeck.", a.expires_at.format("%Y-%m-%d %H:%M UTC")),
+        summary: format!(
+            "Expires at {}. Decide on the exact payload in Flightdeck.",
+            a.expires_at.format("%Y-%m-%d %H:%M UTC")
+        ),
         link_path: format!("/approvals/{}", app::components::url::encode(&a.id)),
         fields,
         data: serde_json::json!({

@@ -1,0 +1,374 @@
+//! Per-call approvals end to end over real HTTP: agents file requests and long-poll, people
+//! decide through the same server functions the browser calls, and every rule of the
+//! decision holds on SQLite and on PostgreSQL. The last test runs two `flightdeck serve`
+//! processes on one PostgreSQL database and checks that a decision on one wakes a long
+//! poll waiting on the other.
+
+use app::access::{Role, Scope};
+use app::approvals::payload::payload_sha256;
+use app::auth::{password, secrets};
+use app::state::AppState;
+use app::storage::testing::TestDb;
+use app::storage::{audit, tokens, users, Db};
+use flightdeck::config::{Config, Overrides};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const PASSWORD: &str = "a-long-test-password-1";
+
+async fn token(db: &Db, name: &str, scopes: &[Scope]) -> String {
+    let (secret, prefix) = secrets::generate_token();
+    let new = tokens::NewToken {
+        name,
+        prefix: &prefix,
+        secret_sha256: &secrets::sha256_hex(&secret),
+        scopes,
+        created_by: None,
+    };
+    tokens::create(db, new).await.unwrap();
+    secret
+}
+
+/// A server on a free port with approvers alice and bob, a viewer victor, and an agent
+/// token with the `approvals` scope.
+struct Live {
+    base: String,
+    agent: String,
+    http: reqwest::Client,
+}
+
+async fn live(t: &TestDb) -> Live {
+    let config = Config::resolve(Overrides::default(), None).unwrap();
+    let hash = password::hash(PASSWORD);
+    users::create(&t.db, "alice", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
+    users::create(&t.db, "bob", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
+    users::create(&t.db, "victor", &hash, &[Role::Viewer]).await.unwrap();
+    let state = AppState {
+        db: t.db.clone(),
+        leptos_options: flightdeck::commands::serve::leptos_options(&config),
+        approvals: Default::default(),
+        webhooks: Default::default(),
+    };
+    let app = flightdeck::web::router(state, &config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await.unwrap()
+    });
+    Live { base, agent: token(&t.db, "agent-7", &[Scope::Approvals]).await, http: reqwest::Client::new() }
+}
+
+impl Live {
+    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: &str) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn request(&self, body: Value) -> (StatusCode, Value) {
+        self.api(reqwest::Method::POST, "/api/v1/approvals", Some(body), &self.agent).await
+    }
+
+    async fn poll(&self, id: &str, wait: u64) -> Value {
+        let (status, body) =
+            self.api(reqwest::Method::GET, &format!("/api/v1/approvals/{id}?wait={wait}"), None, &self.agent).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
+    }
+
+    /// A signed-in browser session for `user`.
+    async fn person(&self, user: &str) -> Person {
+        let http = reqwest::Client::builder().cookie_store(true).build().unwrap();
+        let p = Person { http, base: self.base.clone() };
+        let (status, body) = p.call("login", &[("username", user), ("password", PASSWORD), ("next", "/runs")]).await;
+        assert!(status.is_success(), "login {user}: {status} {body}");
+        p
+    }
+}
+
+struct Person {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Person {
+    /// Calls a server function as the hydrated page does.
+    async fn call(&self, endpoint: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
+        let res = self
+            .http
+            .post(format!("{}/fn/{endpoint}", self.base))
+            .header("sec-fetch-site", "same-origin")
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        (res.status(), res.text().await.unwrap())
+    }
+
+    async fn decide(&self, id: &str, decision: &str, sha: &str, reason: &str) -> (StatusCode, String) {
+        self.call("decide_approval", &[("id", id), ("decision", decision), ("payload_sha256", sha), ("reason", reason)])
+            .await
+    }
+}
+
+fn email(run: &str, key: &str, body: &str) -> Value {
+    json!({
+        "run_id": run, "step_index": 3, "tool": "send_email", "idempotency_key": key,
+        "arguments": {"to": "ana@example.com", "subject": "Invoice", "body": body},
+        "display": [{"label": "Recipient", "value": "ana@example.com"}, {"label": "Body", "value": body}]
+    })
+}
+
+#[tokio::test]
+async fn agents_file_requests_with_clear_validation_and_idempotency() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (status, created) = s.request(email("run-1", "k1", "Hello")).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!(created["status"], "pending");
+        let args = json!({"to": "ana@example.com", "subject": "Invoice", "body": "Hello"});
+        assert_eq!(created["payload_sha256"], payload_sha256("send_email", &args), "hash over tool and arguments");
+        assert!(created["expires_at"].is_string());
+
+        let (status, again) = s.request(email("run-1", "k1", "Hello")).await;
+        assert_eq!(status, StatusCode::OK, "same key, same payload: the existing request");
+        assert_eq!(again["id"], created["id"]);
+        let (status, conflict) = s.request(email("run-1", "k1", "Hello, changed")).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(conflict["error"]["message"].as_str().unwrap().contains("different payload"), "{conflict}");
+
+        for (body, needle) in [
+            (json!({"tool": "t", "arguments": {}}), "`run_id` is required"),
+            (json!({"run_id": "r", "tool": "t"}), "`arguments` is required"),
+            (json!({"run_id": "r", "tool": "t", "arguments": {}, "expires_in": -5}), "`expires_in`"),
+            (json!({"run_id": "r", "tool": "t", "arguments": {}, "colour": "red"}), "unknown field"),
+        ] {
+            let (status, body) = s.request(body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+            assert!(body["error"]["message"].as_str().unwrap().contains(needle), "{needle}: {body}");
+        }
+        let reader = token(&t.db, "reader", &[Scope::Read]).await;
+        let (status, _) = s.api(reqwest::Method::POST, "/api/v1/approvals", Some(email("r", "k", "b")), &reader).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "the approvals scope is needed");
+        let (status, _) = s.api(reqwest::Method::GET, "/api/v1/approvals/apr_nope", None, &s.agent).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_decision_on_the_shown_payload_wakes_the_waiting_agent() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (_, created) = s.request(email("run-2", "k2", "Pay 10 EUR")).await;
+        let id = created["id"].as_str().unwrap().to_string();
+        let sha = created["payload_sha256"].as_str().unwrap().to_string();
+
+        let pending = s.poll(&id, 0).await;
+        assert_eq!(pending["status"], "pending", "wait=0 answers at once");
+        let waiter = {
+            let (base, agent) = (s.base.clone(), s.agent.clone());
+            let id = id.clone();
+            tokio::spawn(async move {
+                let url = format!("{base}/api/v1/approvals/{id}?wait=30");
+                let res = reqwest::Client::new().get(url).bearer_auth(agent).send().await.unwrap();
+                res.json::<Value>().await.unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiter.is_finished(), "the long poll waits while the request is pending");
+
+        let alice = s.person("alice").await;
+        let wrong = "0".repeat(64);
+        let (status, body) = alice.decide(&id, "approve", &wrong, "").await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert!(body.contains("not the one this request is bound to"), "{body}");
+        assert!(!waiter.is_finished(), "a refused decision changes nothing");
+
+        let (status, body) = alice.decide(&id, "approve", &sha, "").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let woken = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap();
+        assert_eq!(woken["status"], "approved");
+        assert_eq!(woken["decided_by"], "alice");
+        assert_eq!(woken["payload_sha256"], sha.as_str());
+
+        let (status, body) = alice.decide(&id, "deny", &sha, "changed my mind").await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert!(body.contains("already approved by alice"), "{body}");
+        let log = audit::list(&t.db, None, Some("approval_approved"), 10).await.unwrap();
+        assert_eq!(log.entries.len(), 1);
+        assert!(log.entries[0].detail.as_deref().unwrap().contains(&sha), "the audit names the payload hash");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn of_two_simultaneous_decisions_exactly_one_wins() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (alice, bob) = (s.person("alice").await, s.person("bob").await);
+        for round in 0..5 {
+            let (_, created) = s.request(email("run-3", &format!("k{round}"), &format!("round {round}"))).await;
+            let id = created["id"].as_str().unwrap();
+            let sha = created["payload_sha256"].as_str().unwrap();
+            let (a, b) = tokio::join!(alice.decide(id, "approve", sha, ""), bob.decide(id, "deny", sha, "no"));
+            let wins = [a.0, b.0].iter().filter(|s| **s == StatusCode::OK).count();
+            assert_eq!(wins, 1, "round {round}: {a:?} {b:?}");
+            let loser = if a.0 == StatusCode::OK { &b.1 } else { &a.1 };
+            assert!(loser.contains("already"), "the loser learns who decided first: {loser}");
+            let final_state = s.poll(id, 0).await;
+            let winner = if a.0 == StatusCode::OK { "alice" } else { "bob" };
+            assert_eq!(final_state["decided_by"], winner);
+        }
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn viewers_cannot_decide_and_a_denial_needs_a_reason() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (_, created) = s.request(email("run-4", "k4", "Delete the repo")).await;
+        let id = created["id"].as_str().unwrap();
+        let sha = created["payload_sha256"].as_str().unwrap();
+        let victor = s.person("victor").await;
+        let (status, body) = victor.decide(id, "approve", sha, "").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert!(body.contains("approver"), "{body}");
+        let alice = s.person("alice").await;
+        let (status, body) = alice.decide(id, "deny", sha, "   ").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("needs a reason"), "{body}");
+        assert_eq!(s.poll(id, 0).await["status"], "pending", "refusals change nothing");
+        let (status, _) = alice.decide(id, "deny", sha, "Wrong recipient <b>list</b>").await;
+        assert_eq!(status, StatusCode::OK);
+        let denied = s.poll(id, 5).await;
+        assert_eq!(denied["status"], "denied");
+        assert_eq!(denied["reason"], "Wrong recipient <b>list</b>");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn requests_expire_wake_their_waiters_and_can_be_cancelled() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let mut body = email("run-5", "k5", "soon gone");
+        body["expires_in"] = json!(1);
+        let (_, created) = s.request(body).await;
+        let id = created["id"].as_str().unwrap();
+        let sha = created["payload_sha256"].as_str().unwrap();
+        let expired = s.poll(id, 20).await;
+        assert_eq!(expired["status"], "expired", "the waiter learns of the expiry: {expired}");
+        let alice = s.person("alice").await;
+        let (status, msg) = alice.decide(id, "approve", sha, "").await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert!(msg.contains("expired"), "{msg}");
+
+        let (_, other) = s.request(email("run-5", "k6", "never mind")).await;
+        let other_id = other["id"].as_str().unwrap();
+        let path = format!("/api/v1/approvals/{other_id}/cancel");
+        let (status, cancelled) = s.api(reqwest::Method::POST, &path, None, &s.agent).await;
+        assert_eq!((status, cancelled["status"].as_str()), (StatusCode::OK, Some("cancelled")));
+        let (_, again) = s.api(reqwest::Method::POST, &path, None, &s.agent).await;
+        assert_eq!(again["status"], "cancelled", "cancelling twice changes nothing");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_inbox_and_request_pages_show_the_payload_as_text() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let hostile = "<script>alert(1)</script>\tindented  ";
+        let (_, created) = s.request(email("run-6", "k7", hostile)).await;
+        let id = created["id"].as_str().unwrap();
+        let victor = s.person("victor").await;
+        let inbox = victor.http.get(format!("{}/approvals", s.base)).send().await.unwrap().text().await.unwrap();
+        assert!(inbox.contains(id) && inbox.contains("send_email"), "the request is in the inbox");
+        let page = victor.http.get(format!("{}/approvals/{id}", s.base)).send().await.unwrap().text().await.unwrap();
+        assert!(!page.contains("<script>alert(1)"), "agent text is never HTML");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "but it is all there, as text");
+        assert!(page.contains("⇥") && page.contains("··"), "the tab and trailing spaces are made visible");
+        assert!(page.contains("cannot-decide"), "a viewer is told they cannot decide");
+        t.cleanup().await;
+    }
+}
+
+/// Two server processes on one PostgreSQL: a decision taken on A wakes a long poll held
+/// by B through LISTEN/NOTIFY. B's safety-net re-read is set to a minute, longer than the
+/// wait, so only a notification can deliver the decision in time.
+#[tokio::test]
+async fn a_decision_on_one_instance_wakes_a_long_poll_on_another() {
+    let Some(t) = TestDb::postgres().await else { return };
+    let hash = password::hash(PASSWORD);
+    users::create(&t.db, "alice", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
+    let agent = token(&t.db, "agent", &[Scope::Approvals]).await;
+    let data = tempfile::tempdir().unwrap();
+    let a = Instance::start(&t.url, data.path());
+    let b = Instance::start(&t.url, data.path());
+    let s = Live { base: a.base.clone(), agent: agent.clone(), http: reqwest::Client::new() };
+    let (_, created) = s.request(email("run-x", "kx", "two instances")).await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let sha = created["payload_sha256"].as_str().unwrap().to_string();
+    let waiter = {
+        let url = format!("{}/api/v1/approvals/{id}?wait=20", b.base);
+        tokio::spawn(async move {
+            reqwest::Client::new().get(url).bearer_auth(agent).send().await.unwrap().json::<Value>().await.unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let alice = s.person("alice").await;
+    let (status, body) = alice.decide(&id, "approve", &sha, "").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let woken = waiter.await.unwrap();
+    assert_eq!(woken["status"], "approved", "instance B heard A's decision: {woken}");
+    drop((a, b));
+    t.cleanup().await;
+}
+
+struct Instance {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Instance {
+    fn start(database_url: &str, data_dir: &std::path::Path) -> Instance {
+        use std::io::BufRead;
+        let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let ui = port();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FLIGHTDECK_DATA_DIR", data_dir)
+            .env("DATABASE_URL", database_url)
+            .env("FLIGHTDECK_APPROVAL_RECHECK_SECONDS", "60")
+            .env("RUST_LOG", "info")
+            .args(["serve", "--listen", &format!("127.0.0.1:{ui}")])
+            .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        for line in lines.by_ref() {
+            if line.unwrap().contains("flightdeck is serving") {
+                break;
+            }
+        }
+        std::thread::spawn(move || lines.for_each(drop));
+        Instance { child, base: format!("http://127.0.0.1:{ui}") }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
