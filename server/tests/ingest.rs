@@ -733,3 +733,89 @@ async fn replay_fixtures_list_every_call_with_arguments_and_response() {
         t.cleanup().await;
     }
 }
+
+/// An approval as an approver would leave it: filed for `args`, then decided (or not).
+async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage::approvals::Decision>) -> String {
+    use app::approvals::payload::ApprovalRequest;
+    let body =
+        serde_json::json!({"run_id": "run-approved", "tool": "send_email", "arguments": args, "idempotency_key": key});
+    let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
+    let (a, _) = app::storage::approvals::create(db, &request, None, "agent").await.unwrap();
+    if let Some(d) = decision {
+        let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
+        app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason).await.unwrap();
+    }
+    a.id
+}
+
+fn email_call(id: u8, approval: Option<&str>, args: &str) -> Span {
+    let mut attrs = vec![s("tool.name", "send_email"), s("tool.outcome", "ok"), s("tool.arguments", args)];
+    if let Some(a) = approval {
+        attrs.push(s("approval.id", a));
+    }
+    span(40, id, Some(1), "tool send_email", attrs)
+}
+
+#[tokio::test]
+async fn executed_tool_calls_are_checked_against_their_approvals() {
+    use app::approvals::ViolationKind as K;
+    use app::storage::approvals::Decision;
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let mut policy = app::ingest::policy::ToolPolicy::class("send_*", app::canonical::SideEffect::Irreversible);
+        policy.requires_approval = true;
+        policy.run_limit = Some(4);
+        app::storage::policies::upsert(&t.db, &policy).await.unwrap();
+        h.service.refresh_policies().await;
+
+        let args = serde_json::json!({"to": "ana@example.com", "body": "Hi"});
+        let good = approval(&t.db, "a", args.clone(), Some(Decision::Approve)).await;
+        let denied = approval(&t.db, "b", args.clone(), Some(Decision::Deny)).await;
+        let undecided = approval(&t.db, "c", args.clone(), None).await;
+        let other = approval(&t.db, "d", args.clone(), Some(Decision::Approve)).await;
+        // Formatted differently from the request, same JSON: the hash still matches.
+        let same = r#"{ "body": "Hi", "to": "ana@example.com" }"#;
+        let spans = vec![
+            span(40, 1, None, "agent.run", vec![s("run.id", "run-approved")]),
+            email_call(2, Some(&good), same),
+            email_call(3, Some(&good), same),
+            email_call(4, None, same),
+            email_call(5, Some(&denied), same),
+            email_call(6, Some(&undecided), same),
+            email_call(7, Some("apr_missing"), same),
+            email_call(8, Some(&other), r#"{"to": "eve@example.com", "body": "Hi"}"#),
+        ];
+        let (status, _) = h.post_proto(&request(spans.clone())).await;
+        assert_eq!(status, StatusCode::OK);
+        // Re-sent, as an exporter retrying after a timeout would: nothing is recorded twice.
+        h.post_proto(&request(spans)).await;
+
+        let violations = app::storage::approvals::violations_for_run(&t.db, "run-approved").await.unwrap();
+        let mut kinds: Vec<(String, K)> = violations.iter().map(|v| (v.span_id.clone(), v.kind)).collect();
+        kinds.sort();
+        let span_hex = |b: u8| hex::encode([b; 8]);
+        assert_eq!(
+            kinds,
+            vec![
+                (span_hex(3), K::Reused),
+                (span_hex(4), K::NoApproval),
+                (span_hex(5), K::NotApproved),
+                (span_hex(6), K::NotApproved),
+                (span_hex(6), K::RunLimitExceeded),
+                (span_hex(7), K::UnknownApproval),
+                (span_hex(7), K::RunLimitExceeded),
+                (span_hex(8), K::PayloadMismatch),
+                (span_hex(8), K::RunLimitExceeded),
+            ],
+            "{violations:#?}"
+        );
+        let run = h.run("run-approved").await;
+        assert_eq!(run["approval_violations"], 9, "the run carries the count for its flag");
+        let used = app::storage::approvals::get(&t.db, &good).await.unwrap().unwrap();
+        assert_eq!(used.used_by_span, Some(format!("{}:{}", hex::encode([40u8; 16]), span_hex(2))));
+        let (status, list) = h.api("/api/v1/runs?flag=approval_violation").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(list["runs"][0]["run_id"], "run-approved");
+        t.cleanup().await;
+    }
+}
