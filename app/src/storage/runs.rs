@@ -360,7 +360,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
         async {
             let mut tx = pool.begin().await?;
             let old_runs = "SELECT run_id FROM runs WHERE started_ns < $1";
-            for table in ["span_bodies", "spans", "trace_runs"] {
+            for table in ["span_bodies", "spans", "trace_runs", "run_tools"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE run_id IN ({old_runs})"))
                     .bind(runs_before)
                     .execute(&mut *tx)
