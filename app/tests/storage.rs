@@ -249,9 +249,12 @@ mod ingest_storage {
             let db = &t.db;
             let t0 = (now_ms() as u64) * 1_000_000;
             // "send" is both a run id and a tool name; "a4" calls another tool.
-            for (trace, run, failed, tool) in
-                [(1, "send", false, "send"), (2, "a2", true, "send"), (3, "a3", false, "send"), (4, "a4", true, "fetch")]
-            {
+            for (trace, run, failed, tool) in [
+                (1, "send", false, "send"),
+                (2, "a2", true, "send"),
+                (3, "a3", false, "send"),
+                (4, "a4", true, "fetch"),
+            ] {
                 let start = t0 + trace as u64 * 1_000_000;
                 spans::write(db, &tool_run(trace, run, failed, start, tool), BodyPolicy::None).await.unwrap();
             }

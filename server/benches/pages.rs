@@ -108,7 +108,11 @@ async fn measure(db: &Db, runs: usize) {
     let kept = spans::count(db).await.unwrap();
     if kept == 0 {
         let spans = fill(db, runs).await;
-        println!("\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}", db.backend_name(), started.elapsed());
+        println!(
+            "\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}",
+            db.backend_name(),
+            started.elapsed()
+        );
     } else {
         println!("\n{}: kept database, {kept} spans", db.backend_name());
     }

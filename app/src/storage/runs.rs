@@ -289,8 +289,10 @@ struct Cols {
 }
 
 const RUNS: Cols = Cols { runs: "", started: "started_ns", reason: "terminal_reason", run_id: "run_id" };
-const TOOLS_JOINED: Cols = Cols { runs: "r.", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
-const TOOLS_ALONE: Cols = Cols { runs: "", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+const TOOLS_JOINED: Cols =
+    Cols { runs: "r.", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+const TOOLS_ALONE: Cols =
+    Cols { runs: "", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
 
 impl RunQuery {
     /// Whether a filter needs a column that only `runs` has.
