@@ -158,6 +158,16 @@ mod ingest_storage {
 
     /// A root and one tool call carrying arguments (a body); `failed` marks the root as an error.
     fn run_spans(trace: u8, run_id: &str, failed: bool, start_ns: u64) -> Vec<app::ingest::normalize::NormalizedSpan> {
+        tool_run(trace, run_id, failed, start_ns, "send")
+    }
+
+    fn tool_run(
+        trace: u8,
+        run_id: &str,
+        failed: bool,
+        start_ns: u64,
+        tool: &str,
+    ) -> Vec<app::ingest::normalize::NormalizedSpan> {
         let root = Span {
             trace_id: vec![trace; 16],
             span_id: vec![1; 8],
@@ -172,10 +182,10 @@ mod ingest_storage {
             trace_id: vec![trace; 16],
             span_id: vec![2; 8],
             parent_span_id: vec![1; 8],
-            name: "tool send".into(),
+            name: format!("tool {tool}"),
             start_time_unix_nano: start_ns + 10,
             end_time_unix_nano: start_ns + 20,
-            attributes: vec![kv("tool.name", "send"), kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}")],
+            attributes: vec![kv("tool.name", tool), kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}")],
             ..Default::default()
         };
         let request = ExportTraceServiceRequest {
@@ -214,6 +224,102 @@ mod ingest_storage {
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
             assert_eq!(spans::count(db).await.unwrap(), 6, "the old run's spans went with it");
+            t.cleanup().await;
+        }
+    }
+
+    /// Every page of a query, following the cursors.
+    async fn all_pages(db: &app::storage::Db, mut q: runs::RunQuery) -> Vec<String> {
+        let mut ids = Vec::new();
+        loop {
+            let page = runs::list(db, &q).await.unwrap();
+            ids.extend(page.runs.into_iter().map(|r| r.run_id));
+            match page.next {
+                Some(cursor) => q.after = Some(cursor),
+                None => return ids,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn search_by_tool_name_and_ids_pages_counts_and_follows_moves_and_retention() {
+        use app::canonical::{TerminalReason, Trigger};
+        use runs::{RunQuery, RunSort};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            // "send" is both a run id and a tool name; "a4" calls another tool.
+            for (trace, run, failed, tool) in [
+                (1, "send", false, "send"),
+                (2, "a2", true, "send"),
+                (3, "a3", false, "send"),
+                (4, "a4", true, "fetch"),
+            ] {
+                let start = t0 + trace as u64 * 1_000_000;
+                spans::write(db, &tool_run(trace, run, failed, start, tool), BodyPolicy::None).await.unwrap();
+            }
+            let old = tool_run(5, "a-old", false, t0 - 40 * 86_400 * 1_000_000_000, "send");
+            spans::write(db, &old, BodyPolicy::None).await.unwrap();
+            let search = |term: &str| RunQuery { search: Some(term.into()), limit: 2, ..Default::default() };
+
+            // newest first, the run named both ways once, in pages of two
+            assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send", "a-old"], "{}", t.backend());
+            let counts = runs::count_by_reason(db, &search("send")).await.unwrap();
+            assert_eq!(counts, vec![(TerminalReason::Completed, 3), (TerminalReason::Error, 1)]);
+            let errors = RunQuery { terminal_reason: Some(TerminalReason::Error), ..search("send") };
+            assert_eq!(all_pages(db, errors.clone()).await, ["a2"]);
+            assert_eq!(runs::count_by_reason(db, &errors).await.unwrap(), counts, "counts ignore the reason");
+            // ties on cost (all zero) are broken by run id across both arms
+            let by_cost = RunQuery { sort: RunSort::Cost, ..search("send") };
+            assert_eq!(all_pages(db, by_cost).await, ["send", "a3", "a2", "a-old"]);
+            let by_duration = RunQuery { sort: RunSort::Duration, limit: 1, ..search("send") };
+            assert_eq!(all_pages(db, by_duration).await.len(), 4);
+            // a filter only `runs` holds joins it, for the list and the counts
+            let trigger = RunQuery { trigger: Some(Trigger::Unknown), ..search("send") };
+            assert_eq!(all_pages(db, trigger.clone()).await, ["a3", "a2", "send", "a-old"]);
+            assert_eq!(runs::count_by_reason(db, &trigger).await.unwrap(), counts);
+            let webhook = RunQuery { trigger: Some(Trigger::Webhook), ..search("send") };
+            assert!(all_pages(db, webhook.clone()).await.is_empty());
+            assert!(runs::count_by_reason(db, &webhook).await.unwrap().is_empty());
+            let since = RunQuery { since_ns: Some((t0 + 2_000_000) as i64), ..search("send") };
+            assert_eq!(all_pages(db, since.clone()).await, ["a3", "a2"]);
+            assert_eq!(
+                runs::count_by_reason(db, &since).await.unwrap(),
+                vec![(TerminalReason::Completed, 1), (TerminalReason::Error, 1)]
+            );
+            // by run id, trace id, and a tool only one run called
+            assert_eq!(all_pages(db, search("a4")).await, ["a4"]);
+            assert_eq!(runs::count_by_reason(db, &search("a4")).await.unwrap(), vec![(TerminalReason::Error, 1)]);
+            assert_eq!(all_pages(db, search(&"02".repeat(16))).await, ["a2"]);
+            assert_eq!(all_pages(db, search("fetch")).await, ["a4"]);
+            assert!(all_pages(db, search("nope")).await.is_empty());
+            assert!(runs::count_by_reason(db, &search("nope")).await.unwrap().is_empty());
+
+            // a trace that names its run later moves, tools and all
+            let mut early = tool_run(6, "moved", false, t0 + 6_000_000, "move");
+            early.retain(|s| s.explicit_run_id.is_none());
+            spans::write(db, &early, BodyPolicy::None).await.unwrap();
+            assert_eq!(all_pages(db, search("move")).await, ["06".repeat(16)]);
+            spans::write(db, &tool_run(6, "moved", false, t0 + 6_000_000, "move"), BodyPolicy::None).await.unwrap();
+            assert_eq!(all_pages(db, search("move")).await, ["moved"]);
+            assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap(), vec![(TerminalReason::Completed, 1)]);
+
+            // a run's copy of its reason follows a recomputation; retention removes its tools
+            let mut budget = tool_run(1, "send", false, t0 + 1_000_000, "send").remove(1);
+            budget.span_id = "0303030303030303".into();
+            budget.terminal_reason = Some(TerminalReason::Budget);
+            spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
+            assert_eq!(runs::get(db, "send").await.unwrap().unwrap().run.terminal_reason, TerminalReason::Budget);
+            runs::apply_retention(db, 30, 7).await.unwrap();
+            assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send"]);
+            assert_eq!(
+                runs::count_by_reason(db, &search("send")).await.unwrap(),
+                vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]
+                    .into_iter()
+                    .collect::<std::collections::BTreeMap<_, _>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+            );
             t.cleanup().await;
         }
     }

@@ -7,13 +7,18 @@
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
 //!                                                      # and PostgreSQL
 //!   FLIGHTDECK_BENCH_RUNS=20000 cargo bench ...        # a smaller database
+//!
+//! For iterating on queries, `FLIGHTDECK_BENCH_SQLITE=/path/file.db` and
+//! `FLIGHTDECK_BENCH_PG=postgres://.../dbname` name databases to keep: each is migrated,
+//! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
+//! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
 
 use app::access::Role;
 use app::auth::password;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::state::AppState;
 use app::storage::testing::TestDb;
-use app::storage::{spans, users};
+use app::storage::{spans, users, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use flightdeck::config::{Config, Overrides};
@@ -74,7 +79,7 @@ fn big_run() -> ExportTraceServiceRequest {
     }
 }
 
-async fn fill(t: &TestDb, runs: usize) -> usize {
+async fn fill(db: &Db, runs: usize) -> usize {
     use loadgen::synth::{requests_for, Synth, SynthOptions};
     let settings = IngestSettings::default();
     let mut synth = Synth::new(SynthOptions { seed: 11, ..SynthOptions::default() });
@@ -85,12 +90,12 @@ async fn fill(t: &TestDb, runs: usize) -> usize {
         let batch: Vec<_> = (0..n).map(|_| synth.next_run()).collect();
         for req in requests_for(&batch, 8_000) {
             let prepared = prepare(&req, &settings, &[]);
-            stored += spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+            stored += spans::write(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
         }
         done += n;
     }
     let prepared = prepare(&big_run(), &settings, &[]);
-    stored += spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+    stored += spans::write(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
     stored
 }
 
@@ -98,14 +103,25 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1).min(sorted.len() - 1)]
 }
 
-async fn measure(t: TestDb, runs: usize) {
+async fn measure(db: &Db, runs: usize) {
     let started = Instant::now();
-    let spans = fill(&t, runs).await;
-    println!("\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}", t.backend(), started.elapsed());
-    users::create(&t.db, "bench", &password::hash("bench-password-1"), &[Role::Viewer]).await.unwrap();
+    let kept = spans::count(db).await.unwrap();
+    if kept == 0 {
+        let spans = fill(db, runs).await;
+        println!(
+            "\n{}: {runs} runs + one 500-span run, {spans} spans stored in {:.0?}",
+            db.backend_name(),
+            started.elapsed()
+        );
+    } else {
+        println!("\n{}: kept database, {kept} spans", db.backend_name());
+    }
+    if users::create(db, "bench", &password::hash("bench-password-1"), &[Role::Viewer]).await.is_err() {
+        println!("  (user `bench` kept from an earlier run)");
+    }
     let config = Config::resolve(Overrides::default(), None).unwrap();
     let state = AppState {
-        db: t.db.clone(),
+        db: db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Default::default(),
@@ -146,14 +162,40 @@ async fn measure(t: TestDb, runs: usize) {
             bytes as f64 / 1024.0
         );
     }
-    t.cleanup().await;
+}
+
+/// A kept database named by `var`, migrated.
+async fn kept(var: &str) -> Option<Db> {
+    let url = std::env::var(var).ok()?;
+    let url = if url.contains("://") { url } else { format!("sqlite://{url}") };
+    let db = Db::connect(&url).await.expect("open the kept bench database");
+    db.migrate().await.expect("migrate the kept bench database");
+    Some(db)
 }
 
 #[tokio::main]
 async fn main() {
     let runs: usize = std::env::var("FLIGHTDECK_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    measure(TestDb::sqlite().await, runs).await;
-    if let Some(pg) = TestDb::postgres().await {
-        measure(pg, runs).await;
+    let only = std::env::var("FLIGHTDECK_BENCH_ONLY").unwrap_or_default();
+    if only != "postgres" {
+        match kept("FLIGHTDECK_BENCH_SQLITE").await {
+            Some(db) => measure(&db, runs).await,
+            None => {
+                let t = TestDb::sqlite().await;
+                measure(&t.db, runs).await;
+                t.cleanup().await;
+            }
+        }
+    }
+    if only != "sqlite" {
+        match kept("FLIGHTDECK_BENCH_PG").await {
+            Some(db) => measure(&db, runs).await,
+            None => {
+                if let Some(t) = TestDb::postgres().await {
+                    measure(&t.db, runs).await;
+                    t.cleanup().await;
+                }
+            }
+        }
     }
 }

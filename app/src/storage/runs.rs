@@ -7,7 +7,7 @@ use crate::canonical::{
 };
 use crate::ingest::derive::{derive_run, SpanFacts};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Derived flags a run can be filtered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,16 +44,6 @@ pub enum RunSort {
     Cost,
     /// Longest first.
     Duration,
-}
-
-impl RunSort {
-    fn column(self) -> &'static str {
-        match self {
-            RunSort::Started => "started_ns",
-            RunSort::Cost => "cost",
-            RunSort::Duration => "COALESCE(wall_clock_ms, -1)",
-        }
-    }
 }
 
 impl std::str::FromStr for RunSort {
@@ -244,63 +234,229 @@ impl QueryParams {
     }
 }
 
-/// The WHERE clause shared by the list and the counts. Placeholders: $1 reason, $2 agent,
-/// $3 since, $4 until, $5 cursor key, $6 cursor run id, $7 search, $8 trigger.
-fn filter_sql(q: &RunQuery) -> String {
-    let flag = match q.flag {
-        None => "",
-        Some(RunFlag::Duplicates) => " AND duplicate_side_effects > 0",
-        Some(RunFlag::NoRead) => " AND completed_without_read = TRUE",
-        Some(RunFlag::ApprovalViolation) => " AND approval_violations > 0",
-    };
-    let key = q.sort.column();
-    format!(
-        "($1 IS NULL OR terminal_reason = $1) AND ($2 IS NULL OR agent = $2) \
-         AND ($3 IS NULL OR started_ns >= $3) AND ($4 IS NULL OR started_ns < $4) \
-         AND ($5 IS NULL OR {key} < $5 OR ({key} = $5 AND run_id < $6)) \
-         AND ($7 IS NULL OR run_id = $7 OR run_id IN ( \
-             SELECT run_id FROM trace_runs WHERE trace_id = $7 \
-             UNION SELECT run_id FROM spans WHERE idempotency_key = $7 \
-             UNION SELECT run_id FROM spans WHERE external_id = $7 \
-             UNION SELECT run_id FROM spans WHERE tool_name = $7)) \
-         AND ($8 IS NULL OR run_trigger = $8){flag}"
-    )
+/// A value bound to a query assembled at run time.
+#[derive(Debug, Clone)]
+enum Arg {
+    Text(String),
+    Int(i64),
+    Float(f64),
 }
 
-/// Binds $1..$8 of [`filter_sql`]; `reason` and `after` are passed so the counts can
-/// leave them out.
-macro_rules! bind_filters {
-    ($query:expr, $q:expr, $reason:expr, $after:expr) => {{
-        let query = $query
-            .bind($reason.map(|r: TerminalReason| r.as_str()))
-            .bind($q.agent.as_deref())
-            .bind($q.since_ns)
-            .bind($q.until_ns);
-        let after: Option<&Cursor> = $after;
-        let query = match (after.map(|c| c.key), $q.sort) {
-            (Some(SortKey::Float(v)), _) => query.bind(Some(v)),
-            (Some(SortKey::Int(v)), RunSort::Cost) => query.bind(Some(v as f64)),
-            (Some(SortKey::Int(v)), _) => query.bind(Some(v)),
-            (None, RunSort::Cost) => query.bind(None::<f64>),
-            (None, _) => query.bind(None::<i64>),
-        };
+/// SQL text with `$n` placeholders and, in order, the values they stand for. The list and
+/// the counts are assembled from the filters actually given, so each statement has only
+/// predicates the planner can use (no `$n IS NULL OR ...`).
+#[derive(Debug, Default)]
+struct Sql {
+    text: String,
+    args: Vec<Arg>,
+}
+
+impl Sql {
+    fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Adds a value and returns its placeholder.
+    fn bind(&mut self, arg: Arg) -> String {
+        self.args.push(arg);
+        format!("${}", self.args.len())
+    }
+}
+
+macro_rules! bind_args {
+    ($query:expr, $args:expr) => {{
+        let mut query = $query;
+        for arg in $args {
+            query = match arg {
+                Arg::Text(v) => query.bind(v.as_str()),
+                Arg::Int(v) => query.bind(*v),
+                Arg::Float(v) => query.bind(*v),
+            };
+        }
         query
-            .bind(after.map(|c| c.run_id.as_str()))
-            .bind($q.search.as_deref().map(str::trim).filter(|s| !s.is_empty()))
-            .bind($q.trigger.map(|t: Trigger| t.as_str()))
     }};
+}
+
+/// How a statement spells the filtered columns: `runs` alone, or `run_tools rt` (whose
+/// started_ns and terminal_reason are copies of the run's) with `runs r` joined or not.
+struct Cols {
+    /// Prefix of the columns only `runs` has ("" or "r.").
+    runs: &'static str,
+    started: &'static str,
+    reason: &'static str,
+    run_id: &'static str,
+}
+
+const RUNS: Cols = Cols { runs: "", started: "started_ns", reason: "terminal_reason", run_id: "run_id" };
+const TOOLS_JOINED: Cols =
+    Cols { runs: "r.", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+const TOOLS_ALONE: Cols =
+    Cols { runs: "", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+
+impl RunQuery {
+    /// Whether a filter needs a column that only `runs` has.
+    fn filters_on_runs(&self) -> bool {
+        self.agent.is_some() || self.trigger.is_some() || self.flag.is_some()
+    }
+
+    /// The trimmed search term, if any.
+    fn term(&self) -> Option<&str> {
+        self.search.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
+}
+
+/// The sort value as `c` spells it.
+fn key_sql(sort: RunSort, c: &Cols) -> String {
+    match sort {
+        RunSort::Started => c.started.to_string(),
+        RunSort::Cost => format!("{}cost", c.runs),
+        RunSort::Duration => format!("COALESCE({}wall_clock_ms, -1)", c.runs),
+    }
+}
+
+/// Appends ` AND <condition>` for every filter given except the search term; `reason`
+/// and `after` are passed so the counts can leave them out.
+fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, after: Option<&Cursor>, c: &Cols) {
+    if let Some(r) = reason {
+        let p = sql.bind(Arg::Text(r.as_str().into()));
+        sql.push(&format!(" AND {} = {p}", c.reason));
+    }
+    if let Some(agent) = &q.agent {
+        let p = sql.bind(Arg::Text(agent.clone()));
+        sql.push(&format!(" AND {}agent = {p}", c.runs));
+    }
+    if let Some(t) = q.trigger {
+        let p = sql.bind(Arg::Text(t.as_str().into()));
+        sql.push(&format!(" AND {}run_trigger = {p}", c.runs));
+    }
+    if let Some(since) = q.since_ns {
+        let p = sql.bind(Arg::Int(since));
+        sql.push(&format!(" AND {} >= {p}", c.started));
+    }
+    if let Some(until) = q.until_ns {
+        let p = sql.bind(Arg::Int(until));
+        sql.push(&format!(" AND {} < {p}", c.started));
+    }
+    match q.flag {
+        None => {}
+        Some(RunFlag::Duplicates) => {
+            sql.push(&format!(" AND {}duplicate_side_effects > 0", c.runs));
+        }
+        Some(RunFlag::NoRead) => {
+            sql.push(&format!(" AND {}completed_without_read = TRUE", c.runs));
+        }
+        Some(RunFlag::ApprovalViolation) => {
+            sql.push(&format!(" AND {}approval_violations > 0", c.runs));
+        }
+    }
+    if let Some(cursor) = after {
+        let value = match (cursor.key, q.sort) {
+            (SortKey::Float(v), _) => Arg::Float(v),
+            (SortKey::Int(v), RunSort::Cost) => Arg::Float(v as f64),
+            (SortKey::Int(v), _) => Arg::Int(v),
+        };
+        let key = key_sql(q.sort, c);
+        let below = sql.bind(value.clone());
+        let equal = sql.bind(value);
+        let id = sql.bind(Arg::Text(cursor.run_id.clone()));
+        sql.push(&format!(" AND ({key} < {below} OR ({key} = {equal} AND {} < {id}))", c.run_id));
+    }
+}
+
+/// The runs a search term names by id: as run id, trace id, idempotency key or external
+/// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
+fn push_runs_named_by(sql: &mut Sql, term: &str) {
+    let t = sql.bind(Arg::Text(term.to_string()));
+    sql.push(&format!(
+        "SELECT run_id FROM runs WHERE run_id = {t} \
+         UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
+         UNION SELECT run_id FROM spans WHERE idempotency_key = {t} \
+         UNION SELECT run_id FROM spans WHERE external_id = {t}"
+    ));
+}
+
+/// The list statement. Without a search term: `runs` filtered and walked in sort order.
+/// With one: the first page of the runs it names by id and the first page of the runs
+/// that called it as a tool (walking `run_tools` newest first), each filtered, then the
+/// page of their union in sort order; both arms stop after one page.
+fn list_sql(q: &RunQuery, limit: i64) -> Sql {
+    let mut sql = Sql::default();
+    let order = |c: &Cols| format!(" ORDER BY {} DESC, {} DESC", key_sql(q.sort, c), c.run_id);
+    let page = |sql: &mut Sql| {
+        let p = sql.bind(Arg::Int(limit));
+        sql.push(&format!(" LIMIT {p}"));
+    };
+    sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
+    let Some(term) = q.term() else {
+        sql.push("1 = 1");
+        push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+        sql.push(&order(&RUNS));
+        page(&mut sql);
+        return sql;
+    };
+    sql.push("run_id IN (SELECT run_id FROM (SELECT run_id FROM runs WHERE run_id IN (");
+    push_runs_named_by(&mut sql, term);
+    sql.push(")");
+    push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+    sql.push(&order(&RUNS));
+    page(&mut sql);
+    let tools = if q.filters_on_runs() || q.sort != RunSort::Started { &TOOLS_JOINED } else { &TOOLS_ALONE };
+    sql.push(") AS by_id UNION SELECT run_id FROM (SELECT rt.run_id AS run_id FROM run_tools rt");
+    if tools.runs == "r." {
+        sql.push(" JOIN runs r ON r.run_id = rt.run_id");
+    }
+    let t = sql.bind(Arg::Text(term.to_string()));
+    sql.push(&format!(" WHERE rt.tool_name = {t}"));
+    push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), tools);
+    sql.push(&order(tools));
+    page(&mut sql);
+    sql.push(") AS by_tool)");
+    sql.push(&order(&RUNS));
+    page(&mut sql);
+    sql
+}
+
+/// The counts statement: rows of (terminal reason, count) to be summed per reason.
+/// With a search term, the runs that called it as a tool are counted from `run_tools`
+/// (joining `runs` only when a filter needs it) and the runs it names by id are added
+/// unless they were counted there already.
+fn counts_sql(q: &RunQuery) -> Sql {
+    let mut sql = Sql::default();
+    let Some(term) = q.term() else {
+        sql.push("SELECT terminal_reason, COUNT(*) FROM runs WHERE 1 = 1");
+        push_filters(&mut sql, q, None, None, &RUNS);
+        sql.push(" GROUP BY terminal_reason");
+        return sql;
+    };
+    let t = sql.bind(Arg::Text(term.to_string()));
+    if q.filters_on_runs() {
+        sql.push(&format!(
+            "SELECT r.terminal_reason, COUNT(*) FROM run_tools rt JOIN runs r ON r.run_id = rt.run_id \
+             WHERE rt.tool_name = {t}"
+        ));
+        push_filters(&mut sql, q, None, None, &TOOLS_JOINED);
+        sql.push(" GROUP BY r.terminal_reason");
+    } else {
+        sql.push(&format!("SELECT rt.terminal_reason, COUNT(*) FROM run_tools rt WHERE rt.tool_name = {t}"));
+        push_filters(&mut sql, q, None, None, &TOOLS_ALONE);
+        sql.push(" GROUP BY rt.terminal_reason");
+    }
+    sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
+    push_runs_named_by(&mut sql, term);
+    sql.push(&format!(
+        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_id = runs.run_id AND rt.tool_name = {t})"
+    ));
+    push_filters(&mut sql, q, None, None, &RUNS);
+    sql.push(" GROUP BY terminal_reason");
+    sql
 }
 
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
-    let key = q.sort.column();
-    let sql =
-        format!("SELECT {RUN_COLUMNS} FROM runs WHERE {} ORDER BY {key} DESC, run_id DESC LIMIT $9", filter_sql(q));
+    let sql = list_sql(q, limit + 1);
     let rows: Vec<RunRow> = on_pool!(db, pool => {
-        bind_filters!(sqlx::query_as(&sql), q, q.terminal_reason, q.after.as_ref())
-            .bind(limit + 1)
-            .fetch_all(pool)
-            .await
+        bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
     })?;
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect();
@@ -320,16 +476,19 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
 }
 
 /// How many runs match the query's filters, per terminal reason (the reason filter and
-/// the paging are ignored, so the counts show what each reason would give).
+/// the paging are ignored, so the counts show what each reason would give). Exact.
 pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
-    let sql = format!("SELECT terminal_reason, COUNT(*) FROM runs WHERE {} GROUP BY terminal_reason", filter_sql(q));
+    let sql = counts_sql(q);
     let rows: Vec<(String, i64)> = on_pool!(db, pool => {
-        bind_filters!(sqlx::query_as(&sql), q, None::<TerminalReason>, None).fetch_all(pool).await
+        bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
     })?;
-    let mut counts: Vec<(TerminalReason, i64)> =
-        rows.into_iter().filter_map(|(r, n)| TerminalReason::parse(&r).map(|r| (r, n))).collect();
-    counts.sort_by_key(|(r, _)| *r);
-    Ok(counts)
+    let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
+    for (reason, n) in rows {
+        if let Some(reason) = TerminalReason::parse(&reason) {
+            *counts.entry(reason).or_default() += n;
+        }
+    }
+    Ok(counts.into_iter().filter(|(_, n)| *n > 0).collect())
 }
 
 /// One run with its steps, tool calls and duplicates, derived from its spans.
@@ -360,7 +519,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
         async {
             let mut tx = pool.begin().await?;
             let old_runs = "SELECT run_id FROM runs WHERE started_ns < $1";
-            for table in ["span_bodies", "spans", "trace_runs"] {
+            for table in ["span_bodies", "spans", "trace_runs", "run_tools"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE run_id IN ({old_runs})"))
                     .bind(runs_before)
                     .execute(&mut *tx)

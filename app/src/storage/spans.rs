@@ -117,7 +117,12 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                                 .execute(&mut *tx)
                                 .await?;
                         }
-                        sqlx::query("DELETE FROM runs WHERE run_id = $1").bind(&old).execute(&mut *tx).await?;
+                        for table in ["runs", "run_tools"] {
+                            sqlx::query(&format!("DELETE FROM {table} WHERE run_id = $1"))
+                                .bind(&old)
+                                .execute(&mut *tx)
+                                .await?;
+                        }
                         new.to_string()
                     }
                     (Some((old, _)), _) => old,
@@ -263,6 +268,33 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                      deduped_calls = excluded.deduped_calls, completed_without_read = excluded.completed_without_read, \
                      approval_violations = excluded.approval_violations, escalation_reason = excluded.escalation_reason, \
                      duplicates = excluded.duplicates, updated_at = excluded.updated_at",
+                );
+                q.build().execute(&mut *tx).await?;
+            }
+            // The tools each touched run called, with its start and reason as just derived
+            // (the search index of `run_tools`). A run's tools only grow, except when a
+            // trace moves away, and that deletes the old run's rows above.
+            let mut run_tools: Vec<(&str, &str, i64, &str)> = Vec::new();
+            for d in &derived {
+                let r = &d.run;
+                let started_ns = r.started_at.and_then(|t| t.timestamp_nanos_opt()).unwrap_or(0);
+                let tools: BTreeSet<&str> = facts_by_run
+                    .get(&r.run_id)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.tool_name.as_deref())
+                    .collect();
+                run_tools.extend(tools.into_iter().map(|t| (r.run_id.as_str(), t, started_ns, r.terminal_reason.as_str())));
+            }
+            for chunk in run_tools.chunks(ROWS_PER_INSERT) {
+                let mut q = QueryBuilder::new("INSERT INTO run_tools (run_id, tool_name, started_ns, terminal_reason) ");
+                q.push_values(chunk, |mut row, (run, tool, started_ns, reason)| {
+                    row.push_bind(*run).push_bind(*tool).push_bind(*started_ns).push_bind(*reason);
+                });
+                q.push(
+                    " ON CONFLICT (run_id, tool_name) DO UPDATE SET started_ns = excluded.started_ns, \
+                     terminal_reason = excluded.terminal_reason \
+                     WHERE run_tools.started_ns <> excluded.started_ns OR run_tools.terminal_reason <> excluded.terminal_reason",
                 );
                 q.build().execute(&mut *tx).await?;
             }
