@@ -273,6 +273,7 @@ async fn the_api_refuses_missing_and_unknown_tokens_clearly() {
         let r = api_get(&app, "/api/v1/openapi.json", None).await;
         assert_eq!(r.status, StatusCode::OK, "the API description is public");
         assert!(r.body.contains("\"openapi\":\"3.1.0\""));
+        assert!(r.body.contains("\"/approvals/{id}\""), "the approval API is described");
         t.cleanup().await;
     }
 }

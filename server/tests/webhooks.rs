@@ -261,6 +261,7 @@ async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String
     let state = AppState {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
+        approvals: Default::default(),
         webhooks: Arc::new(targets.to_vec()),
     };
     let app = flightdeck::web::router(state, &config);

@@ -44,6 +44,39 @@ pub async fn document() -> Json<Value> {
                         "escalation_reason": {"type": ["string", "null"]}
                     }
                 },
+                "Approval": {
+                    "type": "object",
+                    "description": "An approval request as the agent sees it. Every status but pending is final.",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "status": {"type": "string", "enum": ["pending", "approved", "denied", "expired", "cancelled"]},
+                        "run_id": {"type": "string"},
+                        "tool": {"type": "string"},
+                        "payload_sha256": {"type": "string",
+                            "description": "SHA-256 of the canonical JSON (sorted keys, no whitespace) of {\"arguments\": ..., \"tool\": ...}"},
+                        "created_at": {"type": "string", "format": "date-time"},
+                        "expires_at": {"type": "string", "format": "date-time"},
+                        "decided_by": {"type": ["string", "null"]},
+                        "decided_at": {"type": ["string", "null"], "format": "date-time"},
+                        "reason": {"type": ["string", "null"], "description": "Why it was denied"}
+                    }
+                },
+                "ApprovalRequest": {
+                    "type": "object",
+                    "required": ["run_id", "tool", "arguments"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "run_id": {"type": "string", "maxLength": 200},
+                        "step_index": {"type": "integer", "minimum": 0},
+                        "tool": {"type": "string", "maxLength": 200},
+                        "arguments": {"description": "Any JSON: exactly what the tool will be called with"},
+                        "display": {"type": "array", "maxItems": 50, "items": {"type": "object",
+                            "required": ["label", "value"], "properties": {"label": {"type": "string"}, "value": {}}}},
+                        "idempotency_key": {"type": "string", "maxLength": 200},
+                        "expires_in": {"type": "integer", "minimum": 1, "maximum": 604800},
+                        "agent": {"type": "string"}
+                    }
+                },
                 "RunDetail": {
                     "allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "properties": {
                         "step_list": {"type": "array", "items": {"type": "object", "properties": {
@@ -74,6 +107,45 @@ pub async fn document() -> Json<Value> {
         },
         "security": [{"bearer": []}],
         "paths": {
+            "/approvals": {
+                "post": {
+                    "summary": "Request approval for one tool call (scope approvals)",
+                    "security": [{"bearer": []}],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ApprovalRequest"}}}},
+                    "responses": {
+                        "201": {"description": "Created, pending", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Approval"}}}},
+                        "200": {"description": "The existing request with this idempotency key and payload", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Approval"}}}},
+                        "400": {"description": "A field is missing or invalid", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                        "422": {"description": "The idempotency key was used for a different payload", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
+            "/approvals/{id}": {
+                "get": {
+                    "summary": "Read a request; with wait, long-poll until it is final (scope approvals)",
+                    "security": [{"bearer": []}],
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+                        {"name": "wait", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 60},
+                         "description": "Seconds to wait while pending (larger values are capped at 60)"}
+                    ],
+                    "responses": {
+                        "200": {"description": "The request (final, or still pending when the wait ran out)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Approval"}}}},
+                        "404": {"description": "No such request", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
+            "/approvals/{id}/cancel": {
+                "post": {
+                    "summary": "Cancel a pending request (scope approvals)",
+                    "security": [{"bearer": []}],
+                    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": {"description": "The request after cancelling (a final one unchanged)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Approval"}}}},
+                        "404": {"description": "No such request", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
             "/runs": {
                 "get": {
                     "summary": "List runs, newest first (scope `read`)",
