@@ -75,6 +75,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals/:id") view=approvals::request::ApprovalPage ssr=SsrMode::Async/>
                     <Route path=path!("/escalations") view=escalations::EscalationsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/escalations/:id") view=escalations::page::EscalationPage ssr=SsrMode::Async/>
                     <Route path=path!("/alerts") view=alerts::AlertsPage ssr=SsrMode::Async/>
                     <Route path=path!("/trends") view=trends::TrendsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=admin::AdminHome ssr=SsrMode::Async/>

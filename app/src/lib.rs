@@ -11,6 +11,7 @@ pub mod approvals;
 pub mod canonical;
 pub mod components;
 pub mod errors;
+pub mod escalations;
 pub mod functions;
 pub mod models;
 pub mod routes;

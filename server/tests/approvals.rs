@@ -4,72 +4,25 @@
 //! processes on one PostgreSQL database and checks that a decision on one wakes a long
 //! poll waiting on the other.
 
+mod common;
+
 use app::access::{Role, Scope};
 use app::approvals::payload::payload_sha256;
-use app::auth::{password, secrets};
-use app::state::AppState;
+use app::auth::password;
 use app::storage::testing::TestDb;
-use app::storage::{audit, tokens, users, Db};
-use flightdeck::config::{Config, Overrides};
+use app::storage::{audit, users};
+use common::{token, Live, Person, PASSWORD};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const PASSWORD: &str = "a-long-test-password-1";
-
-async fn token(db: &Db, name: &str, scopes: &[Scope]) -> String {
-    let (secret, prefix) = secrets::generate_token();
-    let new = tokens::NewToken {
-        name,
-        prefix: &prefix,
-        secret_sha256: &secrets::sha256_hex(&secret),
-        scopes,
-        created_by: None,
-    };
-    tokens::create(db, new).await.unwrap();
-    secret
-}
-
-/// A server on a free port with approvers alice and bob, a viewer victor, and an agent
-/// token with the `approvals` scope.
-struct Live {
-    base: String,
-    agent: String,
-    http: reqwest::Client,
-}
-
+/// Approvers alice and bob, a viewer victor, and an agent token with the `approvals` scope.
 async fn live(t: &TestDb) -> Live {
-    let config = Config::resolve(Overrides::default(), None).unwrap();
-    let hash = password::hash(PASSWORD);
-    users::create(&t.db, "alice", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
-    users::create(&t.db, "bob", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
-    users::create(&t.db, "victor", &hash, &[Role::Viewer]).await.unwrap();
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        webhooks: Default::default(),
-    };
-    let app = flightdeck::web::router(state, &config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await.unwrap()
-    });
-    Live { base, agent: token(&t.db, "agent-7", &[Scope::Approvals]).await, http: reqwest::Client::new() }
+    let approver: &[Role] = &[Role::Approver, Role::Viewer];
+    common::live(t, &[("alice", approver), ("bob", approver), ("victor", &[Role::Viewer])], &[Scope::Approvals]).await
 }
 
 impl Live {
-    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: &str) -> (StatusCode, Value) {
-        let mut req = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let res = req.send().await.unwrap();
-        let status = res.status();
-        (status, res.json().await.unwrap_or(Value::Null))
-    }
-
     async fn request(&self, body: Value) -> (StatusCode, Value) {
         self.api(reqwest::Method::POST, "/api/v1/approvals", Some(body), &self.agent).await
     }
@@ -80,36 +33,13 @@ impl Live {
         assert_eq!(status, StatusCode::OK, "{body}");
         body
     }
-
-    /// A signed-in browser session for `user`.
-    async fn person(&self, user: &str) -> Person {
-        let http = reqwest::Client::builder().cookie_store(true).build().unwrap();
-        let p = Person { http, base: self.base.clone() };
-        let (status, body) = p.call("login", &[("username", user), ("password", PASSWORD), ("next", "/runs")]).await;
-        assert!(status.is_success(), "login {user}: {status} {body}");
-        p
-    }
 }
 
-struct Person {
-    http: reqwest::Client,
-    base: String,
+trait Decide {
+    async fn decide(&self, id: &str, decision: &str, sha: &str, reason: &str) -> (StatusCode, String);
 }
 
-impl Person {
-    /// Calls a server function as the hydrated page does.
-    async fn call(&self, endpoint: &str, form: &[(&str, &str)]) -> (StatusCode, String) {
-        let res = self
-            .http
-            .post(format!("{}/fn/{endpoint}", self.base))
-            .header("sec-fetch-site", "same-origin")
-            .form(form)
-            .send()
-            .await
-            .unwrap();
-        (res.status(), res.text().await.unwrap())
-    }
-
+impl Decide for Person {
     async fn decide(&self, id: &str, decision: &str, sha: &str, reason: &str) -> (StatusCode, String) {
         self.call("decide_approval", &[("id", id), ("decision", decision), ("payload_sha256", sha), ("reason", reason)])
             .await

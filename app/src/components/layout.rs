@@ -67,6 +67,10 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
         move || (location.pathname.get(), tick.get()),
         |_| crate::functions::approvals::pending_approvals(),
     );
+    let backlog = Resource::new(
+        move || (location.pathname.get(), tick.get()),
+        |_| crate::functions::escalations::escalation_backlog(),
+    );
     view! {
         <header class="topbar">
             <a class="brand" href="/runs">"Flightdeck"</a>
@@ -85,7 +89,25 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                         })}
                     </Transition>
                 </A>
-                <A href="/escalations">"Escalations"</A>
+                <A href="/escalations">
+                    "Escalations"
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            match backlog.await {
+                                Ok((n, Some(oldest), now)) if n > 0 => {
+                                    let age = crate::routes::escalations::backlog_age(&oldest, &now);
+                                    Some(view! {
+                                        <span class="nav-count" data-testid="nav-escalations"
+                                            title=format!("{n} open escalations; the oldest has waited {age}")>
+                                            {format!("{n} · {age}")}
+                                        </span>
+                                    })
+                                }
+                                _ => None,
+                            }
+                        })}
+                    </Transition>
+                </A>
                 <A href="/alerts">"Alerts"</A>
                 <A href="/trends">"Trends"</A>
                 {is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}

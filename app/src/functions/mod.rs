@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod approvals;
 pub mod auth;
+pub mod escalations;
 pub mod runs;
 
 #[cfg(feature = "ssr")]

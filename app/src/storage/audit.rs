@@ -19,6 +19,11 @@ pub mod action {
     pub const APPROVAL_APPROVED: &str = "approval_approved";
     pub const APPROVAL_DENIED: &str = "approval_denied";
     pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
+    pub const ESCALATION_CLAIMED: &str = "escalation_claimed";
+    pub const ESCALATION_RELEASED: &str = "escalation_released";
+    pub const ESCALATION_NOTE: &str = "escalation_note";
+    pub const ESCALATION_ITEM: &str = "escalation_item";
+    pub const ESCALATION_RESOLVED: &str = "escalation_resolved";
 }
 
 /// One entry to append.

@@ -7,6 +7,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod escalations;
 pub mod policies;
 pub mod runs;
 pub mod sessions;

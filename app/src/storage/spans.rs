@@ -227,6 +227,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             let mut derived: Vec<RunDetail> =
                 touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
             super::approvals::count_violations!(tx, derived);
+            super::escalations::open_from_traces!(tx, derived, spans, received_at);
             for chunk in derived.chunks(ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \

@@ -4,6 +4,7 @@
 pub mod approvals;
 mod auth;
 mod error;
+pub mod escalations;
 mod openapi;
 pub mod runs;
 
@@ -31,6 +32,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .route("/approvals", post(approvals::create))
         .route("/approvals/{id}", get(approvals::get))
         .route("/approvals/{id}/cancel", post(approvals::cancel))
+        .route("/escalations", post(escalations::file))
+        .route("/escalations/{id}", get(escalations::get))
         .fallback(not_found)
         .layer(Extension(approval_hub))
         .layer(Extension(webhooks))

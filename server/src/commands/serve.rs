@@ -71,6 +71,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),
         tokio::spawn(apply_retention(db.clone(), config.retention_days, config.body_retention_days)),
         tokio::spawn(expire_approvals(db.clone(), approval_hub.clone())),
+        tokio::spawn(announce_escalations(db.clone(), Arc::new(config.webhooks.clone()))),
         tokio::spawn(approval_hub.clone().listen(db.clone())),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
@@ -171,6 +172,62 @@ async fn expire_approvals(db: app::storage::Db, hub: app::approvals::hub::Approv
             }
             Err(e) => tracing::warn!(error = %e, "could not expire approval requests; will retry"),
         }
+    }
+}
+
+/// Every two seconds: queues the `escalation.opened` webhook for escalations opened since,
+/// whether by the API or from traces. Marking first makes one instance of several do it.
+async fn announce_escalations(db: app::storage::Db, webhooks: Arc<Vec<app::notify::WebhookTarget>>) {
+    use app::storage::escalations;
+    let mut every = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        every.tick().await;
+        let due = match escalations::unannounced(&db).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read new escalations; will retry");
+                continue;
+            }
+        };
+        for e in due {
+            match escalations::mark_announced(&db, &e.id).await {
+                Ok(true) => {
+                    if let Err(err) = app::storage::webhooks::enqueue(&db, &opened_event(&e), &webhooks).await {
+                        tracing::warn!(error = %err, escalation = %e.id, "could not queue the escalation webhook");
+                    }
+                }
+                Ok(false) => {}
+                Err(err) => tracing::warn!(error = %err, "could not mark an escalation announced"),
+            }
+        }
+    }
+}
+
+/// The `escalation.opened` webhook event.
+fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
+    let reason = match &e.reason_text {
+        Some(text) => format!("{}: {text}", e.reason),
+        None => e.reason.to_string(),
+    };
+    let mut fields = vec![
+        ("Reason".to_string(), reason),
+        ("Run".to_string(), e.run_id.clone()),
+        ("Agent".to_string(), e.agent.clone().unwrap_or_else(|| "unknown".into())),
+    ];
+    if let Some(fact) = &e.blocking_fact {
+        fields.push(("Blocking fact".to_string(), fact.clone()));
+    }
+    app::notify::Event {
+        kind: app::notify::EventKind::EscalationOpened,
+        title: format!("Escalation: run {} needs a person", e.run_id),
+        summary: format!(
+            "{} item(s) done, {} remaining. Claim it in Flightdeck.",
+            e.what_was_done.len(),
+            e.what_remains.len()
+        ),
+        link_path: format!("/escalations/{}", app::components::url::encode(&e.id)),
+        fields,
+        data: serde_json::to_value(e).unwrap_or_default(),
     }
 }
 

@@ -72,6 +72,7 @@ fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
         <div class="actions">{replay}</div>
         <Duplicates detail=detail.clone()/>
         <SideEffects calls=detail.tool_call_list.clone()/>
+        <super::escalation_link::RunEscalations run_id=run_id.clone()/>
         <super::approvals_panel::RunApprovals run_id=run_id.clone()/>
         <section class="panel">
             <h2>{format!("Waterfall · {total_spans} spans")}</h2>

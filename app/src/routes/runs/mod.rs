@@ -3,6 +3,7 @@
 
 mod approvals_panel;
 pub mod detail;
+mod escalation_link;
 
 use crate::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};
 use crate::components::badges::{ReasonBadge, RunFlags};

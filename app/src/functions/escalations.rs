@@ -1,0 +1,176 @@
+//! Escalations for the browser: the queue, one escalation with its evidence and timeline,
+//! and the operator's actions (claim, release, note, tick an item, resolve). Reading needs
+//! `viewer`; every action needs `operator`, is checked here, audited, and put on the
+//! escalation's timeline.
+
+use crate::errors::AppError;
+use crate::escalations::evidence::Evidence;
+use crate::escalations::{Escalation, TimelineEntry};
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub escalations: Vec<Escalation>,
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EscalationView {
+    pub escalation: Escalation,
+    pub evidence: Evidence,
+    pub timeline: Vec<TimelineEntry>,
+    /// The signed-in user may act (holds `operator`).
+    pub can_act: bool,
+    pub me: String,
+    pub run_known: bool,
+    pub now: DateTime<Utc>,
+}
+
+#[server(prefix = "/fn", endpoint = "load_escalations")]
+pub async fn load_escalations(resolved: bool) -> Result<QueueView, AppError> {
+    use super::ssr;
+    ssr::require(crate::access::Role::Viewer)?;
+    let escalations = crate::storage::escalations::list(&ssr::db()?, !resolved, 500).await?;
+    Ok(QueueView { escalations, now: Utc::now() })
+}
+
+/// Open escalations and when the oldest was opened, for the navigation.
+#[server(prefix = "/fn", endpoint = "escalation_backlog")]
+pub async fn escalation_backlog() -> Result<(i64, Option<DateTime<Utc>>, DateTime<Utc>), AppError> {
+    use super::ssr;
+    ssr::require(crate::access::Role::Viewer)?;
+    let (count, oldest) = crate::storage::escalations::backlog(&ssr::db()?).await?;
+    // The server's clock travels with the data so the page hydrates without a mismatch.
+    Ok((count, oldest.map(crate::storage::from_ms), Utc::now()))
+}
+
+#[server(prefix = "/fn", endpoint = "load_escalation")]
+pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
+    use super::ssr;
+    use crate::escalations::evidence::{compare, observed_side_effects};
+    use crate::storage::{escalations, runs};
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    let Some(escalation) = escalations::get(&db, &id).await? else {
+        return ssr::fail(AppError::NotFound(format!("escalation `{id}`")));
+    };
+    let run = runs::get(&db, &escalation.run_id).await?;
+    let observed = run.as_ref().map(|r| observed_side_effects(&r.tool_call_list)).unwrap_or_default();
+    let evidence = compare(&escalation.what_was_done, &observed);
+    let timeline = escalations::timeline(&db, &id).await?;
+    Ok(EscalationView {
+        can_act: me.can(crate::access::Role::Operator),
+        me: me.username,
+        run_known: run.is_some(),
+        escalation,
+        evidence,
+        timeline,
+        now: Utc::now(),
+    })
+}
+
+/// The run's escalations, newest first, for its page.
+#[server(prefix = "/fn", endpoint = "load_run_escalations")]
+pub async fn load_run_escalations(run_id: String) -> Result<Vec<Escalation>, AppError> {
+    use super::ssr;
+    ssr::require(crate::access::Role::Viewer)?;
+    Ok(crate::storage::escalations::for_run(&ssr::db()?, &run_id).await?)
+}
+
+#[cfg(feature = "ssr")]
+async fn act<F, Fut>(id: &str, action: &str, detail: Option<String>, f: F) -> Result<(), AppError>
+where
+    F: FnOnce(crate::storage::Db, String) -> Fut,
+    Fut: std::future::Future<Output = crate::storage::StoreResult<Escalation>>,
+{
+    use super::ssr;
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    match f(db.clone(), me.username.clone()).await {
+        Ok(_) => ssr::audit(&db, &me, action, id, detail.as_deref()).await,
+        Err(crate::storage::StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
+        Err(crate::storage::StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[server(prefix = "/fn", endpoint = "claim_escalation")]
+pub async fn claim_escalation(id: String) -> Result<(), AppError> {
+    use crate::storage::{audit::action, escalations};
+    let target = id.clone();
+    act(&id, action::ESCALATION_CLAIMED, None, |db, me| async move { escalations::claim(&db, &target, &me).await })
+        .await
+}
+
+#[server(prefix = "/fn", endpoint = "release_escalation")]
+pub async fn release_escalation(id: String) -> Result<(), AppError> {
+    use crate::storage::{audit::action, escalations};
+    let target = id.clone();
+    act(&id, action::ESCALATION_RELEASED, None, |db, me| async move { escalations::release(&db, &target, &me).await })
+        .await
+}
+
+#[server(prefix = "/fn", endpoint = "note_escalation")]
+pub async fn note_escalation(id: String, note: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::{audit::action, escalations};
+    let note = note.trim().to_string();
+    if note.is_empty() || note.len() > 5000 {
+        return ssr::fail(AppError::Invalid("a note needs 1 to 5000 characters".into()));
+    }
+    let target = id.clone();
+    let text = note.clone();
+    act(&id, action::ESCALATION_NOTE, Some(note), |db, me| async move {
+        escalations::event(&db, &target, Some(&me), "note", Some(&text)).await?;
+        escalations::get(&db, &target)
+            .await?
+            .ok_or_else(|| crate::storage::StoreError::NotFound(format!("escalation {target}")))
+    })
+    .await
+}
+
+/// Ticks (`done = "true"`) or unticks a remaining item, by its position.
+#[server(prefix = "/fn", endpoint = "tick_escalation_item")]
+pub async fn tick_escalation_item(id: String, index: usize, done: String) -> Result<(), AppError> {
+    use crate::storage::{audit::action, escalations};
+    let done = done == "true";
+    let target = id.clone();
+    let detail = format!("item {index} {}", if done { "done" } else { "not done" });
+    act(&id, action::ESCALATION_ITEM, Some(detail), |db, me| async move {
+        escalations::set_item(&db, &target, &me, index, done).await
+    })
+    .await
+}
+
+#[server(prefix = "/fn", endpoint = "resolve_escalation")]
+pub async fn resolve_escalation(
+    id: String,
+    outcome: String,
+    note: String,
+    #[server(default)] instructions: Option<String>,
+) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::escalations::Resolution;
+    use crate::storage::{audit::action, escalations};
+    let Some(outcome) = Resolution::parse(&outcome) else {
+        return ssr::fail(AppError::Invalid(format!(
+            "unknown outcome `{outcome}` (expected completed_by_human, handed_back or abandoned)"
+        )));
+    };
+    let note = note.trim().to_string();
+    if note.is_empty() || note.len() > 5000 {
+        return ssr::fail(AppError::Invalid("resolving needs a note of 1 to 5000 characters".into()));
+    }
+    let instructions = instructions.map(|i| i.trim().to_string()).filter(|i| !i.is_empty());
+    if outcome == Resolution::HandedBack && instructions.is_none() {
+        return ssr::fail(AppError::Invalid("handing back needs instructions the agent can follow".into()));
+    }
+    let target = id.clone();
+    let detail = format!("{outcome}: {note}");
+    act(&id, action::ESCALATION_RESOLVED, Some(detail), |db, me| async move {
+        escalations::resolve(&db, &target, &me, outcome, &note, instructions.as_deref()).await
+    })
+    .await
+}

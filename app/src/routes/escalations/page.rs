@@ -1,0 +1,324 @@
+//! One escalation (`/escalations/{id}`): the blocking fact and reason first; what was done
+//! (each item with its external id and idempotency key) checked against the side effects
+//! observed in the run, with what was observed but never claimed highlighted; what
+//! remains as a checklist; the operator's actions; and the timeline.
+
+use super::{backlog_age, reason_text};
+use crate::canonical::ToolCallView;
+use crate::components::badges::Tag;
+use crate::components::status::{ActionError, ErrorBox};
+use crate::components::time::format_utc;
+use crate::components::url::run_href;
+use crate::escalations::{DoneItem, Resolution};
+use crate::functions::escalations::{
+    load_escalation, ClaimEscalation, EscalationView, NoteEscalation, ReleaseEscalation, ResolveEscalation,
+    TickEscalationItem,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+/// Every action of the page; any of them completing reloads the escalation.
+#[derive(Clone, Copy)]
+struct Actions {
+    claim: ServerAction<ClaimEscalation>,
+    release: ServerAction<ReleaseEscalation>,
+    note: ServerAction<NoteEscalation>,
+    tick: ServerAction<TickEscalationItem>,
+    resolve: ServerAction<ResolveEscalation>,
+}
+
+#[component]
+pub fn EscalationPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    let actions = Actions {
+        claim: ServerAction::new(),
+        release: ServerAction::new(),
+        note: ServerAction::new(),
+        tick: ServerAction::new(),
+        resolve: ServerAction::new(),
+    };
+    let versions = move || {
+        (
+            actions.claim.version().get(),
+            actions.release.version().get(),
+            actions.note.version().get(),
+            actions.tick.version().get(),
+            actions.resolve.version().get(),
+        )
+    };
+    let data = Resource::new(move || (id.get(), versions()), |(id, _)| load_escalation(id));
+    view! {
+        <Title text="Escalation"/>
+        <Transition fallback=|| view! { <p class="loading">"Loading escalation…"</p> }>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(view) => view! { <Body view actions/> }.into_any(),
+                    Err(error) => view! { <ErrorBox error/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Body(view: EscalationView, actions: Actions) -> impl IntoView {
+    let e = view.escalation.clone();
+    let mine = e.claimed_by.as_deref() == Some(view.me.as_str());
+    let status = if e.open { "open" } else { "resolved" };
+    view! {
+        <p class="breadcrumb"><a href="/escalations">"Escalations"</a> " / " <code>{e.id.clone()}</code></p>
+        <h1>"Run " <code>{e.run_id.clone()}</code> " needs a person " <Tag kind="escalation" value=status/></h1>
+        <section class="callout danger blocking" data-testid="blocking">
+            <p class="big">{e.blocking_fact.clone().unwrap_or_else(|| "The agent gave no blocking fact.".into())}</p>
+            <p>"Reason: " <strong>{reason_text(&e)}</strong></p>
+            <p class="muted small">
+                {format!("Opened {} ({} ago) · agent {} · reported by {}",
+                    format_utc(&e.opened_at), backlog_age(&e.opened_at, &view.now),
+                    e.agent.clone().unwrap_or_else(|| "unknown".into()),
+                    match (e.from_api, e.from_trace) { (true, true) => "the API and the traces", (true, false) => "the API", _ => "the traces" })}
+                " · "
+                {if view.run_known {
+                    view! { <a href=run_href(&e.run_id) data-testid="run-link">"Open the run's waterfall"</a> }.into_any()
+                } else {
+                    view! { <span>"No spans of this run have arrived."</span> }.into_any()
+                }}
+            </p>
+        </section>
+        <Claim view=view.clone() actions/>
+        <Evidence view=view.clone()/>
+        <Remaining view=view.clone() actions mine/>
+        {(view.can_act && e.open).then(|| view! { <Resolve view=view.clone() actions mine/> })}
+        <Outcome view=view.clone()/>
+        <Timeline view=view.clone() actions/>
+    }
+}
+
+#[component]
+fn Claim(view: EscalationView, actions: Actions) -> impl IntoView {
+    let e = &view.escalation;
+    if !e.open {
+        return None;
+    }
+    let holder = e.claimed_by.clone();
+    let id = e.id.clone();
+    let control = match (&holder, view.can_act) {
+        (_, false) => view! {
+            <span class="muted" data-testid="cannot-act">"Claiming and resolving need the operator role."</span>
+        }
+        .into_any(),
+        (None, true) => view! {
+            <ActionForm action=actions.claim attr:class="inline">
+                <input type="hidden" name="id" value=id/>
+                <button type="submit" class="primary">"Claim"</button>
+            </ActionForm>
+        }
+        .into_any(),
+        (Some(h), true) if *h == view.me => view! {
+            <ActionForm action=actions.release attr:class="inline">
+                <input type="hidden" name="id" value=id/>
+                <button type="submit">"Release"</button>
+            </ActionForm>
+        }
+        .into_any(),
+        (Some(_), true) => ().into_any(),
+    };
+    Some(view! {
+        <section class="card claim" data-testid="claim">
+            <strong data-testid="claimed-by">{match &holder {
+                Some(h) => format!("Claimed by {h}"),
+                None => "Unclaimed".to_string(),
+            }}</strong>
+            " "
+            {control}
+            <ActionError value=actions.claim.value()/>
+            <ActionError value=actions.release.value()/>
+        </section>
+    })
+}
+
+fn done_row(item: &DoneItem) -> impl IntoView {
+    view! {
+        <td><code>{item.tool.clone().unwrap_or_default()}</code></td>
+        <td>{item.description.clone().unwrap_or_default()}</td>
+        <td><code>{item.external_id.clone().unwrap_or_default()}</code></td>
+        <td><code>{item.idempotency_key.clone().unwrap_or_default()}</code></td>
+    }
+}
+
+fn observed_row(call: &ToolCallView) -> impl IntoView {
+    view! {
+        <td><code>{call.tool.clone()}</code> " " <Tag kind="effect" value=call.side_effect.as_str()/></td>
+        <td><code>{call.external_id.clone().unwrap_or_default()}</code></td>
+        <td><code>{call.idempotency_key.clone().unwrap_or_default()}</code></td>
+        <td>{call.started_at.map(|t| format_utc(&t)).unwrap_or_default()}</td>
+    }
+}
+
+#[component]
+fn Evidence(view: EscalationView) -> impl IntoView {
+    let ev = view.evidence;
+    let observed_head =
+        || view! { <tr><th>"Tool"</th><th>"External id"</th><th>"Idempotency key"</th><th>"When"</th></tr> };
+    view! {
+        <section class="panel" data-testid="what-was-done">
+            <h2>"What was done"</h2>
+            {ev.observed_only.then(|| view! {
+                <p class="notice" data-testid="observed-only">
+                    "The agent did not say what it did. These side effects were observed in the run's traces:"
+                </p>
+            })}
+            {(!ev.observed_not_claimed.is_empty()).then(|| view! {
+                <div class="callout danger" data-testid="observed-not-claimed">
+                    <h3>{if ev.observed_only { "Observed side effects" } else { "Observed but not claimed: the agent did not mention these" }}</h3>
+                    <table class="grid">
+                        <thead>{observed_head()}</thead>
+                        <tbody>{ev.observed_not_claimed.iter().map(|c| view! { <tr>{observed_row(c)}</tr> }).collect_view()}</tbody>
+                    </table>
+                </div>
+            })}
+            {(!ev.claimed_and_observed.is_empty()).then(|| view! {
+                <h3>"Claimed and observed"</h3>
+                <table class="grid" data-testid="claimed-and-observed">
+                    <thead><tr><th>"Tool"</th><th>"Description"</th><th>"External id"</th><th>"Idempotency key"</th><th>"Observed call"</th></tr></thead>
+                    <tbody>
+                        {ev.claimed_and_observed.iter().map(|(item, call)| view! {
+                            <tr>{done_row(item)}<td><code>{call.tool.clone()}</code> " " <code>{call.external_id.clone().unwrap_or_default()}</code></td></tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
+            {(!ev.claimed_not_observed.is_empty()).then(|| view! {
+                <h3>"Claimed but not observed in the traces"</h3>
+                <table class="grid warn" data-testid="claimed-not-observed">
+                    <thead><tr><th>"Tool"</th><th>"Description"</th><th>"External id"</th><th>"Idempotency key"</th></tr></thead>
+                    <tbody>{ev.claimed_not_observed.iter().map(|item| view! { <tr>{done_row(item)}</tr> }).collect_view()}</tbody>
+                </table>
+            })}
+            {(ev.claimed_and_observed.is_empty() && ev.claimed_not_observed.is_empty() && ev.observed_not_claimed.is_empty())
+                .then(|| view! { <p class="muted">"Nothing was reported or observed as done."</p> })}
+        </section>
+    }
+}
+
+#[component]
+fn Remaining(view: EscalationView, actions: Actions, mine: bool) -> impl IntoView {
+    let e = view.escalation;
+    let can_tick = e.open && mine;
+    let id = e.id.clone();
+    let items = e.what_remains.clone();
+    let nothing = items.is_empty();
+    view! {
+        <section class="panel" data-testid="what-remains">
+            <h2>"What remains"</h2>
+            {if nothing {
+                view! { <p class="muted">"The agent listed nothing that remains."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="checklist">
+                        {items.into_iter().enumerate().map(|(i, item)| {
+                            let done = item.done;
+                            let id = id.clone();
+                            let label = format!("Mark “{}” {}", item.description, if done { "not done" } else { "done" });
+                            let control = if can_tick {
+                                view! {
+                                    <ActionForm action=actions.tick attr:class="inline">
+                                        <input type="hidden" name="id" value=id/>
+                                        <input type="hidden" name="index" value=i.to_string()/>
+                                        <input type="hidden" name="done" value=if done { "false" } else { "true" }/>
+                                        <button type="submit" class="tick" aria-pressed=if done { "true" } else { "false" }
+                                            aria-label=label>
+                                            {if done { "☑" } else { "☐" }}
+                                        </button>
+                                    </ActionForm>
+                                }.into_any()
+                            } else {
+                                view! { <span class="tick">{if done { "☑" } else { "☐" }}</span> }.into_any()
+                            };
+                            view! {
+                                <li class:done=done data-item=i.to_string()>
+                                    {control}
+                                    " " <span>{item.description.clone()}</span>
+                                    {item.done_by.clone().map(|by| view! { <span class="muted small">{format!(" · done by {by}")}</span> })}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+            {(e.open && !mine && view.can_act && !e.what_remains.is_empty())
+                .then(|| view! { <p class="muted small">"Claim the escalation to tick items."</p> })}
+            <ActionError value=actions.tick.value()/>
+        </section>
+    }
+}
+
+#[component]
+fn Resolve(view: EscalationView, actions: Actions, mine: bool) -> impl IntoView {
+    let e = view.escalation;
+    if e.claimed_by.is_some() && !mine {
+        return None;
+    }
+    Some(view! {
+        <section class="card" data-testid="resolve">
+            <h2>"Resolve"</h2>
+            <ActionForm action=actions.resolve attr:class="form">
+                <input type="hidden" name="id" value=e.id.clone()/>
+                <label>"Outcome"
+                    <select name="outcome">
+                        {Resolution::ALL.iter().map(|o| view! { <option value=o.as_str()>{o.as_str().replace('_', " ")}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Note (required)" <textarea name="note" required maxlength="5000" rows="2"></textarea></label>
+                <label>"Instructions for the agent (required when handing back)"
+                    <textarea name="instructions" maxlength="5000" rows="2"></textarea>
+                </label>
+                <button type="submit" class="primary">"Resolve"</button>
+                <ActionError value=actions.resolve.value()/>
+            </ActionForm>
+        </section>
+    })
+}
+
+#[component]
+fn Outcome(view: EscalationView) -> impl IntoView {
+    let e = view.escalation;
+    let outcome = e.outcome?;
+    Some(view! {
+        <section class="card outcome" data-testid="outcome">
+            <p><strong>{format!("Resolved as {} by {} at {}", outcome.as_str().replace('_', " "),
+                e.resolved_by.clone().unwrap_or_default(), e.resolved_at.map(|t| format_utc(&t)).unwrap_or_default())}</strong></p>
+            <p>{e.resolution_note.clone().unwrap_or_default()}</p>
+            {e.instructions.clone().map(|i| view! { <p>"Instructions for the agent: " {i}</p> })}
+        </section>
+    })
+}
+
+#[component]
+fn Timeline(view: EscalationView, actions: Actions) -> impl IntoView {
+    let id = view.escalation.id.clone();
+    view! {
+        <section class="panel" data-testid="timeline">
+            <h2>"Timeline"</h2>
+            <ol class="timeline">
+                {view.timeline.into_iter().map(|t| view! {
+                    <li>
+                        <span class="muted small">{format_utc(&t.at)}</span> " "
+                        <strong>{t.actor.clone().unwrap_or_else(|| "flightdeck".into())}</strong> " "
+                        {t.kind.replace('_', " ")}
+                        {t.detail.clone().map(|d| view! { ": " <span>{d}</span> })}
+                    </li>
+                }).collect_view()}
+            </ol>
+            {view.can_act.then(|| view! {
+                <ActionForm action=actions.note attr:class="inline-form">
+                    <input type="hidden" name="id" value=id.clone()/>
+                    <label>"Add a note" <input type="text" name="note" required maxlength="5000"/></label>
+                    <button type="submit">"Add note"</button>
+                    <ActionError value=actions.note.value()/>
+                </ActionForm>
+            })}
+        </section>
+    }
+}

@@ -1,0 +1,262 @@
+//! Escalations end to end over real HTTP, on SQLite and on PostgreSQL: the agent API and
+//! its validation, the merge of API and trace reports into one escalation, claims against
+//! the side effects observed in the run, and claim conflicts between operators.
+
+mod common;
+
+use app::access::{Role, Scope};
+use app::ingest::pipeline::{prepare, IngestSettings};
+use app::storage::testing::TestDb;
+use common::{token, Live};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{span::Event, ResourceSpans, ScopeSpans, Span};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+/// Operators olga and oscar, a viewer victor, and an agent token with `escalations`.
+async fn live(t: &TestDb) -> Live {
+    let operator: &[Role] = &[Role::Operator, Role::Viewer];
+    common::live(t, &[("olga", operator), ("oscar", operator), ("victor", &[Role::Viewer])], &[Scope::Escalations])
+        .await
+}
+
+fn kv(key: &str, v: &str) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::StringValue(v.into())) }), ..Default::default() }
+}
+
+fn span(trace: u8, id: u8, parent: Option<u8>, name: &str, attributes: Vec<KeyValue>) -> Span {
+    let start = 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000;
+    Span {
+        trace_id: vec![trace; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        start_time_unix_nano: start,
+        end_time_unix_nano: start + 500_000,
+        attributes,
+        ..Default::default()
+    }
+}
+
+fn email(trace: u8, id: u8, key: &str, external: &str) -> Span {
+    let attrs = vec![
+        kv("tool.name", "send_email"),
+        kv("tool.side_effect", "irreversible"),
+        kv("tool.outcome", "ok"),
+        kv("tool.idempotency_key", key),
+        kv("tool.external_id", external),
+    ];
+    span(trace, id, Some(1), "tool send_email", attrs)
+}
+
+/// A run that sent two emails and opened a ticket, then escalated: the root carries
+/// `escalation.reason`, and with `event` an `escalation` span event with the details.
+fn escalated_run(trace: u8, run_id: &str, event: bool) -> ExportTraceServiceRequest {
+    let mut root = span(
+        trace,
+        1,
+        None,
+        "agent.run",
+        vec![kv("run.id", run_id), kv("escalation.reason", "insufficient_permission")],
+    );
+    if event {
+        root.events.push(Event {
+            name: "escalation".into(),
+            attributes: vec![
+                kv("blocking_fact", "refunds over 500 EUR need a manager"),
+                kv("what_remains", r#"["refund order 77", {"description": "tell the customer"}]"#),
+            ],
+            ..Default::default()
+        });
+    }
+    let ticket = span(
+        trace,
+        4,
+        Some(1),
+        "tool create_ticket",
+        vec![
+            kv("tool.name", "create_ticket"),
+            kv("tool.side_effect", "write"),
+            kv("tool.outcome", "ok"),
+            kv("tool.external_id", "T-9"),
+        ],
+    );
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans {
+                spans: vec![root, email(trace, 2, "k1", "msg_1"), email(trace, 3, "k2", "msg_2"), ticket],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+async fn ingest(t: &TestDb, request: &ExportTraceServiceRequest) {
+    let settings = IngestSettings::default();
+    let prepared = prepare(request, &settings, &[]);
+    assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
+    app::storage::spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap();
+}
+
+impl Live {
+    async fn escalate(&self, body: Value) -> (StatusCode, Value) {
+        self.api(Method::POST, "/api/v1/escalations", Some(body), &self.agent).await
+    }
+}
+
+fn report(run: &str) -> Value {
+    json!({
+        "run_id": run, "reason": "insufficient_permission", "idempotency_key": "esc-1",
+        "blocking_fact": "refunds over 500 EUR need a manager",
+        "what_was_done": [
+            {"tool": "send_email", "idempotency_key": "k1", "description": "told the customer we are on it"},
+            {"tool": "charge_card", "external_id": "ch_404"}
+        ],
+        "what_remains": ["refund order 77", {"description": "tell the customer"}]
+    })
+}
+
+#[tokio::test]
+async fn the_api_validates_and_repeats_idempotently() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        for (body, needle) in [
+            (json!({"reason": "low_confidence"}), "`run_id` is required"),
+            (json!({"run_id": "r"}), "`reason` is required"),
+            (json!({"run_id": "r", "reason": "tired"}), "unknown `reason` `tired`"),
+            (json!({"run_id": "r", "reason": "other"}), "reason_text"),
+            (json!({"run_id": "r", "reason": "low_confidence", "what_was_done": [{"at": "now"}]}), "needs a `tool`"),
+            (
+                json!({"run_id": "r", "reason": "low_confidence", "what_remains": (0..201).map(|i| i.to_string()).collect::<Vec<_>>()}),
+                "at most 200 items",
+            ),
+            (json!({"run_id": "r", "reason": "low_confidence", "extra": 1}), "unknown field"),
+        ] {
+            let (status, body) = s.escalate(body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{needle}: {body}");
+            assert!(body["error"]["message"].as_str().unwrap().contains(needle), "{needle}: {body}");
+        }
+        let (status, created) = s.escalate(report("run-api")).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        assert_eq!((created["open"].as_bool(), created["from_api"].as_bool()), (Some(true), Some(true)));
+        let (status, again) = s.escalate(report("run-api")).await;
+        assert_eq!((status, &again["id"]), (StatusCode::OK, &created["id"]), "same key, same body");
+        let mut changed = report("run-api");
+        changed["blocking_fact"] = json!("something else");
+        let (status, conflict) = s.escalate(changed).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(conflict["error"]["message"].as_str().unwrap().contains("different escalation"), "{conflict}");
+        let reader = token(&t.db, "reader", &[Scope::Read]).await;
+        let (status, _) = s.api(Method::POST, "/api/v1/escalations", Some(report("x")), &reader).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        let id = created["id"].as_str().unwrap();
+        let (status, read) = s.api(Method::GET, &format!("/api/v1/escalations/{id}"), None, &s.agent).await;
+        assert_eq!(
+            (status, read["what_remains"][1]["description"].as_str()),
+            (StatusCode::OK, Some("tell the customer"))
+        );
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        // Traces first (with the details in a span event), then the API.
+        ingest(&t, &escalated_run(1, "run-trace-first", true)).await;
+        let from_trace = app::storage::escalations::for_run(&t.db, "run-trace-first").await.unwrap();
+        assert_eq!(from_trace.len(), 1, "the escalated run opened one escalation");
+        assert_eq!(from_trace[0].blocking_fact.as_deref(), Some("refunds over 500 EUR need a manager"));
+        assert_eq!(from_trace[0].what_remains.len(), 2, "details from the span event");
+        let (status, merged) = s.escalate(report("run-trace-first")).await;
+        assert_eq!(status, StatusCode::OK, "merged, not created: {merged}");
+        assert_eq!(merged["id"].as_str(), Some(from_trace[0].id.as_str()));
+        assert_eq!((merged["from_api"].as_bool(), merged["from_trace"].as_bool()), (Some(true), Some(true)));
+        assert_eq!(merged["what_was_done"].as_array().unwrap().len(), 2, "the agent's claims arrived");
+
+        // The API first, then the traces (sent twice, as a retrying exporter would).
+        let (status, filed) = s.escalate(report("run-api-first")).await;
+        assert_eq!(status, StatusCode::CREATED);
+        ingest(&t, &escalated_run(2, "run-api-first", false)).await;
+        ingest(&t, &escalated_run(2, "run-api-first", false)).await;
+        let all = app::storage::escalations::for_run(&t.db, "run-api-first").await.unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].id, filed["id"].as_str().unwrap());
+        assert!(all[0].from_trace && all[0].from_api);
+        let timeline = app::storage::escalations::timeline(&t.db, &all[0].id).await.unwrap();
+        assert_eq!(timeline.iter().filter(|e| e.kind == "merged").count(), 1, "{timeline:?}");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn claims_are_checked_against_the_observed_side_effects() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        ingest(&t, &escalated_run(3, "run-evidence", false)).await;
+        let (_, e) = s.escalate(report("run-evidence")).await;
+        let victor = s.person("victor").await;
+        let page = victor.page(&format!("/escalations/{}", e["id"].as_str().unwrap())).await;
+        let section = |testid: &str| -> String {
+            let start =
+                page.find(&format!("data-testid=\"{testid}\"")).unwrap_or_else(|| panic!("no {testid} in page"));
+            page[start..].split("</table>").next().unwrap().to_string()
+        };
+        let unclaimed = section("observed-not-claimed");
+        assert!(
+            unclaimed.contains("msg_2") && unclaimed.contains("T-9"),
+            "the unmentioned email and ticket: {unclaimed}"
+        );
+        assert!(!unclaimed.contains("msg_1"), "the claimed email is matched by its key");
+        assert!(section("claimed-and-observed").contains("k1"));
+        assert!(section("claimed-not-observed").contains("ch_404"), "the charge the traces never showed");
+        assert!(page.contains("cannot-act"), "a viewer sees why they cannot act");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn two_operators_cannot_both_hold_the_claim() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (_, e) = s.escalate(report("run-claims")).await;
+        let id = e["id"].as_str().unwrap();
+        let (olga, oscar, victor) = (s.person("olga").await, s.person("oscar").await, s.person("victor").await);
+        let form = [("id", id)];
+        let (a, b) = tokio::join!(olga.call("claim_escalation", &form), oscar.call("claim_escalation", &form));
+        assert_eq!([a.0, b.0].iter().filter(|s| **s == StatusCode::OK).count(), 1, "{a:?} {b:?}");
+        let (holder, other) = if a.0 == StatusCode::OK { (&olga, &oscar) } else { (&oscar, &olga) };
+        let loser = if a.0 == StatusCode::OK { &b.1 } else { &a.1 };
+        assert!(loser.contains("has claimed this escalation"), "{loser}");
+        let (status, _) = victor.call("claim_escalation", &[("id", id)]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "viewers cannot claim");
+        let (status, body) = other.call("tick_escalation_item", &[("id", id), ("index", "0"), ("done", "true")]).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        let (status, _) = holder.call("tick_escalation_item", &[("id", id), ("index", "0"), ("done", "true")]).await;
+        assert_eq!(status, StatusCode::OK);
+        let resolve = |outcome: &'static str, instructions: &'static str| {
+            [("id", id), ("outcome", outcome), ("note", "manager approved the refund"), ("instructions", instructions)]
+        };
+        let (status, _) = other.call("resolve_escalation", &resolve("completed_by_human", "")).await;
+        assert_eq!(status, StatusCode::CONFLICT, "only the holder may resolve");
+        let (status, body) = holder.call("resolve_escalation", &resolve("handed_back", "")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("instructions"), "{body}");
+        let (status, _) =
+            holder.call("resolve_escalation", &resolve("handed_back", "refund order 77, then close")).await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, read) = s.api(Method::GET, &format!("/api/v1/escalations/{id}"), None, &s.agent).await;
+        assert_eq!(read["outcome"], "handed_back");
+        assert_eq!(read["instructions"], "refund order 77, then close");
+        assert_eq!(read["what_remains"][0]["done"], true);
+        let timeline = app::storage::escalations::timeline(&t.db, id).await.unwrap();
+        let kinds: Vec<&str> = timeline.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, vec!["opened", "claimed", "item_done", "resolved"]);
+        let audit = app::storage::audit::list(&t.db, None, Some("escalation_resolved"), 5).await.unwrap();
+        assert_eq!(audit.entries.len(), 1);
+        t.cleanup().await;
+    }
+}
