@@ -1,16 +1,16 @@
 //! The run page's approval panel: every approval request the run filed (linked to its
 //! page) and every violation ingest recorded: tool calls that ran without a valid approval.
 
+use crate::approvals::{Approval, Violation};
 use crate::components::badges::Tag;
 use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;
-use crate::functions::approvals::load_run_approvals;
+use crate::errors::AppError;
 use crate::routes::approvals::approval_href;
 use leptos::prelude::*;
 
 #[component]
-pub fn RunApprovals(run_id: String) -> impl IntoView {
-    let data = Resource::new(move || run_id.clone(), load_run_approvals);
+pub fn RunApprovals(data: Resource<Result<(Vec<Approval>, Vec<Violation>), AppError>>) -> impl IntoView {
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

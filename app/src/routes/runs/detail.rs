@@ -30,9 +30,14 @@ pub fn RunDetailPage() -> impl IntoView {
             }
         },
     );
+    // Created here, beside the run's own resource, so the server's async render knows
+    // every resource of the page before it starts.
+    let escalations = Resource::new(move || run_id.get(), crate::functions::escalations::load_run_escalations);
+    let approvals = Resource::new(move || run_id.get(), crate::functions::approvals::load_run_approvals);
     view! {
         <Title text=move || format!("Run {}", run_id.get())/>
         <p class="crumbs"><a href="/runs">"← Runs"</a></p>
+        <super::escalation_link::RunEscalations data=escalations/>
         <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
             {move || Suspend::new(async move {
                 match run.await {
@@ -41,6 +46,7 @@ pub fn RunDetailPage() -> impl IntoView {
                 }
             })}
         </Suspense>
+        <super::approvals_panel::RunApprovals data=approvals/>
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 match span.await {
@@ -72,8 +78,6 @@ fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
         <div class="actions">{replay}</div>
         <Duplicates detail=detail.clone()/>
         <SideEffects calls=detail.tool_call_list.clone()/>
-        <super::escalation_link::RunEscalations run_id=run_id.clone()/>
-        <super::approvals_panel::RunApprovals run_id=run_id.clone()/>
         <section class="panel">
             <h2>{format!("Waterfall · {total_spans} spans")}</h2>
             <Waterfall spans run_id=run_id.clone() page=span_page selected/>

@@ -1,13 +1,13 @@
 //! The run page's link to its escalations: status, who holds it, and the way to the queue
 //! page where a person takes over.
 
-use crate::functions::escalations::load_run_escalations;
+use crate::errors::AppError;
+use crate::escalations::Escalation;
 use crate::routes::escalations::{escalation_href, reason_text};
 use leptos::prelude::*;
 
 #[component]
-pub fn RunEscalations(run_id: String) -> impl IntoView {
-    let data = Resource::new(move || run_id.clone(), load_run_escalations);
+pub fn RunEscalations(data: Resource<Result<Vec<Escalation>, AppError>>) -> impl IntoView {
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

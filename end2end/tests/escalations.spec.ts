@@ -1,0 +1,118 @@
+// The escalation queue in Chromium: an escalated run appears with its backlog age; an
+// operator claims it, sees the side effect the agent did not mention highlighted, ticks the
+// remaining items and resolves it; a viewer cannot claim.
+import { expect, test, APIRequestContext } from '@playwright/test';
+import fs from 'node:fs';
+import { dataDir } from '../playwright.config';
+import { ALICE, VICTOR, failOnConsoleErrors, signIn, waitForHydration } from './helpers';
+
+const token = () => fs.readFileSync(`${dataDir}/token`, 'utf8').trim();
+const otlpURL = () => `http://127.0.0.1:${Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917) + 1}/v1/traces`;
+const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
+
+/// A run that sent two emails and escalated, reported by its traces and by the API; the
+/// agent claims only the first email.
+async function escalate(request: APIRequestContext, runId: string, traceByte: string) {
+  const t0 = BigInt(Date.now()) * 1_000_000n;
+  const span = (id: string, parent: string | null, name: string, attributes: object[]) => ({
+    traceId: traceByte.repeat(16),
+    spanId: id.repeat(8),
+    parentSpanId: parent ? parent.repeat(8) : '',
+    name,
+    kind: 1,
+    startTimeUnixNano: String(t0),
+    endTimeUnixNano: String(t0 + 40_000_000n),
+    attributes,
+  });
+  const email = (id: string, key: string, ext: string) =>
+    span(id, '01', 'tool send_email', [
+      attr('tool.name', 'send_email'),
+      attr('tool.side_effect', 'irreversible'),
+      attr('tool.idempotency_key', key),
+      attr('tool.external_id', ext),
+    ]);
+  const traces = await request.post(otlpURL(), {
+    headers: { Authorization: `Bearer ${token()}`, 'Content-Type': 'application/json' },
+    data: {
+      resourceSpans: [{
+        resource: { attributes: [attr('service.name', 'support-agent')] },
+        scopeSpans: [{
+          spans: [
+            span('01', null, 'agent.run', [attr('run.id', runId), attr('escalation.reason', 'insufficient_permission')]),
+            email('02', `${runId}-k1`, `${runId}-msg_1`),
+            email('03', `${runId}-k2`, `${runId}-msg_2`),
+          ],
+        }],
+      }],
+    },
+  });
+  expect(traces.status()).toBe(200);
+  const api = await request.post('/api/v1/escalations', {
+    headers: { Authorization: `Bearer ${token()}` },
+    data: {
+      run_id: runId,
+      reason: 'insufficient_permission',
+      blocking_fact: 'Refunds over 500 EUR need a manager',
+      what_was_done: [{ tool: 'send_email', idempotency_key: `${runId}-k1`, description: 'told the customer' }],
+      what_remains: ['refund order 77', { description: 'tell the customer it is done' }],
+    },
+  });
+  expect(api.status()).toBe(200); // merged into the escalation the traces opened
+  return (await api.json()) as { id: string };
+}
+
+test('an operator takes over an escalated run', async ({ page, request }) => {
+  const errors = failOnConsoleErrors(page);
+  const runId = `run-e2e-esc-${Date.now()}`;
+  const escalation = await escalate(request, runId, 'e5');
+
+  await signIn(page, ALICE);
+  await waitForHydration(page);
+  await expect(page.getByTestId('nav-escalations')).toBeVisible();
+  await page.goto('/escalations');
+  const row = page.locator(`tr[data-run="${runId}"]`);
+  await expect(row.locator('td.age')).toHaveText(/^\d+ (s|min)$/);
+  await expect(row).toContainText('unclaimed');
+  await row.getByRole('link', { name: 'Open' }).click();
+  await expect(page).toHaveURL(new RegExp(`/escalations/${escalation.id}$`));
+  await waitForHydration(page);
+
+  await expect(page.getByTestId('blocking')).toContainText('Refunds over 500 EUR need a manager');
+  const unclaimed = page.getByTestId('observed-not-claimed');
+  await expect(unclaimed).toContainText(`${runId}-msg_2`);
+  await expect(unclaimed).not.toContainText(`${runId}-msg_1`);
+  await expect(page.getByTestId('claimed-and-observed')).toContainText(`${runId}-k1`);
+
+  await page.getByRole('button', { name: 'Claim' }).click();
+  await expect(page.getByTestId('claimed-by')).toHaveText('Claimed by alice');
+  for (const item of ['refund order 77', 'tell the customer it is done']) {
+    await page.getByRole('button', { name: `Mark “${item}” done` }).click();
+    await expect(page.getByRole('button', { name: `Mark “${item}” not done` })).toHaveAttribute('aria-pressed', 'true');
+  }
+  const resolve = page.getByTestId('resolve');
+  await resolve.getByLabel('Outcome').selectOption('completed_by_human');
+  await resolve.getByLabel('Note (required)').fill('Manager refunded the order; customer told.');
+  await resolve.getByRole('button', { name: 'Resolve' }).click();
+  await expect(page.getByTestId('outcome')).toContainText('Resolved as completed by human by alice');
+  await expect(page.getByTestId('timeline')).toContainText('item done');
+
+  const state = await request.get(`/api/v1/escalations/${escalation.id}`, { headers: { Authorization: `Bearer ${token()}` } });
+  const body = await state.json();
+  expect(body.open).toBe(false);
+  expect(body.outcome).toBe('completed_by_human');
+  expect(errors).toEqual([]);
+});
+
+test('a viewer cannot claim', async ({ page, request }) => {
+  const runId = `run-e2e-esc-viewer-${Date.now()}`;
+  const escalation = await escalate(request, runId, 'e6');
+  await signIn(page, VICTOR);
+  await page.goto(`/escalations/${escalation.id}`);
+  await expect(page.getByTestId('cannot-act')).toContainText('operator role');
+  await expect(page.getByRole('button', { name: 'Claim' })).toHaveCount(0);
+  const forged = await page.request.post('/fn/claim_escalation', {
+    form: { id: escalation.id },
+    headers: { 'Sec-Fetch-Site': 'same-origin' },
+  });
+  expect(forged.status()).toBe(403);
+});
