@@ -17,9 +17,12 @@ test('sign in, see the shell, sign out', async ({ page }) => {
   await expect(page.getByTestId('run-table')).toBeVisible();
 
   // client-side navigation keeps the shell and shows each area's empty state
+  await nav.getByRole('link', { name: 'Alerts' }).click();
+  await expect(page).toHaveURL(/\/alerts$/);
+  await expect(page.getByRole('heading', { name: 'Nothing is firing' })).toBeVisible();
   await nav.getByRole('link', { name: 'Escalations' }).click();
   await expect(page).toHaveURL(/\/escalations$/);
-  await expect(page.getByRole('heading', { name: 'No open escalations' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Escalations', exact: true })).toBeVisible();
 
   await page.getByRole('button', { name: 'Sign out' }).click();
   await expect(page).toHaveURL(/\/login$/);
