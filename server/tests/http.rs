@@ -274,6 +274,7 @@ async fn the_api_refuses_missing_and_unknown_tokens_clearly() {
         assert_eq!(r.status, StatusCode::OK, "the API description is public");
         assert!(r.body.contains("\"openapi\":\"3.1.0\""));
         assert!(r.body.contains("\"/approvals/{id}\""), "the approval API is described");
+        assert!(r.body.contains("\"/escalations/{id}\""), "the escalation API is described");
         t.cleanup().await;
     }
 }

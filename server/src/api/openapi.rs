@@ -77,6 +77,27 @@ pub async fn document() -> Json<Value> {
                         "agent": {"type": "string"}
                     }
                 },
+                "Escalation": {
+                    "type": "object",
+                    "description": "A run handed to a person. Once resolved, outcome, resolution_note and (handed_back) instructions say what happened.",
+                    "properties": {
+                        "id": {"type": "string"}, "run_id": {"type": "string"},
+                        "reason": {"type": "string", "enum": ["insufficient_permission", "contradictory_information",
+                            "budget_exceeded", "low_confidence", "approval_required_by_policy", "other"]},
+                        "reason_text": {"type": ["string", "null"]}, "blocking_fact": {"type": ["string", "null"]},
+                        "what_was_done": {"type": "array", "items": {"type": "object", "properties": {
+                            "tool": {"type": ["string", "null"]}, "description": {"type": ["string", "null"]},
+                            "external_id": {"type": ["string", "null"]}, "idempotency_key": {"type": ["string", "null"]},
+                            "at": {"type": ["string", "null"]}}}},
+                        "what_remains": {"type": "array", "items": {"type": "object", "properties": {
+                            "description": {"type": "string"}, "done": {"type": "boolean"}, "done_by": {"type": ["string", "null"]}}}},
+                        "from_api": {"type": "boolean"}, "from_trace": {"type": "boolean"},
+                        "open": {"type": "boolean"}, "opened_at": {"type": "string", "format": "date-time"},
+                        "claimed_by": {"type": ["string", "null"]},
+                        "outcome": {"type": ["string", "null"], "enum": ["completed_by_human", "handed_back", "abandoned", null]},
+                        "resolution_note": {"type": ["string", "null"]}, "instructions": {"type": ["string", "null"]}
+                    }
+                },
                 "RunDetail": {
                     "allOf": [{"$ref": "#/components/schemas/Run"}, {"type": "object", "properties": {
                         "step_list": {"type": "array", "items": {"type": "object", "properties": {
@@ -107,6 +128,34 @@ pub async fn document() -> Json<Value> {
         },
         "security": [{"bearer": []}],
         "paths": {
+            "/escalations": {
+                "post": {
+                    "summary": "Hand a run to a person (scope escalations)",
+                    "security": [{"bearer": []}],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
+                        "required": ["run_id", "reason"], "additionalProperties": false,
+                        "properties": {"run_id": {"type": "string"}, "reason": {"type": "string"}, "reason_text": {"type": "string"},
+                            "what_was_done": {"type": "array", "maxItems": 200}, "what_remains": {"type": "array", "maxItems": 200},
+                            "blocking_fact": {"type": "string"}, "idempotency_key": {"type": "string"}, "agent": {"type": "string"}}}}}},
+                    "responses": {
+                        "201": {"description": "Opened", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Escalation"}}}},
+                        "200": {"description": "Merged into the escalation the run's traces opened, or a repeat", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Escalation"}}}},
+                        "400": {"description": "A field is missing, unknown or too large", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                        "422": {"description": "Same key with another body, or the run already has an open API escalation", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
+            "/escalations/{id}": {
+                "get": {
+                    "summary": "Read an escalation's state and resolution (scope escalations)",
+                    "security": [{"bearer": []}],
+                    "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": {"description": "The escalation", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Escalation"}}}},
+                        "404": {"description": "No such escalation", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                    }
+                }
+            },
             "/approvals": {
                 "post": {
                     "summary": "Request approval for one tool call (scope approvals)",
