@@ -205,24 +205,35 @@ pub struct RunListView {
     pub now: DateTime<Utc>,
 }
 
-/// One span as the waterfall draws it: times, nesting, and what it is in the loop.
+/// One span as the waterfall draws it: times, nesting, and what it is in the loop. Absent
+/// values are left out of the JSON (a run page sends 500 of these for hydration).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WaterfallSpan {
     pub trace_id: String,
     pub span_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_span_id: Option<String>,
     pub name: String,
     pub start_ns: i64,
     pub end_ns: i64,
     pub status_code: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_index: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub side_effect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
 }
 

@@ -323,4 +323,65 @@ mod ingest_storage {
             t.cleanup().await;
         }
     }
+
+    #[tokio::test]
+    async fn per_reason_totals_follow_new_runs_reason_changes_moves_and_retention() {
+        use app::canonical::TerminalReason;
+        use runs::RunQuery;
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            // The unfiltered counts come from `run_reason_counts`; any filter (here one
+            // that keeps every run) counts the runs themselves. They must always agree.
+            let totals = || async { runs::count_by_reason(db, &RunQuery::default()).await.unwrap() };
+            let scanned = || async {
+                runs::count_by_reason(db, &RunQuery { since_ns: Some(i64::MIN), ..Default::default() }).await.unwrap()
+            };
+            let t0 = (now_ms() as u64) * 1_000_000;
+            for (trace, run, failed) in [(1, "t1", false), (2, "t2", true), (3, "t3", false)] {
+                spans::write(db, &tool_run(trace, run, failed, t0 + trace as u64 * 1_000, "send"), BodyPolicy::None)
+                    .await
+                    .unwrap();
+            }
+            // the same spans again change nothing
+            spans::write(db, &tool_run(1, "t1", false, t0 + 1_000, "send"), BodyPolicy::None).await.unwrap();
+            let expected = vec![(TerminalReason::Completed, 2), (TerminalReason::Error, 1)];
+            assert_eq!(totals().await, expected, "{}", t.backend());
+            assert_eq!(scanned().await, expected);
+
+            // a run changes its reason as a later span arrives
+            let mut budget = tool_run(1, "t1", false, t0 + 1_000, "send").remove(1);
+            budget.span_id = "0303030303030303".into();
+            budget.terminal_reason = Some(TerminalReason::Budget);
+            spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
+            let expected =
+                vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]
+                    .into_iter()
+                    .collect::<std::collections::BTreeMap<_, _>>()
+                    .into_iter()
+                    .collect::<Vec<_>>();
+            assert_eq!(totals().await, expected, "{}", t.backend());
+            assert_eq!(scanned().await, expected);
+
+            // a trace first counted as its own run moves into the run it names later
+            let mut early = tool_run(6, "t6", true, t0 + 6_000, "send");
+            early.retain(|s| s.explicit_run_id.is_none());
+            spans::write(db, &early, BodyPolicy::None).await.unwrap();
+            assert_eq!(totals().await, scanned().await, "{}", t.backend());
+            spans::write(db, &tool_run(6, "t6", true, t0 + 6_000, "send"), BodyPolicy::None).await.unwrap();
+            assert_eq!(totals().await, scanned().await, "{}", t.backend());
+            assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 4);
+
+            // retention deletes old runs, and several reasons at once
+            for (trace, run, failed) in [(7, "old1", false), (8, "old2", true), (9, "old3", true)] {
+                let start = t0 - 40 * 86_400 * 1_000_000_000 + trace as u64;
+                spans::write(db, &tool_run(trace, run, failed, start, "send"), BodyPolicy::None).await.unwrap();
+            }
+            assert_eq!(totals().await, scanned().await, "{}", t.backend());
+            assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 7);
+            assert_eq!(runs::apply_retention(db, 30, 7).await.unwrap().0, 3);
+            assert_eq!(totals().await, scanned().await, "{}", t.backend());
+            assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 4);
+            t.cleanup().await;
+        }
+    }
 }

@@ -33,11 +33,21 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
     use crate::storage::runs;
     ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
-    let Some(detail) = runs::get(&db, &run_id).await? else {
+    let Some(mut detail) = runs::get(&db, &run_id).await? else {
         return ssr::fail(AppError::NotFound(format!("run `{run_id}`")));
     };
+    // The page is rendered on the server and this value is sent again for hydration, so
+    // it carries only what the page shows: the side-effect table's calls (not every read
+    // call or step) and the waterfall's columns (tool name, keys and ids are in the panel).
+    detail.step_list.clear();
+    detail.tool_call_list.retain(|c| c.side_effect.changes_the_world());
     let page = page.unwrap_or(1).max(1);
-    let (spans, total) = runs::waterfall(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE).await?;
+    let (mut spans, total) = runs::waterfall(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE).await?;
+    for s in &mut spans {
+        s.tool_name = None;
+        s.idempotency_key = None;
+        s.external_id = None;
+    }
     let has_bodies = runs::has_bodies(&db, &run_id).await?;
     Ok(RunView {
         detail,

@@ -452,6 +452,26 @@ fn counts_sql(q: &RunQuery) -> Sql {
     sql
 }
 
+/// Adds each reason's change in the number of runs (`BTreeMap<String, i64>`) to
+/// `run_reason_counts` inside the transaction `tx` that changed `runs`. One statement per
+/// reason in sorted order, so concurrent writers on PostgreSQL lock the rows in one order
+/// and never deadlock; callers run it last, so the rows are held only until the commit.
+macro_rules! apply_reason_deltas {
+    ($tx:ident, $deltas:expr) => {
+        for (reason, delta) in $deltas.iter().filter(|(_, d)| **d != 0) {
+            sqlx::query(
+                "INSERT INTO run_reason_counts (terminal_reason, runs) VALUES ($1, $2) \
+                 ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + excluded.runs",
+            )
+            .bind(reason.as_str())
+            .bind(*delta)
+            .execute(&mut *$tx)
+            .await?;
+        }
+    };
+}
+pub(crate) use apply_reason_deltas;
+
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1);
@@ -477,11 +497,21 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
 
 /// How many runs match the query's filters, per terminal reason (the reason filter and
 /// the paging are ignored, so the counts show what each reason would give). Exact.
+///
+/// Without filters (a reason aside) and without a search term they are the totals in
+/// `run_reason_counts`, which every change to `runs` keeps in its own transaction.
 pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
-    let sql = counts_sql(q);
-    let rows: Vec<(String, i64)> = on_pool!(db, pool => {
-        bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
-    })?;
+    let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
+    let rows: Vec<(String, i64)> = if unfiltered {
+        on_pool!(db, pool => {
+            sqlx::query_as("SELECT terminal_reason, runs FROM run_reason_counts").fetch_all(pool).await
+        })?
+    } else {
+        let sql = counts_sql(q);
+        on_pool!(db, pool => {
+            bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
+        })?
+    };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
         if let Some(reason) = TerminalReason::parse(&reason) {
@@ -525,11 +555,15 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                     .execute(&mut *tx)
                     .await?;
             }
-            let runs = sqlx::query("DELETE FROM runs WHERE started_ns < $1")
+            let gone: Vec<(String,)> = sqlx::query_as("DELETE FROM runs WHERE started_ns < $1 RETURNING terminal_reason")
                 .bind(runs_before)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
+                .fetch_all(&mut *tx)
+                .await?;
+            let runs = gone.len() as u64;
+            let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
+            for (reason,) in gone {
+                *reason_deltas.entry(reason).or_default() -= 1;
+            }
             let bodies = sqlx::query(
                 "DELETE FROM span_bodies WHERE run_id IN \
                  (SELECT run_id FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1)",
@@ -538,6 +572,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
             .execute(&mut *tx)
             .await?
             .rows_affected();
+            apply_reason_deltas!(tx, reason_deltas);
             tx.commit().await?;
             Ok((runs, bodies))
         }

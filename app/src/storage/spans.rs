@@ -92,6 +92,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 existing.extend(rows.into_iter().map(|(t, r, e)| (t, (r, e))));
             }
 
+            // How the number of runs per terminal reason changes (`run_reason_counts`).
+            let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
             let mut run_of: BTreeMap<&str, String> = BTreeMap::new();
             let mut touched: BTreeSet<String> = BTreeSet::new();
             let mut new_traces: Vec<(&str, String, bool)> = Vec::new();
@@ -117,11 +119,14 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                                 .execute(&mut *tx)
                                 .await?;
                         }
-                        for table in ["runs", "run_tools"] {
-                            sqlx::query(&format!("DELETE FROM {table} WHERE run_id = $1"))
+                        sqlx::query("DELETE FROM run_tools WHERE run_id = $1").bind(&old).execute(&mut *tx).await?;
+                        let gone: Option<String> =
+                            sqlx::query_scalar("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason")
                                 .bind(&old)
-                                .execute(&mut *tx)
+                                .fetch_optional(&mut *tx)
                                 .await?;
+                        if let Some(reason) = gone {
+                            *reason_deltas.entry(reason).or_default() -= 1;
                         }
                         new.to_string()
                     }
@@ -211,6 +216,21 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 }
             }
             let touched_ids: Vec<&String> = touched.iter().collect();
+            // The reasons the touched runs have now: each leaves its old reason's total
+            // and joins its new one's. On PostgreSQL the rows are locked, so retention
+            // deleting one meanwhile is either seen here or waits for this transaction.
+            for chunk in touched_ids.chunks(IDS_PER_QUERY) {
+                let mut q = QueryBuilder::new("SELECT terminal_reason FROM runs WHERE run_id IN (");
+                let mut list = q.separated(", ");
+                for run in chunk {
+                    list.push_bind(run.as_str());
+                }
+                q.push(if postgres { ") FOR UPDATE" } else { ")" });
+                let old: Vec<(String,)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                for (reason,) in old {
+                    *reason_deltas.entry(reason).or_default() -= 1;
+                }
+            }
             let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
             for chunk in touched_ids.chunks(IDS_PER_QUERY) {
                 let mut q = QueryBuilder::new(format!("SELECT run_id AS fact_run_id, {FACT_COLUMNS} FROM spans WHERE run_id IN ("));
@@ -228,6 +248,9 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
             super::approvals::count_violations!(tx, derived);
             super::escalations::open_from_traces!(tx, derived, spans, received_at);
+            for d in &derived {
+                *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
+            }
             for chunk in derived.chunks(ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
@@ -316,6 +339,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     q.build().execute(&mut *tx).await?;
                 }
             }
+            // Last, so the total rows every writer updates are held only until the commit.
+            super::runs::apply_reason_deltas!(tx, reason_deltas);
             let t_runs = std::time::Instant::now();
             tx.commit().await?;
             tracing::debug!(

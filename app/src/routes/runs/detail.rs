@@ -302,7 +302,7 @@ fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
     let duration = duration_ms((s.end_ns.max(s.start_ns) - s.start_ns) / 1_000_000);
     view! {
         <div class=format!("wf-row role-{role}") class:selected=is_selected class:error=error
-            data-span=s.span_id.clone() style=format!("--depth: {depth}")>
+            style=format!("--depth:{depth}")>
             <a class="wf-name" href=href>
                 {match role.as_str() {
                     "step" => Some(view! { <span class="badge role-step">{format!("step {}", s.step_index.unwrap_or(0))}</span> }.into_any()),
@@ -321,7 +321,7 @@ fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
                 })}
             </span>
             <span class="wf-track">
-                <span class="wf-bar" style=format!("left: {left:.3}%; width: {width:.3}%")></span>
+                <span class="wf-bar" style=format!("left:{left:.2}%;width:{width:.2}%")></span>
             </span>
             <span class="wf-duration">{duration}</span>
         </div>
