@@ -261,6 +261,27 @@ fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Opt
     .into_any()
 }
 
+/// Siblings in start order, except that each retry (`attempt` > 1) follows the earlier
+/// attempts of the same call (same tool and idempotency key, or same tool without a key),
+/// so a retried call reads as one group; `true` marks the retries placed that way.
+fn group_retries(spans: Vec<WaterfallSpan>) -> Vec<(WaterfallSpan, bool)> {
+    let call = |s: &WaterfallSpan| s.tool_name.clone().map(|tool| (tool, s.idempotency_key.clone()));
+    let mut out: Vec<(WaterfallSpan, bool)> = Vec::with_capacity(spans.len());
+    for s in spans {
+        let is_retry = s.attempt.is_some_and(|a| a > 1);
+        let group_end = if is_retry {
+            call(&s).and_then(|c| out.iter().rposition(|(o, _)| call(o).as_ref() == Some(&c)))
+        } else {
+            None
+        };
+        match group_end {
+            Some(at) => out.insert(at + 1, (s, true)),
+            None => out.push((s, false)),
+        }
+    }
+    out
+}
+
 struct WaterfallCx {
     start: i64,
     end: i64,
@@ -280,7 +301,17 @@ fn node(
     if kids.is_empty() {
         return view! { <div class="wf-leaf">{row}</div> }.into_any();
     }
-    let rendered: Vec<AnyView> = kids.into_iter().map(|k| node(k, children, cx, depth + 1)).collect();
+    let rendered: Vec<AnyView> = group_retries(kids)
+        .into_iter()
+        .map(|(k, retry)| {
+            let child = node(k, children, cx, depth + 1);
+            if retry {
+                view! { <div class="wf-retry">{child}</div> }.into_any()
+            } else {
+                child
+            }
+        })
+        .collect();
     view! {
         <details open class="wf-node">
             <summary>{row}</summary>
@@ -314,7 +345,7 @@ fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
             <span class="wf-tags">
                 {s.side_effect.clone().map(|v| view! { <Tag kind="effect" value=v/> })}
                 {s.outcome.clone().map(|v| view! { <Tag kind="outcome" value=v/> })}
-                {s.attempt.filter(|a| *a > 1).map(|a| view! { <span class="badge retry">{format!("attempt {a}")}</span> })}
+                {s.attempt.filter(|a| *a > 1).map(|a| view! { <span class="badge retry">{format!("↳ retry, attempt {a}")}</span> })}
                 {s.status_message.clone().map(|m| {
                     let title = m.clone();
                     view! { <span class="status-message" title=title>{m}</span> }
@@ -384,5 +415,50 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
                 None => view! { <p class="muted small">"Not retained (see the body policy)."</p> }.into_any(),
             }}
         </aside>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(id: &str, start: i64, tool: &str, key: Option<&str>, attempt: i64) -> WaterfallSpan {
+        WaterfallSpan {
+            trace_id: "t".into(),
+            span_id: id.into(),
+            parent_span_id: Some("root".into()),
+            name: format!("tool {tool}"),
+            start_ns: start,
+            end_ns: start + 1,
+            status_code: 0,
+            status_message: None,
+            role: Some("tool".into()),
+            step_index: None,
+            tool_name: Some(tool.into()),
+            side_effect: None,
+            outcome: None,
+            attempt: Some(attempt),
+            idempotency_key: key.map(Into::into),
+            external_id: None,
+        }
+    }
+
+    #[test]
+    fn retries_follow_their_first_attempt() {
+        let spans = vec![
+            tool("a1", 1, "send_email", Some("k1"), 1),
+            tool("b1", 2, "lookup", None, 1),
+            tool("c1", 3, "charge", Some("k2"), 1),
+            tool("a2", 4, "send_email", Some("k1"), 2),
+            tool("a3", 5, "send_email", Some("k1"), 3),
+            tool("x2", 6, "refund", Some("k9"), 2),
+        ];
+        let order: Vec<(String, bool)> = group_retries(spans).into_iter().map(|(s, r)| (s.span_id, r)).collect();
+        let expected = [("a1", false), ("a2", true), ("a3", true), ("b1", false), ("c1", false), ("x2", false)];
+        assert_eq!(
+            order,
+            expected.map(|(id, r)| (id.to_string(), r)).to_vec(),
+            "a retry without a first attempt on the page stays in place"
+        );
     }
 }
