@@ -61,14 +61,15 @@ impl From<Row> for Escalation {
     }
 }
 
-fn new_id() -> String {
+/// A new id: `esc_` and 12 random bytes in hex.
+pub(crate) fn new_id() -> String {
     use rand::RngCore;
     let mut bytes = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut bytes);
     format!("esc_{}", hex::encode(bytes))
 }
 
-fn json<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
@@ -433,12 +434,7 @@ macro_rules! open_from_traces {
                         .filter(|s| run.trace_ids.contains(&s.trace_id))
                         .find_map(|s| $crate::storage::escalations::details_from_events(&s.events));
                     let (blocking, done, remains) = details.unwrap_or_default();
-                    let id = {
-                        use rand::RngCore;
-                        let mut bytes = [0u8; 12];
-                        rand::thread_rng().fill_bytes(&mut bytes);
-                        format!("esc_{}", hex::encode(bytes))
-                    };
+                    let id = $crate::storage::escalations::new_id();
                     sqlx::query(
                         "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                          what_remains, from_api, from_trace, agent, status, opened_at) \
@@ -449,8 +445,8 @@ macro_rules! open_from_traces {
                     .bind(reason.as_str())
                     .bind(reason_text)
                     .bind(blocking)
-                    .bind(serde_json::to_string(&done).unwrap_or_else(|_| "[]".into()))
-                    .bind(serde_json::to_string(&remains).unwrap_or_else(|_| "[]".into()))
+                    .bind($crate::storage::escalations::json(&done))
+                    .bind($crate::storage::escalations::json(&remains))
                     .bind(false)
                     .bind(true)
                     .bind(&run.agent)
