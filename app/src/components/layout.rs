@@ -52,25 +52,32 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
     let logout = ServerAction::<Logout>::new();
     crate::routes::full_reload_on_success(logout.value());
     let is_admin = me.can(crate::access::Role::Admin);
-    // The pending-approval count, refreshed every 15 s and on every navigation.
-    let location = leptos_router::hooks::use_location();
-    let tick = RwSignal::new(0u32);
+    // The pending-approval count and the escalation backlog, fetched by the browser after
+    // hydration (and every 15 s and on every navigation) rather than during the server
+    // render, so a page never waits on them; without JavaScript they are simply absent.
+    let pending = RwSignal::new(None::<i64>);
+    let backlog = RwSignal::new(None::<(i64, Option<chrono::DateTime<chrono::Utc>>, chrono::DateTime<chrono::Utc>)>);
     #[cfg(feature = "hydrate")]
     {
+        let location = leptos_router::hooks::use_location();
+        let tick = RwSignal::new(0u32);
         if let Ok(handle) =
             set_interval_with_handle(move || tick.update(|t| *t += 1), std::time::Duration::from_secs(15))
         {
             on_cleanup(move || handle.clear());
         }
+        Effect::new(move |_| {
+            let _ = (location.pathname.get(), tick.get());
+            leptos::task::spawn_local(async move {
+                if let Ok(n) = crate::functions::approvals::pending_approvals().await {
+                    pending.set(Some(n));
+                }
+                if let Ok(b) = crate::functions::escalations::escalation_backlog().await {
+                    backlog.set(Some(b));
+                }
+            });
+        });
     }
-    let pending = Resource::new(
-        move || (location.pathname.get(), tick.get()),
-        |_| crate::functions::approvals::pending_approvals(),
-    );
-    let backlog = Resource::new(
-        move || (location.pathname.get(), tick.get()),
-        |_| crate::functions::escalations::escalation_backlog(),
-    );
     view! {
         <header class="topbar">
             <a class="brand" href="/runs">"Flightdeck"</a>
@@ -78,35 +85,24 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                 <A href="/runs">"Runs"</A>
                 <A href="/approvals">
                     "Approvals"
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            match pending.await {
-                                Ok(n) if n > 0 => Some(view! {
-                                    <span class="nav-count" data-testid="nav-approvals" title=format!("{n} pending approval requests")>{n}</span>
-                                }),
-                                _ => None,
-                            }
-                        })}
-                    </Transition>
+                    {move || pending.get().filter(|n| *n > 0).map(|n| view! {
+                        <span class="nav-count" data-testid="nav-approvals" title=format!("{n} pending approval requests")>{n}</span>
+                    })}
                 </A>
                 <A href="/escalations">
                     "Escalations"
-                    <Transition fallback=|| ()>
-                        {move || Suspend::new(async move {
-                            match backlog.await {
-                                Ok((n, Some(oldest), now)) if n > 0 => {
-                                    let age = crate::routes::escalations::backlog_age(&oldest, &now);
-                                    Some(view! {
-                                        <span class="nav-count" data-testid="nav-escalations"
-                                            title=format!("{n} open escalations; the oldest has waited {age}")>
-                                            {format!("{n} · {age}")}
-                                        </span>
-                                    })
-                                }
-                                _ => None,
-                            }
-                        })}
-                    </Transition>
+                    {move || match backlog.get() {
+                        Some((n, Some(oldest), now)) if n > 0 => {
+                            let age = crate::routes::escalations::backlog_age(&oldest, &now);
+                            Some(view! {
+                                <span class="nav-count" data-testid="nav-escalations"
+                                    title=format!("{n} open escalations; the oldest has waited {age}")>
+                                    {format!("{n} · {age}")}
+                                </span>
+                            })
+                        }
+                        _ => None,
+                    }}
                 </A>
                 <A href="/alerts">"Alerts"</A>
                 <A href="/trends">"Trends"</A>
