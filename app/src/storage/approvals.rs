@@ -92,7 +92,7 @@ pub async fn create(
         .unwrap_or(crate::approvals::payload::DEFAULT_EXPIRES_IN_SECONDS);
     let agent = match &request.agent {
         Some(agent) => Some(agent.clone()),
-        None => run_agent(db, &request.run_id).await?,
+        None => super::runs::agent_of(db, &request.run_id).await?,
     };
     let id = new_id();
     let sql = format!(
@@ -153,13 +153,6 @@ async fn by_idempotency_key(db: &Db, request: &ValidRequest) -> StoreResult<Opti
     let row: Option<ApprovalRow> =
         on_pool!(db, pool => sqlx::query_as(&sql).bind(&request.run_id).bind(key).fetch_optional(pool).await)?;
     Ok(row.map(Approval::from))
-}
-
-async fn run_agent(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
-    let sql = "SELECT agent FROM runs WHERE run_id = $1";
-    let agent: Option<Option<String>> =
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
-    Ok(agent.flatten())
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {

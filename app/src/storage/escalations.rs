@@ -148,7 +148,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         let id = new_id();
         let agent = match &v.agent {
             Some(a) => Some(a.clone()),
-            None => run_agent(db, &v.run_id).await?,
+            None => super::runs::agent_of(db, &v.run_id).await?,
         };
         let sql = "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                    what_remains, from_api, from_trace, idempotency_key, body_sha256, agent, requested_by, status, \
@@ -183,13 +183,6 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         }
     }
     Err(StoreError::Conflict(format!("run `{}` is being escalated concurrently; retry", v.run_id)))
-}
-
-async fn run_agent(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
-    let sql = "SELECT agent FROM runs WHERE run_id = $1";
-    let agent: Option<Option<String>> =
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
-    Ok(agent.flatten())
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Escalation>> {

@@ -790,3 +790,12 @@ mod tests {
         assert!(Cursor::decode("12.zz").is_err());
     }
 }
+
+/// The agent a run's spans named, if the run exists and one did (approval requests and
+/// escalations take it when the agent does not say).
+pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
+    let sql = "SELECT agent FROM runs WHERE run_id = $1";
+    let agent: Option<Option<String>> =
+        on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
+    Ok(agent.flatten())
+}
