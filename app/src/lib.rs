@@ -15,6 +15,7 @@ pub mod escalations;
 pub mod functions;
 pub mod models;
 pub mod routes;
+pub mod stats;
 
 #[cfg(feature = "ssr")]
 pub mod auth;
