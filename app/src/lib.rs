@@ -6,6 +6,7 @@
 #![recursion_limit = "256"]
 
 pub mod access;
+pub mod alerts;
 pub mod app;
 pub mod approvals;
 pub mod canonical;

@@ -24,6 +24,8 @@ pub mod action {
     pub const ESCALATION_NOTE: &str = "escalation_note";
     pub const ESCALATION_ITEM: &str = "escalation_item";
     pub const ESCALATION_RESOLVED: &str = "escalation_resolved";
+    pub const ALERT_ACKNOWLEDGED: &str = "alert_acknowledged";
+    pub const ALERT_RULE_SAVED: &str = "alert_rule_saved";
 }
 
 /// One entry to append.

@@ -5,6 +5,7 @@
 //! a query for each backend so the compiler checks both. Backend-specific SQL is used only
 //! where it pays and is marked as such.
 
+pub mod alerts;
 pub mod approvals;
 pub mod audit;
 pub mod escalations;

@@ -1,0 +1,114 @@
+//! One evaluation: for every rule, read its window from storage, run the pure rule and the
+//! lifecycle, and record the transitions with their webhooks. The server calls this on an
+//! interval from the instance that leads (`storage::alerts::Leadership`); tests call it
+//! directly with a chosen clock.
+
+use super::lifecycle::reconcile;
+use super::rules::{self, Finding};
+use super::settings::RuleSettings;
+use super::{Alert, AlertRule, ItemKind};
+use crate::notify::{Event, EventKind, WebhookTarget};
+use crate::storage::{alerts as store, Db, StoreResult};
+
+/// What one evaluation changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    pub fired: Vec<Alert>,
+    pub resolved: Vec<Alert>,
+    /// Rules whose window could not be read this time (the rest were still evaluated).
+    pub failed_rules: Vec<(AlertRule, String)>,
+}
+
+/// Evaluates every rule as of `now_ms`. A rule switched off resolves its alerts at once;
+/// `hold_ms` is how long a quiet rule's alert stays open before it resolves.
+pub async fn evaluate_once(db: &Db, targets: &[WebhookTarget], now_ms: i64, hold_ms: i64) -> StoreResult<Report> {
+    let mut report = Report::default();
+    for (rule, settings) in store::settings(db).await? {
+        let findings = if settings.enabled {
+            match findings(db, rule, &settings, now_ms).await {
+                Ok(f) => f,
+                Err(e) => {
+                    // Keep the rule's open alerts as they are rather than resolving them
+                    // on missing data.
+                    report.failed_rules.push((rule, e.to_string()));
+                    continue;
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let open = store::open_alerts(db, rule).await?;
+        let hold = if settings.enabled { hold_ms } else { 0 };
+        let transitions = reconcile(&open, findings, now_ms, hold);
+        for (kind, alert) in store::apply(db, rule, settings.severity, &transitions, now_ms, targets).await? {
+            match kind {
+                EventKind::AlertResolved => report.resolved.push(alert),
+                _ => report.fired.push(alert),
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Reads the rule's window and runs the rule.
+async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> StoreResult<Vec<Finding>> {
+    let window_start = now_ms - s.window_seconds * 1000;
+    Ok(match rule {
+        AlertRule::IrreversibleExecutions => {
+            rules::irreversible_executions(s, now_ms, &store::irreversible_executions(db, window_start).await?)
+        }
+        AlertRule::ApprovalViolation => {
+            rules::approval_violations(s, now_ms, &store::approval_violations(db, window_start).await?)
+        }
+        AlertRule::DedupedSpike => {
+            let baseline_start = window_start - s.baseline_seconds * 1000;
+            rules::deduped_spike(s, &store::deduped_counts(db, baseline_start, window_start).await?)
+        }
+        AlertRule::EscalationBacklog => rules::escalation_backlog(s, now_ms, &store::open_escalations(db).await?),
+        AlertRule::CostPerRunJump => {
+            let baseline_start = window_start - s.baseline_seconds * 1000;
+            rules::cost_per_run_jump(s, now_ms, &store::run_costs(db, baseline_start).await?)
+        }
+        AlertRule::FailedToRecover => rules::failed_to_recover(s, now_ms, &store::failed_runs(db, window_start).await?),
+    })
+}
+
+/// The webhook event for an alert that fired or resolved.
+pub fn event(alert: &Alert, kind: EventKind) -> Event {
+    let (title, summary) = match kind {
+        EventKind::AlertResolved => (
+            format!("Resolved: {}", alert.rule.title()),
+            format!("No longer breached. It was: {}", alert.title),
+        ),
+        _ => (
+            format!("{} alert: {}", capitalised(alert.severity.as_str()), alert.rule.title()),
+            format!("{}. Acknowledge it in Flightdeck.", alert.title),
+        ),
+    };
+    let mut fields = vec![
+        ("Value".to_string(), alert.unit.format(alert.value)),
+        ("Threshold".to_string(), alert.unit.format(alert.threshold)),
+        ("Since".to_string(), alert.fired_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
+    ];
+    if let Some(tool) = alert.subject.strip_prefix("tool:") {
+        fields.push(("Tool".to_string(), tool.to_string()));
+    }
+    let runs: Vec<&str> =
+        alert.items.iter().filter(|i| i.kind == ItemKind::Run).take(5).map(|i| i.id.as_str()).collect();
+    if !runs.is_empty() {
+        fields.push(("Runs".to_string(), runs.join(", ")));
+    }
+    Event {
+        kind,
+        title,
+        summary,
+        link_path: format!("/alerts/{}", crate::components::url::encode(&alert.id)),
+        fields,
+        data: serde_json::to_value(alert).unwrap_or_default(),
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}

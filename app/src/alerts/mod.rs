@@ -1,0 +1,208 @@
+//! Alerts for on-call: page on what must never happen, never on a single tool failure.
+//!
+//! Shared types here. `settings` holds each rule's editable thresholds and their defaults;
+//! `rules` (pure) turns a window of data into findings, one function per rule;
+//! `lifecycle` (pure) turns findings and the alerts already open into transitions (fire,
+//! update, resolve after the hold time). `evaluate` (server only) reads the windows from
+//! storage, runs both, and records the result with its webhooks. Storage is in
+//! `storage::alerts`; the periodic loop and its leader election are in the server crate.
+
+use crate::canonical::vocabulary;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "ssr")]
+pub mod evaluate;
+pub mod lifecycle;
+pub mod rules;
+pub mod settings;
+
+vocabulary! {
+    /// The six rules. Each has one pure function in [`rules`].
+    AlertRule {
+        /// Irreversible tool executions over an absolute count in a window.
+        IrreversibleExecutions = "irreversible_executions",
+        /// A tool call that needed an approval ran without a valid one.
+        ApprovalViolation = "approval_violation",
+        /// The share of `deduped` tool calls well above its trailing baseline.
+        DedupedSpike = "deduped_spike",
+        /// An escalation waiting longer than anyone should.
+        EscalationBacklog = "escalation_backlog",
+        /// p95 or p99 cost per run above a multiple of its trailing baseline.
+        CostPerRunJump = "cost_per_run_jump",
+        /// Runs that ended in `error` after a failed tool call, over a count.
+        FailedToRecover = "failed_to_recover",
+    }
+}
+
+impl AlertRule {
+    /// The rule's name as on-call reads it.
+    pub fn title(self) -> &'static str {
+        match self {
+            AlertRule::IrreversibleExecutions => "Irreversible tool executions",
+            AlertRule::ApprovalViolation => "Tool ran without a valid approval",
+            AlertRule::DedupedSpike => "Deduplicated-call spike",
+            AlertRule::EscalationBacklog => "Escalation backlog",
+            AlertRule::CostPerRunJump => "Cost per run jump",
+            AlertRule::FailedToRecover => "Runs failed to recover",
+        }
+    }
+
+    /// What the rule watches and why it pages.
+    pub fn description(self) -> &'static str {
+        match self {
+            AlertRule::IrreversibleExecutions => {
+                "More irreversible tool executions (ok, error or timeout) in the window than the limit: a count, \
+                 not a rate, because each one changed the world for good. Optional limits per tool."
+            }
+            AlertRule::ApprovalViolation => {
+                "Any tool call that needed an approval and ran without a valid one (none, unknown, not approved, \
+                 reused, different arguments, over the run limit). One occurrence is enough."
+            }
+            AlertRule::DedupedSpike => {
+                "The share of tool calls answered as deduplicated in the window, against its trailing baseline: \
+                 agents retrying side effects far more than usual."
+            }
+            AlertRule::EscalationBacklog => {
+                "An open escalation older than the threshold (or, if set, only one nobody has claimed): a run \
+                 is waiting for a person."
+            }
+            AlertRule::CostPerRunJump => {
+                "p95 or p99 cost per run in the window above a multiple of the same percentile over the \
+                 trailing baseline. Percentiles, not the mean: one runaway run should show."
+            }
+            AlertRule::FailedToRecover => {
+                "Runs that ended in error after a failed tool call (error or timeout), over a count in the \
+                 window: agents that hit a failure and did not recover."
+            }
+        }
+    }
+}
+
+vocabulary! {
+    /// How loudly an alert asks for attention.
+    Severity {
+        /// Wake someone up.
+        Critical = "critical",
+        /// Look today.
+        Warning = "warning",
+    }
+}
+
+vocabulary! {
+    /// Where an alert is in its life.
+    AlertState {
+        /// Breaching now (or within the hold time), nobody has acknowledged it.
+        Firing = "firing",
+        /// Still breaching, and a person said they are on it.
+        Acknowledged = "acknowledged",
+        /// Not breached for the hold time. Final: a new breach opens a new alert.
+        Resolved = "resolved",
+    }
+}
+
+/// What a linked item is, so the page can link to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    Run,
+    Approval,
+    Escalation,
+}
+
+/// One run, approval or escalation behind an alert, with a short note of why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertItem {
+    pub kind: ItemKind,
+    pub id: String,
+    /// Agent-supplied text may be in here (tool names): render as text.
+    pub note: String,
+}
+
+/// How a rule's value is measured, for display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Count,
+    Percent,
+    Seconds,
+    Usd,
+}
+
+impl Unit {
+    /// `value` as on-call reads it: "21", "12.5%", "17 min", "$0.4200".
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Unit::Count => format!("{}", value.round() as i64),
+            Unit::Percent => format!("{value:.1}%"),
+            Unit::Seconds if value >= 3600.0 => format!("{:.1} h", value / 3600.0),
+            Unit::Seconds if value >= 60.0 => format!("{} min", (value / 60.0).floor() as i64),
+            Unit::Seconds => format!("{} s", value.round() as i64),
+            Unit::Usd => format!("${value:.4}"),
+        }
+    }
+}
+
+/// One alert as stored and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    pub id: String,
+    pub rule: AlertRule,
+    /// What within the rule breached: empty for the rule as a whole, `tool:NAME` for a
+    /// per-tool limit. One alert that is not resolved per (rule, subject).
+    pub subject: String,
+    pub severity: Severity,
+    pub state: AlertState,
+    /// One line: what is wrong, with the figure.
+    pub title: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub unit: Unit,
+    pub items: Vec<AlertItem>,
+    pub fired_at: DateTime<Utc>,
+    /// The last evaluation that found the rule breached.
+    pub last_breach_at: DateTime<Utc>,
+    pub acknowledged_by: Option<String>,
+    pub acknowledged_at: Option<DateTime<Utc>>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+/// "17 min" style length of a window, for titles.
+pub fn window_text(seconds: i64) -> String {
+    if seconds % 86_400 == 0 && seconds >= 86_400 {
+        format!("{} d", seconds / 86_400)
+    } else if seconds % 3600 == 0 && seconds >= 3600 {
+        format!("{} h", seconds / 3600)
+    } else if seconds % 60 == 0 && seconds >= 60 {
+        format!("{} min", seconds / 60)
+    } else {
+        format!("{seconds} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_windows_read_naturally() {
+        assert_eq!(Unit::Count.format(21.0), "21");
+        assert_eq!(Unit::Percent.format(12.54), "12.5%");
+        assert_eq!(Unit::Seconds.format(59.0), "59 s");
+        assert_eq!(Unit::Seconds.format(1020.0), "17 min");
+        assert_eq!(Unit::Seconds.format(5400.0), "1.5 h");
+        assert_eq!(Unit::Usd.format(0.42), "$0.4200");
+        assert_eq!(window_text(600), "10 min");
+        assert_eq!(window_text(3600), "1 h");
+        assert_eq!(window_text(86_400), "1 d");
+        assert_eq!(window_text(90), "90 s");
+    }
+
+    #[test]
+    fn rule_names_round_trip() {
+        for rule in AlertRule::ALL {
+            assert_eq!(AlertRule::parse(rule.as_str()), Some(*rule));
+            assert!(!rule.title().is_empty() && !rule.description().is_empty());
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! The six rules, each a pure function from the settings and the data of its window to
+//! the findings that breach: none when all is well, one per breaching subject otherwise.
+//! Storage reads the windows (`storage::alerts`); nothing here touches a database or a
+//! clock, so each rule is tested with synthetic data, edges included.
+//!
+//! Windows are half-open, `(now - window, now]`, and limits are strict: "more than 20"
+//! means 21 fires and 20 does not.
+
+use super::settings::RuleSettings;
+use super::{window_text, AlertItem, ItemKind, Unit};
+use crate::stats::quantile_sorted;
+use std::collections::BTreeMap;
+
+/// The most items an alert lists; the value still counts them all.
+pub const MAX_ITEMS: usize = 50;
+
+/// One breach the rule found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    /// Empty for the rule as a whole; `tool:NAME` for one tool's limit.
+    pub subject: String,
+    pub title: String,
+    pub value: f64,
+    pub threshold: f64,
+    pub unit: Unit,
+    pub items: Vec<AlertItem>,
+}
+
+fn in_window(at_ms: i64, now_ms: i64, window_seconds: i64) -> bool {
+    at_ms > now_ms - window_seconds * 1000 && at_ms <= now_ms
+}
+
+fn item(kind: ItemKind, id: &str, note: String) -> AlertItem {
+    AlertItem { kind, id: id.to_string(), note }
+}
+
+/// Runs with how often each appears, most first (ties by id, so output is stable).
+fn runs_by_count<'a>(run_ids: impl Iterator<Item = &'a str>) -> Vec<(&'a str, usize)> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in run_ids {
+        *counts.entry(id).or_default() += 1;
+    }
+    let mut runs: Vec<_> = counts.into_iter().collect();
+    runs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    runs
+}
+
+/// An irreversible tool call that executed (outcome ok, error or timeout).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    pub tool: String,
+    pub run_id: String,
+    pub at_ms: i64,
+}
+
+/// Rule 1: more irreversible executions in the window than the limit, overall and per
+/// configured tool.
+pub fn irreversible_executions(s: &RuleSettings, now_ms: i64, executions: &[Execution]) -> Vec<Finding> {
+    let recent: Vec<&Execution> = executions.iter().filter(|e| in_window(e.at_ms, now_ms, s.window_seconds)).collect();
+    let finding = |subject: String, what: String, limit: f64, matching: Vec<&Execution>| {
+        let mut per_run: BTreeMap<&str, BTreeMap<&str, usize>> = BTreeMap::new();
+        for e in &matching {
+            *per_run.entry(e.run_id.as_str()).or_default().entry(e.tool.as_str()).or_default() += 1;
+        }
+        let items = runs_by_count(matching.iter().map(|e| e.run_id.as_str()))
+            .into_iter()
+            .take(MAX_ITEMS)
+            .map(|(run, _)| {
+                let tools = per_run[run].iter().map(|(tool, n)| format!("{n} × {tool}")).collect::<Vec<_>>();
+                item(ItemKind::Run, run, tools.join(", "))
+            })
+            .collect();
+        Finding {
+            subject,
+            title: format!(
+                "{} irreversible executions of {what} in {} (limit {})",
+                matching.len(),
+                window_text(s.window_seconds),
+                limit
+            ),
+            value: matching.len() as f64,
+            threshold: limit,
+            unit: Unit::Count,
+            items,
+        }
+    };
+    let mut findings = Vec::new();
+    if recent.len() as f64 > s.threshold {
+        findings.push(finding(String::new(), "any tool".into(), s.threshold, recent.clone()));
+    }
+    for limit in &s.per_tool {
+        let matching: Vec<&Execution> = recent.iter().copied().filter(|e| e.tool == limit.tool).collect();
+        if matching.len() as i64 > limit.limit {
+            findings.push(finding(
+                format!("tool:{}", limit.tool),
+                format!("`{}`", limit.tool),
+                limit.limit as f64,
+                matching,
+            ));
+        }
+    }
+    findings
+}
+
+/// A tool call recorded as run without a valid approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub run_id: String,
+    pub tool: String,
+    /// `no_approval`, `reused`, `payload_mismatch`…
+    pub kind: String,
+    pub approval_id: Option<String>,
+    pub at_ms: i64,
+}
+
+/// Rule 2: any violation in the window (more than `threshold`, 0 by default).
+pub fn approval_violations(s: &RuleSettings, now_ms: i64, violations: &[Violation]) -> Vec<Finding> {
+    let recent: Vec<&Violation> = violations.iter().filter(|v| in_window(v.at_ms, now_ms, s.window_seconds)).collect();
+    if recent.len() as f64 <= s.threshold {
+        return Vec::new();
+    }
+    let mut items: Vec<AlertItem> = Vec::new();
+    for v in &recent {
+        let note = format!("{} ran with {}", v.tool, v.kind.replace('_', " "));
+        if !items.iter().any(|i| i.kind == ItemKind::Run && i.id == v.run_id) {
+            items.push(item(ItemKind::Run, &v.run_id, note.clone()));
+        }
+        if let Some(approval) = &v.approval_id {
+            if !items.iter().any(|i| i.kind == ItemKind::Approval && &i.id == approval) {
+                items.push(item(ItemKind::Approval, approval, note));
+            }
+        }
+    }
+    items.truncate(MAX_ITEMS);
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{} tool call(s) ran without a valid approval in {}",
+            recent.len(),
+            window_text(s.window_seconds)
+        ),
+        value: recent.len() as f64,
+        threshold: s.threshold,
+        unit: Unit::Count,
+        items,
+    }]
+}
+
+/// Tool-call totals for rule 3, summed by storage over the window and over the baseline
+/// before it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DedupedCounts {
+    pub window_calls: i64,
+    pub window_deduped: i64,
+    pub baseline_calls: i64,
+    pub baseline_deduped: i64,
+    /// Runs in the window with deduplicated calls, most first.
+    pub runs: Vec<(String, i64)>,
+}
+
+/// Rule 3: the window's deduplicated share above `factor` times the baseline's, and at
+/// least `threshold` percent (so a quiet baseline of zero does not page on one retry).
+pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
+    if c.window_calls < s.min_samples.max(1) {
+        return Vec::new();
+    }
+    let share = 100.0 * c.window_deduped as f64 / c.window_calls as f64;
+    let baseline =
+        if c.baseline_calls > 0 { 100.0 * c.baseline_deduped as f64 / c.baseline_calls as f64 } else { 0.0 };
+    let limit = (s.factor * baseline).max(s.threshold);
+    if share <= limit {
+        return Vec::new();
+    }
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{share:.1}% of tool calls deduplicated in {} (baseline {baseline:.1}%, limit {limit:.1}%)",
+            window_text(s.window_seconds)
+        ),
+        value: share,
+        threshold: limit,
+        unit: Unit::Percent,
+        items: c
+            .runs
+            .iter()
+            .take(MAX_ITEMS)
+            .map(|(run, n)| item(ItemKind::Run, run, format!("{n} deduplicated call(s)")))
+            .collect(),
+    }]
+}
+
+/// An open escalation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenEscalation {
+    pub id: String,
+    pub run_id: String,
+    pub opened_at_ms: i64,
+    pub claimed_by: Option<String>,
+}
+
+/// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) older than
+/// `threshold` seconds. The value is the oldest one's age.
+pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Vec<Finding> {
+    let mut late: Vec<(&OpenEscalation, f64)> = open
+        .iter()
+        .filter(|e| !s.only_unclaimed || e.claimed_by.is_none())
+        .map(|e| (e, (now_ms - e.opened_at_ms) as f64 / 1000.0))
+        .filter(|(_, age)| *age > s.threshold)
+        .collect();
+    if late.is_empty() {
+        return Vec::new();
+    }
+    late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.id.cmp(&b.0.id)));
+    let oldest = late[0].1;
+    let unclaimed = late.iter().filter(|(e, _)| e.claimed_by.is_none()).count();
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{} escalation(s) waiting longer than {} ({unclaimed} unclaimed); the oldest for {}",
+            late.len(),
+            Unit::Seconds.format(s.threshold),
+            Unit::Seconds.format(oldest)
+        ),
+        value: oldest,
+        threshold: s.threshold,
+        unit: Unit::Seconds,
+        items: late
+            .iter()
+            .take(MAX_ITEMS)
+            .map(|(e, age)| {
+                let who = match &e.claimed_by {
+                    Some(h) => format!("claimed by {h}"),
+                    None => "unclaimed".to_string(),
+                };
+                item(ItemKind::Escalation, &e.id, format!("run {} waiting {}, {who}", e.run_id, Unit::Seconds.format(*age)))
+            })
+            .collect(),
+    }]
+}
+
+/// A finished run's cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunCost {
+    pub run_id: String,
+    pub cost: f64,
+    pub started_ms: i64,
+}
+
+/// Rule 5: p95 or p99 cost per run of the runs started in the window above `factor`
+/// times the same percentile of the runs started in the baseline before it. Each side
+/// needs `min_samples` runs, and a baseline percentile of zero compares with nothing.
+pub fn cost_per_run_jump(s: &RuleSettings, now_ms: i64, runs: &[RunCost]) -> Vec<Finding> {
+    let window_start = now_ms - s.window_seconds * 1000;
+    let baseline_start = window_start - s.baseline_seconds * 1000;
+    let mut window: Vec<&RunCost> = runs.iter().filter(|r| r.started_ms > window_start && r.started_ms <= now_ms).collect();
+    let mut baseline: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.started_ms > baseline_start && r.started_ms <= window_start)
+        .map(|r| r.cost)
+        .collect();
+    let min = s.min_samples.max(1) as usize;
+    if window.len() < min || baseline.len() < min {
+        return Vec::new();
+    }
+    window.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+    baseline.sort_by(|a, b| a.total_cmp(b));
+    let costs: Vec<f64> = window.iter().map(|r| r.cost).collect();
+    // The breaching percentile furthest above its limit speaks for the alert.
+    let mut worst: Option<(&str, f64, f64, f64)> = None;
+    for (name, q) in [("p95", 0.95), ("p99", 0.99)] {
+        let (Some(now), Some(before)) = (quantile_sorted(&costs, q), quantile_sorted(&baseline, q)) else { continue };
+        if before <= 0.0 {
+            continue;
+        }
+        let limit = s.factor * before;
+        if now > limit && worst.is_none_or(|(_, v, l, _)| now / limit > v / l) {
+            worst = Some((name, now, limit, before));
+        }
+    }
+    let Some((name, value, limit, before)) = worst else { return Vec::new() };
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{name} cost per run {} in {} is {:.1}× the baseline {} (limit {:.1}×)",
+            Unit::Usd.format(value),
+            window_text(s.window_seconds),
+            value / before,
+            Unit::Usd.format(before),
+            s.factor
+        ),
+        value,
+        threshold: limit,
+        unit: Unit::Usd,
+        items: window
+            .iter()
+            .rev()
+            .filter(|r| r.cost > limit)
+            .take(MAX_ITEMS)
+            .map(|r| item(ItemKind::Run, &r.run_id, format!("cost {}", Unit::Usd.format(r.cost))))
+            .collect(),
+    }]
+}
+
+/// A run that ended in `error` after one of its tool calls failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedRun {
+    pub run_id: String,
+    pub failed_tool: String,
+    pub ended_ms: i64,
+}
+
+/// Rule 6: more such runs ended in the window than `threshold`. One failed tool call
+/// never pages by itself: only runs that then ended in error count.
+pub fn failed_to_recover(s: &RuleSettings, now_ms: i64, runs: &[FailedRun]) -> Vec<Finding> {
+    let recent: Vec<&FailedRun> = runs.iter().filter(|r| in_window(r.ended_ms, now_ms, s.window_seconds)).collect();
+    if recent.len() as f64 <= s.threshold {
+        return Vec::new();
+    }
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{} runs ended in error after a failed tool call in {} (limit {})",
+            recent.len(),
+            window_text(s.window_seconds),
+            s.threshold
+        ),
+        value: recent.len() as f64,
+        threshold: s.threshold,
+        unit: Unit::Count,
+        items: recent
+            .iter()
+            .take(MAX_ITEMS)
+            .map(|r| item(ItemKind::Run, &r.run_id, format!("ended in error after {} failed", r.failed_tool)))
+            .collect(),
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::settings::ToolLimit;
+    use super::super::AlertRule;
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000_000;
+    const MIN: i64 = 60_000;
+
+    fn settings(rule: AlertRule) -> RuleSettings {
+        RuleSettings::default_for(rule)
+    }
+
+    fn executions(n: usize, tool: &str, at_ms: i64) -> Vec<Execution> {
+        (0..n).map(|i| Execution { tool: tool.into(), run_id: format!("run-{}", i % 3), at_ms }).collect()
+    }
+
+    #[test]
+    fn irreversible_fires_above_the_count_not_at_it() {
+        let s = settings(AlertRule::IrreversibleExecutions);
+        assert!(irreversible_executions(&s, NOW, &executions(20, "wire", NOW - MIN)).is_empty(), "20 is the limit");
+        let f = irreversible_executions(&s, NOW, &executions(21, "wire", NOW - MIN));
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].value, f[0].threshold, f[0].subject.as_str()), (21.0, 20.0, ""));
+        assert_eq!(f[0].items.len(), 3, "the three runs behind it");
+        assert_eq!(f[0].items[0].note, "7 × wire");
+    }
+
+    #[test]
+    fn irreversible_counts_only_the_window() {
+        let s = settings(AlertRule::IrreversibleExecutions);
+        let mut old = executions(15, "wire", NOW - 10 * MIN); // exactly at the window's start: outside
+        old.extend(executions(15, "wire", NOW - 9 * MIN));
+        let f = irreversible_executions(&s, NOW, &old);
+        assert!(f.is_empty(), "only 15 are inside (now - 10 min, now]");
+        old.extend(executions(6, "wire", NOW));
+        assert_eq!(irreversible_executions(&s, NOW, &old)[0].value, 21.0);
+    }
+
+    #[test]
+    fn irreversible_per_tool_limit() {
+        let mut s = settings(AlertRule::IrreversibleExecutions);
+        s.per_tool = vec![ToolLimit { tool: "delete_account".into(), limit: 2 }];
+        let mut data = executions(2, "delete_account", NOW - MIN);
+        data.extend(executions(5, "send_email", NOW - MIN));
+        assert!(irreversible_executions(&s, NOW, &data).is_empty(), "2 deletions is the tool's limit");
+        data.extend(executions(1, "delete_account", NOW));
+        let f = irreversible_executions(&s, NOW, &data);
+        assert_eq!(f.len(), 1, "the overall limit (20) is not reached");
+        assert_eq!(f[0].subject, "tool:delete_account");
+        assert_eq!((f[0].value, f[0].threshold), (3.0, 2.0));
+    }
+
+    #[test]
+    fn one_violation_is_enough_and_names_run_and_approval() {
+        let s = settings(AlertRule::ApprovalViolation);
+        assert!(approval_violations(&s, NOW, &[]).is_empty());
+        let v = Violation {
+            run_id: "r1".into(),
+            tool: "wire".into(),
+            kind: "payload_mismatch".into(),
+            approval_id: Some("apr_1".into()),
+            at_ms: NOW - MIN,
+        };
+        let f = approval_violations(&s, NOW, std::slice::from_ref(&v));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].items.len(), 2);
+        assert_eq!((f[0].items[0].kind, f[0].items[1].kind), (ItemKind::Run, ItemKind::Approval));
+        assert_eq!(f[0].items[0].note, "wire ran with payload mismatch");
+        let old = Violation { at_ms: NOW - 15 * MIN, ..v };
+        assert!(approval_violations(&s, NOW, &[old]).is_empty(), "outside the 15-minute window");
+    }
+
+    #[test]
+    fn deduped_spike_against_baseline_and_floor() {
+        let s = settings(AlertRule::DedupedSpike); // factor 3, floor 5%, at least 20 calls
+        let mut c = DedupedCounts {
+            window_calls: 100,
+            window_deduped: 12,
+            baseline_calls: 1000,
+            baseline_deduped: 40, // 4%: limit 12%
+            runs: vec![("r1".into(), 7), ("r2".into(), 5)],
+        };
+        assert!(deduped_spike(&s, &c).is_empty(), "12% is exactly the limit");
+        c.window_deduped = 13;
+        let f = deduped_spike(&s, &c);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].value, f[0].threshold), (13.0, 12.0));
+        assert_eq!(f[0].items[0].id, "r1");
+        // A quiet baseline: the floor decides.
+        let quiet = DedupedCounts { window_calls: 100, window_deduped: 5, ..Default::default() };
+        assert!(deduped_spike(&s, &quiet).is_empty(), "5% is the floor");
+        assert_eq!(deduped_spike(&s, &DedupedCounts { window_deduped: 6, ..quiet.clone() }).len(), 1);
+        // Too few calls decide nothing.
+        assert!(deduped_spike(&s, &DedupedCounts { window_calls: 19, window_deduped: 19, ..quiet }).is_empty());
+    }
+
+    fn escalation(id: &str, age_s: i64, claimed: Option<&str>) -> OpenEscalation {
+        OpenEscalation {
+            id: id.into(),
+            run_id: format!("run-{id}"),
+            opened_at_ms: NOW - age_s * 1000,
+            claimed_by: claimed.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn escalation_backlog_by_age_and_claim() {
+        let mut s = settings(AlertRule::EscalationBacklog); // 15 min
+        assert!(escalation_backlog(&s, NOW, &[escalation("a", 900, None)]).is_empty(), "15 min is the limit");
+        let open = [escalation("a", 901, Some("bob")), escalation("b", 1200, None), escalation("c", 60, None)];
+        let f = escalation_backlog(&s, NOW, &open);
+        assert_eq!(f[0].value, 1200.0, "the oldest's age");
+        assert_eq!(f[0].items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+        assert!(f[0].title.contains("1 unclaimed"), "{}", f[0].title);
+        s.only_unclaimed = true;
+        let f = escalation_backlog(&s, NOW, &[escalation("a", 5000, Some("bob"))]);
+        assert!(f.is_empty(), "a claimed escalation is being worked on");
+    }
+
+    fn costs(n: usize, cost: f64, started_ms: i64) -> Vec<RunCost> {
+        (0..n).map(|i| RunCost { run_id: format!("c{started_ms}-{i}"), cost, started_ms }).collect()
+    }
+
+    #[test]
+    fn cost_jump_uses_upper_percentiles_not_the_mean() {
+        let s = settings(AlertRule::CostPerRunJump); // 1 h window, 24 h baseline, 2×, 20 runs
+        let mut runs = costs(200, 0.10, NOW - 5 * 3_600_000); // baseline p95 = p99 = 0.10
+        runs.extend(costs(100, 0.10, NOW - MIN));
+        assert!(cost_per_run_jump(&s, NOW, &runs).is_empty(), "no change");
+        // Two runaway runs among 100 leave the mean almost unchanged but move p99.
+        runs.extend(costs(2, 5.00, NOW - MIN));
+        let f = cost_per_run_jump(&s, NOW, &runs);
+        assert_eq!(f.len(), 1);
+        assert!(f[0].title.starts_with("p99"), "{}", f[0].title);
+        assert_eq!((f[0].value, f[0].threshold), (5.0, 0.2));
+        assert_eq!(f[0].items.len(), 2, "the runaway runs");
+    }
+
+    #[test]
+    fn cost_jump_at_the_edge_and_with_too_few_runs() {
+        let s = settings(AlertRule::CostPerRunJump);
+        let mut runs = costs(100, 0.10, NOW - 5 * 3_600_000);
+        runs.extend(costs(100, 0.20, NOW - MIN));
+        assert!(cost_per_run_jump(&s, NOW, &runs).is_empty(), "exactly 2× does not fire");
+        let mut few = costs(100, 0.10, NOW - 5 * 3_600_000);
+        few.extend(costs(19, 9.0, NOW - MIN));
+        assert!(cost_per_run_jump(&s, NOW, &few).is_empty(), "19 runs decide nothing");
+        let free = [costs(100, 0.0, NOW - 5 * 3_600_000), costs(100, 1.0, NOW - MIN)].concat();
+        assert!(cost_per_run_jump(&s, NOW, &free).is_empty(), "no multiple of zero");
+    }
+
+    #[test]
+    fn failed_to_recover_counts_runs_in_the_window() {
+        let s = settings(AlertRule::FailedToRecover); // more than 3 in 15 min
+        let run = |i: usize, ended_ms| FailedRun { run_id: format!("f{i}"), failed_tool: "fetch".into(), ended_ms };
+        let mut runs: Vec<FailedRun> = (0..3).map(|i| run(i, NOW - MIN)).collect();
+        runs.push(run(9, NOW - 16 * MIN));
+        assert!(failed_to_recover(&s, NOW, &runs).is_empty());
+        runs.push(run(3, NOW));
+        let f = failed_to_recover(&s, NOW, &runs);
+        assert_eq!((f[0].value, f[0].items.len()), (4.0, 4));
+        assert_eq!(f[0].items[0].note, "ended in error after fetch failed");
+    }
+}

@@ -1,0 +1,371 @@
+//! Alerts in storage: each rule's settings, the windows of data the rules read, the
+//! alerts themselves (firing → acknowledged → resolved; the resolved rows are the
+//! history), the last evaluation, and the leader lock that lets one instance of several
+//! evaluate.
+
+use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::alerts::lifecycle::{OpenAlert, Transition};
+use crate::alerts::rules::{DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
+use crate::alerts::settings::RuleSettings;
+use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, Severity, Unit};
+use crate::notify::{EventKind, WebhookTarget};
+
+/// Every rule with its settings: the admin's if saved, else the defaults.
+pub async fn settings(db: &Db) -> StoreResult<Vec<(AlertRule, RuleSettings)>> {
+    let sql = "SELECT rule, settings FROM alert_rules";
+    let saved: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    Ok(AlertRule::ALL
+        .iter()
+        .map(|rule| {
+            let custom = saved
+                .iter()
+                .find(|(name, _)| name == rule.as_str())
+                .and_then(|(_, json)| serde_json::from_str::<RuleSettings>(json).ok());
+            (*rule, custom.unwrap_or_else(|| RuleSettings::default_for(*rule)))
+        })
+        .collect())
+}
+
+/// Saves a rule's settings (already validated by the caller).
+pub async fn save_settings(db: &Db, rule: AlertRule, settings: &RuleSettings, by: &str) -> StoreResult<()> {
+    let sql = "INSERT INTO alert_rules (rule, settings, updated_by, updated_at) VALUES ($1, $2, $3, $4) \
+               ON CONFLICT (rule) DO UPDATE SET settings = excluded.settings, updated_by = excluded.updated_by, \
+               updated_at = excluded.updated_at";
+    let json = serde_json::to_string(settings).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    on_pool!(db, pool => sqlx::query(sql).bind(rule.as_str()).bind(json).bind(by).bind(now_ms()).execute(pool).await.map(|_| ()))?;
+    Ok(())
+}
+
+// ---- the windows the rules read -------------------------------------------------------
+
+/// Irreversible tool calls that executed (ok, error or timeout) and ended after
+/// `since_ms`. Reads the partial index `spans_irreversible_end`.
+pub async fn irreversible_executions(db: &Db, since_ms: i64) -> StoreResult<Vec<Execution>> {
+    let sql = "SELECT COALESCE(tool_name, ''), run_id, end_ns FROM spans \
+               WHERE side_effect = 'irreversible' AND end_ns > $1 AND outcome IN ('ok', 'error', 'timeout')";
+    let rows: Vec<(String, String, i64)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(|(tool, run_id, end_ns)| Execution { tool, run_id, at_ms: end_ns / 1_000_000 }).collect())
+}
+
+pub async fn approval_violations(db: &Db, since_ms: i64) -> StoreResult<Vec<Violation>> {
+    let sql = "SELECT run_id, tool, kind, approval_id, at FROM approval_violations WHERE at > $1 ORDER BY at";
+    let rows: Vec<(String, String, String, Option<String>, i64)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms).fetch_all(pool).await)?;
+    Ok(rows
+        .into_iter()
+        .map(|(run_id, tool, kind, approval_id, at_ms)| Violation { run_id, tool, kind, approval_id, at_ms })
+        .collect())
+}
+
+/// Tool calls and deduplicated calls of the runs started in `(window_start, now]` and in
+/// `(baseline_start, window_start]`.
+pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i64) -> StoreResult<DedupedCounts> {
+    let totals = "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
+                  FROM runs WHERE started_ns > $1 AND started_ns <= $2";
+    let top = "SELECT run_id, deduped_calls FROM runs WHERE started_ns > $1 AND deduped_calls > 0 \
+               ORDER BY deduped_calls DESC, run_id LIMIT 50";
+    let ns = |ms: i64| ms.saturating_mul(1_000_000);
+    let (window, baseline, runs): ((i64, i64), (i64, i64), Vec<(String, i64)>) = on_pool!(db, pool => {
+        let window = sqlx::query_as(totals).bind(ns(window_start_ms)).bind(i64::MAX).fetch_one(pool).await?;
+        let baseline = sqlx::query_as(totals).bind(ns(baseline_start_ms)).bind(ns(window_start_ms)).fetch_one(pool).await?;
+        let runs = sqlx::query_as(top).bind(ns(window_start_ms)).fetch_all(pool).await?;
+        (window, baseline, runs)
+    });
+    Ok(DedupedCounts {
+        window_calls: window.0,
+        window_deduped: window.1,
+        baseline_calls: baseline.0,
+        baseline_deduped: baseline.1,
+        runs,
+    })
+}
+
+pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
+    let sql = "SELECT id, run_id, opened_at, claimed_by FROM escalations WHERE status = 'open' ORDER BY opened_at";
+    let rows: Vec<(String, String, i64, Option<String>)> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, run_id, opened_at_ms, claimed_by)| OpenEscalation { id, run_id, opened_at_ms, claimed_by })
+        .collect())
+}
+
+/// The cost of every finished run started after `since_ms`.
+pub async fn run_costs(db: &Db, since_ms: i64) -> StoreResult<Vec<RunCost>> {
+    let sql = "SELECT run_id, cost, started_ns FROM runs WHERE started_ns > $1 AND terminal_reason <> 'running'";
+    let rows: Vec<(String, f64, i64)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+    Ok(rows
+        .into_iter()
+        .map(|(run_id, cost, started_ns)| RunCost { run_id, cost, started_ms: started_ns / 1_000_000 })
+        .collect())
+}
+
+/// Runs that ended in `error` after `since_ms` and had a failed tool call (error or
+/// timeout), with the first tool that failed.
+pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> {
+    let sql = "SELECT r.run_id, r.ended_ns, \
+                 (SELECT s.tool_name FROM spans s WHERE s.run_id = r.run_id AND s.outcome IN ('error', 'timeout') \
+                  ORDER BY s.end_ns LIMIT 1) \
+               FROM runs r WHERE r.terminal_reason = 'error' AND r.ended_ns > $1";
+    let rows: Vec<(String, i64, Option<String>)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(run_id, ended_ns, tool)| {
+            tool.map(|failed_tool| FailedRun { run_id, failed_tool, ended_ms: ended_ns / 1_000_000 })
+        })
+        .collect())
+}
+
+// ---- alerts -----------------------------------------------------------------------------
+
+const COLUMNS: &str = "id, rule, subject, severity, state, title, value, threshold, unit, items, fired_at, \
+                       last_breach_at, acknowledged_by, acknowledged_at, resolved_at";
+
+#[derive(sqlx::FromRow)]
+struct AlertRow {
+    id: String,
+    rule: String,
+    subject: String,
+    severity: String,
+    state: String,
+    title: String,
+    value: f64,
+    threshold: f64,
+    unit: String,
+    items: String,
+    fired_at: i64,
+    last_breach_at: i64,
+    acknowledged_by: Option<String>,
+    acknowledged_at: Option<i64>,
+    resolved_at: Option<i64>,
+}
+
+impl AlertRow {
+    fn into_alert(self) -> Alert {
+        Alert {
+            id: self.id,
+            rule: AlertRule::parse(&self.rule).unwrap_or(AlertRule::ApprovalViolation),
+            subject: self.subject,
+            severity: Severity::parse(&self.severity).unwrap_or(Severity::Critical),
+            state: AlertState::parse(&self.state).unwrap_or(AlertState::Firing),
+            title: self.title,
+            value: self.value,
+            threshold: self.threshold,
+            unit: serde_json::from_value(serde_json::Value::String(self.unit)).unwrap_or(Unit::Count),
+            items: serde_json::from_str(&self.items).unwrap_or_default(),
+            fired_at: from_ms(self.fired_at),
+            last_breach_at: from_ms(self.last_breach_at),
+            acknowledged_by: self.acknowledged_by,
+            acknowledged_at: self.acknowledged_at.map(from_ms),
+            resolved_at: self.resolved_at.map(from_ms),
+        }
+    }
+}
+
+fn unit_text(unit: Unit) -> String {
+    serde_json::to_value(unit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn items_json(items: &[AlertItem]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
+}
+
+fn new_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 12];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    format!("alr_{}", hex::encode(bytes))
+}
+
+/// The rule's alerts that are not resolved.
+pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>> {
+    let sql = "SELECT id, subject, last_breach_at FROM alerts WHERE rule = $1 AND state <> 'resolved'";
+    let rows: Vec<(String, String, i64)> = on_pool!(db, pool => sqlx::query_as(sql).bind(rule.as_str()).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(|(id, subject, last_breach_ms)| OpenAlert { id, subject, last_breach_ms }).collect())
+}
+
+/// Records one rule's transitions and queues their webhooks (`alert.firing` for a new
+/// alert, `alert.resolved` for a resolved one) in the same transaction, so an alert and
+/// its notification are committed together. Returns what fired and what resolved.
+pub async fn apply(
+    db: &Db,
+    rule: AlertRule,
+    severity: Severity,
+    transitions: &[Transition],
+    now: i64,
+    targets: &[WebhookTarget],
+) -> StoreResult<Vec<(EventKind, Alert)>> {
+    if transitions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
+                  fired_at, last_breach_at, updated_at) VALUES ($1, $2, $3, $4, 'firing', $5, $6, $7, $8, $9, $10, $10, $10)";
+    let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
+                   last_breach_at = $8, updated_at = $8 WHERE id = $1 AND state <> 'resolved'";
+    let resolve = "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
+    let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
+    on_pool!(db, pool => {
+        let mut tx = pool.begin().await?;
+        let mut announced = Vec::new();
+        for t in transitions {
+            match t {
+                Transition::Fire(f) => {
+                    let id = new_id();
+                    sqlx::query(insert)
+                        .bind(&id).bind(rule.as_str()).bind(&f.subject).bind(severity.as_str()).bind(&f.title)
+                        .bind(f.value).bind(f.threshold).bind(unit_text(f.unit)).bind(items_json(&f.items)).bind(now)
+                        .execute(&mut *tx).await?;
+                    let row: AlertRow = sqlx::query_as(&select).bind(&id).fetch_one(&mut *tx).await?;
+                    announced.push((EventKind::AlertFiring, row.into_alert()));
+                }
+                Transition::Refresh { id, finding: f } => {
+                    sqlx::query(refresh)
+                        .bind(id).bind(severity.as_str()).bind(&f.title).bind(f.value).bind(f.threshold)
+                        .bind(unit_text(f.unit)).bind(items_json(&f.items)).bind(now)
+                        .execute(&mut *tx).await?;
+                }
+                Transition::Resolve { id } => {
+                    let done = sqlx::query(resolve).bind(id).bind(now).execute(&mut *tx).await?;
+                    if done.rows_affected() == 1 {
+                        let row: AlertRow = sqlx::query_as(&select).bind(id).fetch_one(&mut *tx).await?;
+                        announced.push((EventKind::AlertResolved, row.into_alert()));
+                    }
+                }
+            }
+        }
+        for (kind, alert) in &announced {
+            super::webhooks::enqueue_in(&mut *tx, &crate::alerts::evaluate::event(alert, *kind), targets).await?;
+        }
+        tx.commit().await?;
+        Ok(announced)
+    })
+}
+
+/// Open alerts (firing first, then acknowledged; critical first; oldest first), or with
+/// `resolved` the history, newest resolved first.
+pub async fn list(db: &Db, resolved: bool, limit: i64) -> StoreResult<Vec<Alert>> {
+    let sql = if resolved {
+        format!("SELECT {COLUMNS} FROM alerts WHERE state = 'resolved' ORDER BY resolved_at DESC, id LIMIT $1")
+    } else {
+        format!(
+            "SELECT {COLUMNS} FROM alerts WHERE state <> 'resolved' \
+             ORDER BY CASE state WHEN 'firing' THEN 0 ELSE 1 END, CASE severity WHEN 'critical' THEN 0 ELSE 1 END, \
+             fired_at, id LIMIT $1"
+        )
+    };
+    let rows: Vec<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(AlertRow::into_alert).collect())
+}
+
+pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Alert>> {
+    let sql = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
+    let row: Option<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    Ok(row.map(AlertRow::into_alert))
+}
+
+/// How many alerts are firing (nobody acknowledged) and how many are acknowledged.
+pub async fn counts(db: &Db) -> StoreResult<(i64, i64)> {
+    let sql = "SELECT CAST(COALESCE(SUM(CASE state WHEN 'firing' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                      CAST(COALESCE(SUM(CASE state WHEN 'acknowledged' THEN 1 ELSE 0 END), 0) AS BIGINT) \
+               FROM alerts WHERE state <> 'resolved'";
+    Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_one(pool).await)?)
+}
+
+/// Marks a firing alert acknowledged by `user`. A conditional update, so of two people
+/// acknowledging at once one wins and the other is told who.
+pub async fn acknowledge(db: &Db, id: &str, user: &str) -> StoreResult<Alert> {
+    let sql = "UPDATE alerts SET state = 'acknowledged', acknowledged_by = $2, acknowledged_at = $3, updated_at = $3 \
+               WHERE id = $1 AND state = 'firing'";
+    let now = now_ms();
+    let done = on_pool!(db, pool => sqlx::query(sql).bind(id).bind(user).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
+    let alert = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("alert `{id}`")))?;
+    if done == 1 {
+        return Ok(alert);
+    }
+    Err(StoreError::Conflict(match alert.state {
+        AlertState::Acknowledged => format!(
+            "already acknowledged by {} at {}",
+            alert.acknowledged_by.as_deref().unwrap_or("someone"),
+            alert.acknowledged_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default()
+        ),
+        _ => format!(
+            "this alert resolved at {}; nothing to acknowledge",
+            alert.resolved_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default()
+        ),
+    }))
+}
+
+/// Notes that `instance` finished an evaluation.
+pub async fn record_evaluation(db: &Db, instance: &str, at_ms: i64, took_ms: i64) -> StoreResult<()> {
+    let sql = "INSERT INTO alert_evaluator (id, instance, evaluated_at, took_ms) VALUES (1, $1, $2, $3) \
+               ON CONFLICT (id) DO UPDATE SET instance = excluded.instance, evaluated_at = excluded.evaluated_at, \
+               took_ms = excluded.took_ms";
+    on_pool!(db, pool => sqlx::query(sql).bind(instance).bind(at_ms).bind(took_ms).execute(pool).await.map(|_| ()))?;
+    Ok(())
+}
+
+/// The last evaluation: which instance, when, and how long it took.
+pub async fn last_evaluation(db: &Db) -> StoreResult<Option<(String, i64, i64)>> {
+    let sql = "SELECT instance, evaluated_at, took_ms FROM alert_evaluator WHERE id = 1";
+    Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_optional(pool).await)?)
+}
+
+// ---- leadership -------------------------------------------------------------------------
+
+/// Which of several instances evaluates. On PostgreSQL: whoever holds a session-level
+/// advisory lock, on a connection of its own kept for as long as it leads. When the
+/// leader dies its connection closes, PostgreSQL releases the lock, and the next instance
+/// to try takes it. SQLite serves one instance, which always leads.
+pub struct Leadership {
+    db: Db,
+    key: i64,
+    held: Option<sqlx::PgConnection>,
+}
+
+/// The advisory lock key: "flightdeck alerts" in a 64-bit number, so it stays clear of
+/// other applications' keys in a shared database.
+pub const EVALUATOR_LOCK_KEY: i64 = 0x0F11_6874_A1E7;
+
+impl Leadership {
+    pub fn new(db: Db) -> Leadership {
+        Leadership { db, key: EVALUATOR_LOCK_KEY, held: None }
+    }
+
+    /// Whether this instance leads now, taking the lead if nobody holds it.
+    pub async fn lead(&mut self) -> bool {
+        let pool = match &self.db {
+            Db::Sqlite(_) => return true,
+            Db::Postgres(pool) => pool.clone(),
+        };
+        if let Some(conn) = self.held.as_mut() {
+            // The lock lives as long as the session: a live connection still holds it.
+            if sqlx::query("SELECT 1").execute(&mut *conn).await.is_ok() {
+                return true;
+            }
+            tracing::warn!("lost the alert evaluator's database connection; leadership is open again");
+            self.held = None;
+        }
+        let Ok(mut conn) = pool.acquire().await else { return false };
+        let took: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(self.key)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap_or(false);
+        if took {
+            // Out of the pool: the lock must not be lent to other queries or closed by the
+            // pool's idle reaper.
+            self.held = Some(conn.detach());
+        }
+        took
+    }
+
+    /// Gives the lead up (on shutdown), so another instance takes over at once.
+    pub async fn step_down(&mut self) {
+        if let Some(mut conn) = self.held.take() {
+            let _ = sqlx::query("SELECT pg_advisory_unlock($1)").bind(self.key).execute(&mut conn).await;
+            let _ = sqlx::Connection::close(conn).await;
+        }
+    }
+}
