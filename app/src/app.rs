@@ -77,12 +77,14 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/escalations") view=escalations::EscalationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/escalations/:id") view=escalations::page::EscalationPage ssr=SsrMode::Async/>
                     <Route path=path!("/alerts") view=alerts::AlertsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/alerts/:id") view=alerts::page::AlertPage ssr=SsrMode::Async/>
                     <Route path=path!("/trends") view=trends::TrendsPage ssr=SsrMode::Async/>
                     <Route path=path!("/admin") view=admin::AdminHome ssr=SsrMode::Async/>
                     <Route path=path!("/admin/users") view=admin::users::UsersAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=admin::tokens::TokensAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/policies") view=admin::policies::PoliciesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=admin::webhooks::WebhooksAdmin ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/alerts") view=admin::alerts::AlertRulesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/audit") view=admin::audit::AuditAdmin ssr=SsrMode::Async/>
                 </ParentRoute>
             </Routes>

@@ -114,6 +114,15 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_WEBHOOK_MAX_ATTEMPTS", global = true, value_name = "N")]
     pub webhook_max_attempts: Option<u32>,
 
+    /// Seconds between alert evaluations [default: 15]
+    #[arg(long, env = "FLIGHTDECK_ALERT_INTERVAL_SECONDS", global = true, value_name = "SECONDS")]
+    pub alert_interval_seconds: Option<u64>,
+
+    /// Seconds an alert stays open after its rule stops breaching, so a value hovering at
+    /// the limit does not fire and resolve over and over [default: 120]
+    #[arg(long, env = "FLIGHTDECK_ALERT_HOLD_SECONDS", global = true, value_name = "SECONDS")]
+    pub alert_hold_seconds: Option<u64>,
+
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
     /// `format` = "json" or "slack", and optionally `events`)
     #[arg(skip)]
@@ -156,6 +165,8 @@ impl Overrides {
             public_url: self.public_url.or(lower.public_url),
             webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
             webhooks: self.webhooks.or(lower.webhooks),
+            alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
+            alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
         }
     }
 
@@ -192,6 +203,8 @@ pub struct Config {
     pub public_url: String,
     pub webhook_max_attempts: u32,
     pub webhooks: Vec<WebhookTarget>,
+    pub alert_interval_seconds: u64,
+    pub alert_hold_seconds: u64,
 }
 
 impl Config {
@@ -219,6 +232,10 @@ impl Config {
         if webhook_max_attempts == 0 {
             anyhow::bail!("webhook_max_attempts must be at least 1");
         }
+        let alert_interval_seconds = o.alert_interval_seconds.unwrap_or(15);
+        if alert_interval_seconds == 0 {
+            anyhow::bail!("alert_interval_seconds must be at least 1");
+        }
         Ok(Config {
             listen,
             data_dir,
@@ -241,6 +258,8 @@ impl Config {
             public_url: public_url.trim_end_matches('/').to_string(),
             webhook_max_attempts,
             webhooks,
+            alert_interval_seconds,
+            alert_hold_seconds: o.alert_hold_seconds.unwrap_or(120),
         })
     }
 
@@ -305,6 +324,8 @@ impl fmt::Display for Config {
         writeln!(f, "  tool_policies        {}", self.tool_policies.len())?;
         writeln!(f, "  public_url           {}", self.public_url)?;
         writeln!(f, "  webhook_max_attempts {}", self.webhook_max_attempts)?;
+        writeln!(f, "  alert_interval       {} s", self.alert_interval_seconds)?;
+        writeln!(f, "  alert_hold           {} s", self.alert_hold_seconds)?;
         // Names only: webhook URLs often carry their secret in the path.
         let names: Vec<&str> = self.webhooks.iter().map(|w| w.name.as_str()).collect();
         if names.is_empty() {

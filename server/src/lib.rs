@@ -1,6 +1,7 @@
 //! The Flightdeck server process as a library, so integration tests can build the same
 //! router the binary serves. `main.rs` only parses the command line and dispatches.
 
+pub mod alerts;
 pub mod api;
 pub mod cli;
 pub mod commands;

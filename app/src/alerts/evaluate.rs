@@ -76,10 +76,9 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
 /// The webhook event for an alert that fired or resolved.
 pub fn event(alert: &Alert, kind: EventKind) -> Event {
     let (title, summary) = match kind {
-        EventKind::AlertResolved => (
-            format!("Resolved: {}", alert.rule.title()),
-            format!("No longer breached. It was: {}", alert.title),
-        ),
+        EventKind::AlertResolved => {
+            (format!("Resolved: {}", alert.rule.title()), format!("No longer breached. It was: {}", alert.title))
+        }
         _ => (
             format!("{} alert: {}", capitalised(alert.severity.as_str()), alert.rule.title()),
             format!("{}. Acknowledge it in Flightdeck.", alert.title),

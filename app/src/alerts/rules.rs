@@ -165,8 +165,7 @@ pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
         return Vec::new();
     }
     let share = 100.0 * c.window_deduped as f64 / c.window_calls as f64;
-    let baseline =
-        if c.baseline_calls > 0 { 100.0 * c.baseline_deduped as f64 / c.baseline_calls as f64 } else { 0.0 };
+    let baseline = if c.baseline_calls > 0 { 100.0 * c.baseline_deduped as f64 / c.baseline_calls as f64 } else { 0.0 };
     let limit = (s.factor * baseline).max(s.threshold);
     if share <= limit {
         return Vec::new();
@@ -232,7 +231,11 @@ pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]
                     Some(h) => format!("claimed by {h}"),
                     None => "unclaimed".to_string(),
                 };
-                item(ItemKind::Escalation, &e.id, format!("run {} waiting {}, {who}", e.run_id, Unit::Seconds.format(*age)))
+                item(
+                    ItemKind::Escalation,
+                    &e.id,
+                    format!("run {} waiting {}, {who}", e.run_id, Unit::Seconds.format(*age)),
+                )
             })
             .collect(),
     }]
@@ -252,12 +255,10 @@ pub struct RunCost {
 pub fn cost_per_run_jump(s: &RuleSettings, now_ms: i64, runs: &[RunCost]) -> Vec<Finding> {
     let window_start = now_ms - s.window_seconds * 1000;
     let baseline_start = window_start - s.baseline_seconds * 1000;
-    let mut window: Vec<&RunCost> = runs.iter().filter(|r| r.started_ms > window_start && r.started_ms <= now_ms).collect();
-    let mut baseline: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.started_ms > baseline_start && r.started_ms <= window_start)
-        .map(|r| r.cost)
-        .collect();
+    let mut window: Vec<&RunCost> =
+        runs.iter().filter(|r| r.started_ms > window_start && r.started_ms <= now_ms).collect();
+    let mut baseline: Vec<f64> =
+        runs.iter().filter(|r| r.started_ms > baseline_start && r.started_ms <= window_start).map(|r| r.cost).collect();
     let min = s.min_samples.max(1) as usize;
     if window.len() < min || baseline.len() < min {
         return Vec::new();

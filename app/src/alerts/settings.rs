@@ -135,15 +135,10 @@ pub fn fields(rule: AlertRule) -> Fields {
             Fields { threshold: Some("Fires above this many executions"), per_tool: true, ..none }
         }
         AlertRule::ApprovalViolation => none,
-        AlertRule::DedupedSpike => {
-            Fields { baseline: true, threshold: Some("Smallest share that fires (%)"), ..none }
+        AlertRule::DedupedSpike => Fields { baseline: true, threshold: Some("Smallest share that fires (%)"), ..none },
+        AlertRule::EscalationBacklog => {
+            Fields { window: false, threshold: Some("Fires when older than (seconds)"), only_unclaimed: true, ..none }
         }
-        AlertRule::EscalationBacklog => Fields {
-            window: false,
-            threshold: Some("Fires when older than (seconds)"),
-            only_unclaimed: true,
-            ..none
-        },
         AlertRule::CostPerRunJump => Fields { baseline: true, ..none },
         AlertRule::FailedToRecover => Fields { threshold: Some("Fires above this many runs"), ..none },
     }

@@ -52,11 +52,12 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
     let logout = ServerAction::<Logout>::new();
     crate::routes::full_reload_on_success(logout.value());
     let is_admin = me.can(crate::access::Role::Admin);
-    // The pending-approval count and the escalation backlog, fetched by the browser after
+    // The pending-approval count, the escalation backlog and the open alerts, fetched by the browser after
     // hydration (and every 15 s and on every navigation) rather than during the server
     // render, so a page never waits on them; without JavaScript they are simply absent.
     let pending = RwSignal::new(None::<i64>);
     let backlog = RwSignal::new(None::<(i64, Option<chrono::DateTime<chrono::Utc>>, chrono::DateTime<chrono::Utc>)>);
+    let alerts = RwSignal::new(None::<(i64, i64)>);
     #[cfg(feature = "hydrate")]
     {
         let location = leptos_router::hooks::use_location();
@@ -74,6 +75,9 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                 }
                 if let Ok(b) = crate::functions::escalations::escalation_backlog().await {
                     backlog.set(Some(b));
+                }
+                if let Ok(a) = crate::functions::alerts::alert_counts().await {
+                    alerts.set(Some(a));
                 }
             });
         });
@@ -104,7 +108,13 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                         _ => None,
                     }}
                 </A>
-                <A href="/alerts">"Alerts"</A>
+                <A href="/alerts">
+                    "Alerts"
+                    {move || alerts.get().filter(|(firing, acked)| firing + acked > 0).map(|(firing, acked)| view! {
+                        <span class={if firing > 0 { "nav-count firing" } else { "nav-count" }} data-testid="nav-alerts"
+                            title=format!("{firing} firing, {acked} acknowledged")>{firing + acked}</span>
+                    })}
+                </A>
                 <A href="/trends">"Trends"</A>
                 {is_admin.then(|| view! { <A href="/admin">"Admin"</A> })}
             </nav>

@@ -2,6 +2,7 @@
 //! role it needs on the server before touching storage.
 
 pub mod admin;
+pub mod alerts;
 pub mod approvals;
 pub mod auth;
 pub mod escalations;

@@ -61,7 +61,8 @@ pub async fn approval_violations(db: &Db, since_ms: i64) -> StoreResult<Vec<Viol
 /// Tool calls and deduplicated calls of the runs started in `(window_start, now]` and in
 /// `(baseline_start, window_start]`.
 pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i64) -> StoreResult<DedupedCounts> {
-    let totals = "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
+    let totals =
+        "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
                   FROM runs WHERE started_ns > $1 AND started_ns <= $2";
     let top = "SELECT run_id, deduped_calls FROM runs WHERE started_ns > $1 AND deduped_calls > 0 \
                ORDER BY deduped_calls DESC, run_id LIMIT 50";
@@ -83,7 +84,8 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 
 pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
     let sql = "SELECT id, run_id, opened_at, claimed_by FROM escalations WHERE status = 'open' ORDER BY opened_at";
-    let rows: Vec<(String, String, i64, Option<String>)> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    let rows: Vec<(String, String, i64, Option<String>)> =
+        on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
     Ok(rows
         .into_iter()
         .map(|(id, run_id, opened_at_ms, claimed_by)| OpenEscalation { id, run_id, opened_at_ms, claimed_by })
@@ -182,7 +184,8 @@ fn new_id() -> String {
 /// The rule's alerts that are not resolved.
 pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>> {
     let sql = "SELECT id, subject, last_breach_at FROM alerts WHERE rule = $1 AND state <> 'resolved'";
-    let rows: Vec<(String, String, i64)> = on_pool!(db, pool => sqlx::query_as(sql).bind(rule.as_str()).fetch_all(pool).await)?;
+    let rows: Vec<(String, String, i64)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(rule.as_str()).fetch_all(pool).await)?;
     Ok(rows.into_iter().map(|(id, subject, last_breach_ms)| OpenAlert { id, subject, last_breach_ms }).collect())
 }
 
@@ -204,7 +207,8 @@ pub async fn apply(
                   fired_at, last_breach_at, updated_at) VALUES ($1, $2, $3, $4, 'firing', $5, $6, $7, $8, $9, $10, $10, $10)";
     let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
                    last_breach_at = $8, updated_at = $8 WHERE id = $1 AND state <> 'resolved'";
-    let resolve = "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
+    let resolve =
+        "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
     let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     on_pool!(db, pool => {
         let mut tx = pool.begin().await?;

@@ -1,6 +1,6 @@
 //! `flightdeck serve`: open the database, make sure someone can sign in, and serve the
-//! UI and API until Ctrl-C or SIGTERM. Background jobs: session cleanup, retention, and
-//! the webhook worker.
+//! UI and API until Ctrl-C or SIGTERM. Background jobs: session cleanup, retention,
+//! approval expiry, escalation announcements, the webhook worker and the alert evaluator.
 
 use crate::config::{Config, IngestAuth};
 use crate::otlp::IngestService;
@@ -84,6 +84,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         crate::webhooks::WorkerSettings::new(&config.public_url, config.webhook_retry()),
     )?;
     let webhook_worker = tokio::spawn(worker.run(stopped.clone()));
+    let evaluator = crate::alerts::Evaluator::new(
+        db.clone(),
+        Arc::new(config.webhooks.clone()),
+        crate::alerts::EvaluatorSettings {
+            interval: Duration::from_secs(config.alert_interval_seconds),
+            hold: Duration::from_secs(config.alert_hold_seconds),
+        },
+        crate::alerts::instance_name(),
+    );
+    let alert_evaluator = tokio::spawn(evaluator.run(stopped.clone()));
     let until_stopped = move || {
         let mut stopped = stopped.clone();
         async move {
@@ -118,6 +128,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         task.abort();
     }
     let _ = webhook_worker.await;
+    let _ = alert_evaluator.await;
     db.close().await;
     tracing::info!("flightdeck stopped");
     Ok(())

@@ -2,6 +2,9 @@
 //! people signed in through the same server functions the browser calls, and agent tokens.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod receiver;
+pub mod spans;
+
 use app::access::{Role, Scope};
 use app::auth::{password, secrets};
 use app::state::AppState;

@@ -1,6 +1,7 @@
-//! The admin area: users and roles, agent API tokens, tool policies, webhooks, and the
-//! audit log.
+//! The admin area: users and roles, agent API tokens, tool policies, webhooks, alert
+//! rules, and the audit log.
 
+pub mod alerts;
 pub mod audit;
 pub mod policies;
 pub mod tokens;
@@ -40,6 +41,10 @@ pub fn AdminHome() -> impl IntoView {
                 <p>"Where new approval requests, escalations and alerts are announced, and which deliveries failed."</p>
             </li>
             <li class="card">
+                <h2><a href="/admin/alerts">"Alert rules"</a></h2>
+                <p>"Which alerts page on-call, how loudly, and their thresholds, windows and baselines."</p>
+            </li>
+            <li class="card">
                 <h2><a href="/admin/audit">"Audit log"</a></h2>
                 <p>"Who signed in, failed to, and changed users or tokens: when and from where."</p>
             </li>
@@ -56,6 +61,7 @@ pub fn AdminTabs() -> impl IntoView {
             <A href="/admin/tokens">"API tokens"</A>
             <A href="/admin/policies">"Tool policies"</A>
             <A href="/admin/webhooks">"Webhooks"</A>
+            <A href="/admin/alerts">"Alert rules"</A>
             <A href="/admin/audit">"Audit log"</A>
         </nav>
     }

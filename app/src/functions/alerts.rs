@@ -1,0 +1,155 @@
+//! Alerts for the browser: the open alerts and the history, one alert, acknowledging
+//! (role `operator`, audited), the navigation count, and the rules' settings (read by
+//! anyone signed in, changed by `admin`, audited with the old and new settings).
+
+use crate::alerts::settings::RuleSettings;
+use crate::alerts::{Alert, AlertRule};
+use crate::errors::AppError;
+use chrono::{DateTime, Utc};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// The evaluator's last run, so on-call can tell a quiet page from a stopped evaluator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastEvaluation {
+    pub instance: String,
+    pub at: DateTime<Utc>,
+    pub took_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertsView {
+    pub alerts: Vec<Alert>,
+    pub last_evaluation: Option<LastEvaluation>,
+    /// The signed-in user may acknowledge (holds `operator`).
+    pub can_acknowledge: bool,
+    pub now: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertView {
+    pub alert: Alert,
+    pub can_acknowledge: bool,
+    pub now: DateTime<Utc>,
+}
+
+#[server(prefix = "/fn", endpoint = "load_alerts")]
+pub async fn load_alerts(resolved: bool) -> Result<AlertsView, AppError> {
+    use super::ssr;
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    let alerts = crate::storage::alerts::list(&db, resolved, 200).await?;
+    let last_evaluation = crate::storage::alerts::last_evaluation(&db)
+        .await?
+        .map(|(instance, at, took_ms)| LastEvaluation { instance, at: crate::storage::from_ms(at), took_ms });
+    Ok(AlertsView { alerts, last_evaluation, can_acknowledge: me.can(crate::access::Role::Operator), now: Utc::now() })
+}
+
+#[server(prefix = "/fn", endpoint = "load_alert")]
+pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
+    use super::ssr;
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    match crate::storage::alerts::get(&ssr::db()?, &id).await? {
+        Some(alert) => Ok(AlertView { alert, can_acknowledge: me.can(crate::access::Role::Operator), now: Utc::now() }),
+        None => ssr::fail(AppError::NotFound(format!("alert `{id}`"))),
+    }
+}
+
+/// Alerts firing (nobody acknowledged them) and acknowledged, for the navigation.
+#[server(prefix = "/fn", endpoint = "alert_counts")]
+pub async fn alert_counts() -> Result<(i64, i64), AppError> {
+    use super::ssr;
+    ssr::require(crate::access::Role::Viewer)?;
+    Ok(crate::storage::alerts::counts(&ssr::db()?).await?)
+}
+
+#[server(prefix = "/fn", endpoint = "acknowledge_alert")]
+pub async fn acknowledge_alert(id: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::StoreError;
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    match crate::storage::alerts::acknowledge(&db, &id, &me.username).await {
+        Ok(_) => ssr::audit(&db, &me, crate::storage::audit::action::ALERT_ACKNOWLEDGED, &id, None).await,
+        Err(StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
+        Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesView {
+    pub rules: Vec<(AlertRule, RuleSettings)>,
+    pub can_edit: bool,
+}
+
+#[server(prefix = "/fn", endpoint = "load_alert_rules")]
+pub async fn load_alert_rules() -> Result<RulesView, AppError> {
+    use super::ssr;
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    let rules = crate::storage::alerts::settings(&ssr::db()?).await?;
+    Ok(RulesView { rules, can_edit: me.can(crate::access::Role::Admin) })
+}
+
+/// Saves one rule's settings from the admin form. `per_tool` is one `tool = limit` per
+/// line; checkboxes arrive only when ticked.
+#[allow(clippy::too_many_arguments)]
+#[server(prefix = "/fn", endpoint = "save_alert_rule")]
+pub async fn save_alert_rule(
+    rule: String,
+    enabled: Option<String>,
+    severity: String,
+    window_seconds: Option<i64>,
+    threshold: Option<f64>,
+    baseline_seconds: Option<i64>,
+    factor: Option<f64>,
+    min_samples: Option<i64>,
+    per_tool: Option<String>,
+    only_unclaimed: Option<String>,
+) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::alerts::settings::ToolLimit;
+    use crate::alerts::Severity;
+    let me = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    let Some(rule) = AlertRule::parse(&rule) else {
+        return ssr::fail(AppError::Invalid(format!("unknown alert rule `{rule}`")));
+    };
+    let Some(severity) = Severity::parse(&severity) else {
+        return ssr::fail(AppError::Invalid(format!("severity must be critical or warning, not `{severity}`")));
+    };
+    let mut limits = Vec::new();
+    for line in per_tool.unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let parsed = line
+            .rsplit_once('=')
+            .and_then(|(tool, limit)| Some((tool.trim().to_string(), limit.trim().parse::<i64>().ok()?)));
+        match parsed {
+            Some((tool, limit)) => limits.push(ToolLimit { tool, limit }),
+            None => {
+                return ssr::fail(AppError::Invalid(format!(
+                    "per-tool limits are one `tool = number` per line; `{line}` is not"
+                )))
+            }
+        }
+    }
+    let all = crate::storage::alerts::settings(&db).await?;
+    let old = all.iter().find(|(r, _)| *r == rule).map(|(_, s)| s.clone()).unwrap_or(RuleSettings::default_for(rule));
+    // A field the rule does not read keeps its value (the form leaves it out).
+    let new = RuleSettings {
+        enabled: enabled.is_some(),
+        severity,
+        window_seconds: window_seconds.unwrap_or(old.window_seconds),
+        threshold: threshold.unwrap_or(old.threshold),
+        baseline_seconds: baseline_seconds.unwrap_or(old.baseline_seconds),
+        factor: factor.unwrap_or(old.factor),
+        min_samples: min_samples.unwrap_or(old.min_samples),
+        per_tool: limits,
+        only_unclaimed: only_unclaimed.is_some(),
+    };
+    if let Err(why) = new.validate(rule) {
+        return ssr::fail(AppError::Invalid(format!("{}: {why}", rule.title())));
+    }
+    crate::storage::alerts::save_settings(&db, rule, &new, &me.username).await?;
+    let detail = serde_json::json!({ "before": old, "after": new }).to_string();
+    ssr::audit(&db, &me, crate::storage::audit::action::ALERT_RULE_SAVED, rule.as_str(), Some(&detail)).await
+}

@@ -1,0 +1,47 @@
+//! Building OTLP spans for tests and storing them through the real ingest path (prepare,
+//! then the span writer), without a network hop.
+
+use app::ingest::pipeline::{prepare, IngestSettings};
+use app::storage::Db;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+
+pub fn kv(key: &str, v: &str) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::StringValue(v.into())) }), ..Default::default() }
+}
+
+pub fn kv_f64(key: &str, v: f64) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::DoubleValue(v)) }), ..Default::default() }
+}
+
+/// A span of trace `trace` (all 16 bytes equal), id `id`, from `start_ns` for 1 ms.
+pub fn span_at(trace: u8, id: u8, parent: Option<u8>, name: &str, start_ns: u64, attributes: Vec<KeyValue>) -> Span {
+    Span {
+        trace_id: vec![trace; 16],
+        span_id: vec![id; 8],
+        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+        name: name.into(),
+        start_time_unix_nano: start_ns,
+        end_time_unix_nano: start_ns + 1_000_000,
+        attributes,
+        ..Default::default()
+    }
+}
+
+pub fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+            ..Default::default()
+        }],
+    }
+}
+
+/// Stores `spans` as one export would, asserting every span was accepted.
+pub async fn ingest(db: &Db, spans: Vec<Span>) {
+    let settings = IngestSettings::default();
+    let prepared = prepare(&request(spans), &settings, &[]);
+    assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
+    app::storage::spans::write(db, &prepared.spans, settings.body_policy).await.unwrap();
+}
