@@ -46,7 +46,7 @@ export default defineConfig({
   },
   webServer: {
     command:
-      `sh -c 'export FLIGHTDECK_DATA_DIR="${dataDir}" && ${seed.replace(/'/g, "'\\''")} && ` +
+      `sh -c 'export FLIGHTDECK_DATA_DIR="${dataDir}" FLIGHTDECK_ALERT_INTERVAL_SECONDS=1 && ${seed.replace(/'/g, "'\\''")} && ` +
       `exec "${bin}" serve --listen 127.0.0.1:${port} --otlp-http-listen 127.0.0.1:${port + 1} --otlp-grpc-listen 127.0.0.1:${port + 2}'`,
     url: `http://127.0.0.1:${port}/readyz`,
     timeout: 120_000,

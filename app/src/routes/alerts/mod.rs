@@ -150,7 +150,7 @@ pub fn AlertCard(
     let items = alert.items.clone();
     let id = alert.id.clone();
     view! {
-        <article class=format!("card alert alert-{} severity-{}", state.as_str(), alert.severity.as_str())
+        <article class=format!("card alert state-{} level-{}", state.as_str(), alert.severity.as_str())
             data-alert=alert.id.clone() data-rule=alert.rule.as_str() data-state=state.as_str()>
             <header class="alert-head">
                 <Tag kind="severity" value=alert.severity.as_str()/>

@@ -1,0 +1,95 @@
+// Alerts for on-call in Chromium: a tool call that ran under a forged approval fires the
+// approval-violation alert within seconds (the test server evaluates every second); on-call
+// sees it with its figure and the run behind it, follows the link to the run, comes back
+// and acknowledges it. A viewer sees the alert but cannot acknowledge it.
+import { expect, test, APIRequestContext } from '@playwright/test';
+import fs from 'node:fs';
+import { dataDir } from '../playwright.config';
+import { ALICE, VICTOR, failOnConsoleErrors, signIn, waitForHydration } from './helpers';
+
+const token = () => fs.readFileSync(`${dataDir}/token`, 'utf8').trim();
+const otlpURL = () => `http://127.0.0.1:${Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917) + 1}/v1/traces`;
+const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
+
+/// A run whose tool call names an approval that was never granted.
+async function forgedApproval(request: APIRequestContext, runId: string, traceByte: string) {
+  const t0 = BigInt(Date.now()) * 1_000_000n;
+  const span = (id: string, parent: string | null, name: string, attributes: object[]) => ({
+    traceId: traceByte.repeat(16),
+    spanId: id.repeat(8),
+    parentSpanId: parent ? parent.repeat(8) : '',
+    name,
+    kind: 1,
+    startTimeUnixNano: String(t0),
+    endTimeUnixNano: String(t0 + 40_000_000n),
+    attributes,
+  });
+  const res = await request.post(otlpURL(), {
+    headers: { Authorization: `Bearer ${token()}`, 'Content-Type': 'application/json' },
+    data: {
+      resourceSpans: [{
+        resource: { attributes: [attr('service.name', 'payments-agent')] },
+        scopeSpans: [{
+          spans: [
+            span('01', null, 'agent.run', [attr('run.id', runId), attr('run.terminal_reason', 'completed')]),
+            span('02', '01', 'tool wire_money', [
+              attr('tool.name', 'wire_money'),
+              attr('tool.side_effect', 'irreversible'),
+              attr('tool.outcome', 'ok'),
+              attr('approval.id', `apr_forged_${runId}`),
+            ]),
+          ],
+        }],
+      }],
+    },
+  });
+  expect(res.status()).toBe(200);
+}
+
+test('a viewer sees alerts but cannot acknowledge them', async ({ page, request }) => {
+  const runId = `run-e2e-alert-viewer-${Date.now()}`;
+  await forgedApproval(request, runId, 'a2');
+  await signIn(page, VICTOR);
+  await page.goto('/alerts');
+  const card = page.locator('article[data-rule="approval_violation"]', {
+    has: page.locator(`a[href="/runs/${runId}"]`),
+  });
+  await expect(card).toBeVisible({ timeout: 30_000 });
+  await expect(card.getByTestId('acknowledge')).toHaveCount(0);
+  await expect(card).toContainText('Acknowledging needs the operator role.');
+});
+
+// Runs after the viewer's test: the same alert (one per rule) is still firing here.
+test('on-call sees a firing alert, follows it to the run and acknowledges it', async ({ page, request }) => {
+  const errors = failOnConsoleErrors(page);
+  const runId = `run-e2e-alert-${Date.now()}`;
+  await forgedApproval(request, runId, 'a1');
+
+  await signIn(page, ALICE);
+  await page.goto('/alerts');
+  await waitForHydration(page);
+  // The page refreshes itself: the alert appears without a reload once evaluated.
+  const card = page.locator('article[data-rule="approval_violation"]', {
+    has: page.locator(`a[href="/runs/${runId}"]`),
+  });
+  await expect(card).toBeVisible({ timeout: 30_000 });
+  await expect(card).toHaveAttribute('data-state', 'firing');
+  await expect(card.locator('.badge.severity-critical')).toHaveText('critical');
+  await expect(card.getByTestId('alert-title')).toContainText('ran without a valid approval');
+  await expect(card).toContainText('wire_money ran with unknown approval');
+  await expect(page.getByTestId('nav-alerts')).toBeVisible();
+  await expect(page.getByTestId('last-evaluation')).toContainText('Rules last evaluated');
+
+  await card.locator(`a[href="/runs/${runId}"]`).click();
+  await expect(page).toHaveURL(new RegExp(`/runs/${runId}$`));
+  await expect(page.getByRole('heading', { level: 1 })).toContainText(runId);
+
+  await page.goBack();
+  await waitForHydration(page);
+  await expect(card).toBeVisible();
+  await card.getByTestId('acknowledge').click();
+  await expect(card).toHaveAttribute('data-state', 'acknowledged');
+  await expect(card.getByTestId('acknowledged-by')).toContainText('Acknowledged by alice');
+  await expect(card.getByTestId('acknowledge')).toHaveCount(0);
+  expect(errors).toEqual([]);
+});
