@@ -4,9 +4,9 @@
 //!
 //! A scrape every 15 s must stay cheap on 100,000 runs and a million spans, so every
 //! figure is an aggregate that reads a maintained total (`run_reason_counts`) or an index
-//! that holds only the rows it counts (see `0011_metrics.sql`); the one read over spans
-//! names `side_effect = 'irreversible'` exactly, the predicate of the partial index on
-//! `spans (end_ns)` that the retention work adds.
+//! that holds only the rows it counts (see `0011_metrics.sql`). The one read over spans
+//! names `side_effect = 'irreversible'` exactly: the predicate of the partial indexes on
+//! irreversible spans, so it never scans the others.
 
 use super::{on_pool, Db, StoreResult};
 use crate::approvals::ViolationKind;
@@ -66,9 +66,10 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         .map(|r| (*r, reasons.get(r.as_str()).copied().unwrap_or(0).max(0)))
         .collect();
 
-    // `side_effect = 'irreversible'` exactly as written: the partial index's predicate,
-    // so the scan stays on irreversible spans only. Executions are the outcomes where the
-    // effect may have happened; deduped and denied calls did nothing.
+    // `side_effect = 'irreversible'` exactly as written: the partial indexes' predicate,
+    // so the scan stays on irreversible spans (index only, through (tool_name, outcome)).
+    // Executions are the outcomes where the effect may have happened; deduped and denied
+    // calls did nothing.
     let irreversible_sql = "SELECT COALESCE(tool_name, ''), COUNT(*) FROM spans \
         WHERE side_effect = 'irreversible' AND outcome IN ('ok', 'error', 'timeout') \
         GROUP BY tool_name";
