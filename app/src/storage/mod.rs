@@ -9,6 +9,7 @@ pub mod alerts;
 pub mod approvals;
 pub mod audit;
 pub mod escalations;
+pub mod metrics;
 pub mod policies;
 pub mod runs;
 pub mod sessions;

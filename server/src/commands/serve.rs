@@ -43,18 +43,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         approvals: approval_hub.clone(),
         webhooks: Arc::new(config.webhooks.clone()),
     };
-    let app = web::router(state, &config);
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;
-
-    let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
-        .await
-        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.otlp_http_listen))?;
-    let otlp_grpc = tokio::net::TcpListener::bind(config.otlp_grpc_listen)
-        .await
-        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.otlp_grpc_listen))?;
-
+    // Started before the router so `/metrics` can report the receivers' counters.
     let ingest = IngestService::start(
         db.clone(),
         ingest_settings,
@@ -66,6 +55,17 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if config.ingest_auth == IngestAuth::None {
         tracing::warn!("OTLP ingest accepts exports without a token (--ingest-auth none): local development only");
     }
+    let app = web::router_with_ingest(state, &config, ingest.shared_counters());
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;
+
+    let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.otlp_http_listen))?;
+    let otlp_grpc = tokio::net::TcpListener::bind(config.otlp_grpc_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.otlp_grpc_listen))?;
 
     let background = [
         tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),

@@ -68,7 +68,7 @@ struct Inner {
     budget: Arc<Semaphore>,
     budget_bytes: usize,
     pub max_body_bytes: usize,
-    counters: IngestCounters,
+    counters: Arc<IngestCounters>,
 }
 
 /// Seconds an exporter is asked to wait when Flightdeck is busy.
@@ -96,7 +96,7 @@ impl IngestService {
                 budget: Arc::new(Semaphore::new(budget_bytes)),
                 budget_bytes,
                 max_body_bytes,
-                counters: IngestCounters::default(),
+                counters: Arc::default(),
             }),
         };
         let refresher = service.clone();
@@ -116,6 +116,11 @@ impl IngestService {
 
     pub fn counters(&self) -> &IngestCounters {
         &self.inner.counters
+    }
+
+    /// The counters, shared with `/metrics` on the web listener.
+    pub fn shared_counters(&self) -> Arc<IngestCounters> {
+        self.inner.counters.clone()
     }
 
     /// Reloads tool policies (the writer reads the latest every few seconds).

@@ -1,5 +1,5 @@
 //! The HTTP surface on the UI/API listener: pages and server functions (Leptos), the
-//! agent REST API, health checks, and the layers in front of them.
+//! agent REST API, health checks, `/metrics`, and the layers in front of them.
 
 mod csrf;
 mod current_user;
@@ -8,6 +8,7 @@ mod page_guard;
 use crate::api;
 use crate::config::Config;
 use crate::health;
+use crate::otlp::service::IngestCounters;
 use app::app::{shell, App};
 use app::state::AppState;
 use app::storage::sessions::SessionStoreAny;
@@ -16,14 +17,22 @@ use axum::routing::get;
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::sync::Arc;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 pub use csrf::cross_site_verdict;
 
-/// The whole application router; tests drive it directly with `oneshot`.
+/// The whole application router; tests drive it directly with `oneshot`. Its `/metrics`
+/// reports ingest counters of zero: use [`router_with_ingest`] where OTLP receivers run.
 pub fn router(state: AppState, config: &Config) -> Router {
+    router_with_ingest(state, config, Default::default())
+}
+
+/// The application router with `/metrics` reporting `ingest`, the counters of the OTLP
+/// receivers running in this process.
+pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCounters>) -> Router {
     let sessions = SessionManagerLayer::new(SessionStoreAny::new(state.db.clone()))
         .with_name("flightdeck_session")
         .with_http_only(true)
@@ -53,6 +62,7 @@ pub fn router(state: AppState, config: &Config) -> Router {
         .nest("/api/v1", api::router(state.db.clone(), state.approvals.clone(), state.webhooks.clone()))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .merge(crate::metrics::router(state.db.clone(), ingest))
         .merge(pages)
         .layer(from_fn(csrf::refuse_cross_site))
         .layer(TraceLayer::new_for_http())
