@@ -16,10 +16,11 @@ test('sign in, see the shell, sign out', async ({ page }) => {
   await expect(page.getByRole('heading', { name: 'Runs', exact: true })).toBeVisible();
   await expect(page.getByTestId('run-table')).toBeVisible();
 
-  // client-side navigation keeps the shell and shows each area's empty state
+  // client-side navigation keeps the shell and shows each area
   await nav.getByRole('link', { name: 'Alerts' }).click();
   await expect(page).toHaveURL(/\/alerts$/);
-  await expect(page.getByRole('heading', { name: 'Nothing is firing' })).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Alerts', exact: true })).toBeVisible();
+  await expect(page.getByTestId('rules-summary')).toBeVisible();
   await nav.getByRole('link', { name: 'Escalations' }).click();
   await expect(page).toHaveURL(/\/escalations$/);
   await expect(page.getByRole('heading', { name: 'Escalations', exact: true })).toBeVisible();
