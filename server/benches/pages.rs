@@ -1,7 +1,8 @@
 //! Page-time benchmark (not a test): fills a database with 100,000 synthetic runs (about
 //! 1.2 million spans) and one 500-span run, then times the server answering the run list
 //! (first page, filtered by reason, searched by a term) and the 500-span run page, through
-//! the real router with a signed-in session. Prints p50 and p95 per page; asserts nothing.
+//! the real router with a signed-in session, and one evaluation of the six alert rules over
+//! that data. Prints p50 and p95 per page; asserts nothing.
 //!
 //!   cargo bench -p flightdeck --bench pages            # SQLite
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
@@ -174,6 +175,31 @@ async fn measure(db: &Db, runs: usize) {
         );
     }
     measure_load_run(&app, &cookie).await;
+    measure_alert_evaluation(db).await;
+}
+
+/// One alert evaluation (all six rules: their windows read, the rules run, alerts
+/// written) as of the newest run's start, so every window holds data.
+async fn measure_alert_evaluation(db: &Db) {
+    let newest_ns: i64 = app::on_pool!(db, pool => sqlx::query_scalar("SELECT COALESCE(MAX(started_ns), 0) FROM runs").fetch_one(pool).await).unwrap();
+    let now_ms = newest_ns / 1_000_000 + 60_000;
+    let mut times = Vec::new();
+    let mut fired = 0;
+    for i in 0..23 {
+        let t0 = Instant::now();
+        let report = app::alerts::evaluate::evaluate_once(db, &[], now_ms, 120_000).await.unwrap();
+        fired += report.fired.len();
+        if i >= 3 {
+            times.push(t0.elapsed());
+        }
+    }
+    times.sort();
+    println!(
+        "  {:<34} p50 {:>7.1} ms   p95 {:>7.1} ms   ({fired} alerts fired)",
+        "alert evaluation, six rules",
+        percentile(&times, 0.50).as_secs_f64() * 1000.0,
+        percentile(&times, 0.95).as_secs_f64() * 1000.0,
+    );
 }
 
 /// The run page's data alone: the `load_run` server function as the browser calls it

@@ -174,6 +174,15 @@ pub fn render(s: &Scrape) -> String {
     out.sample("flightdeck_cost_per_run_runs", &[("window", COST_WINDOW_LABEL)], f.cost_window_runs as f64);
 
     out.family(
+        "flightdeck_alerts_open",
+        "gauge",
+        "Flightdeck's own alerts not yet resolved, by rule and state (firing: nobody has acknowledged it).",
+    );
+    for (rule, state, n) in &f.alerts_open {
+        out.sample("flightdeck_alerts_open", &[("rule", rule.as_str()), ("state", state.as_str())], *n as f64);
+    }
+
+    out.family(
         "flightdeck_ingest_spans_accepted_total",
         "counter",
         "Spans this process stored from OTLP exports since it started; rate() gives spans per second.",

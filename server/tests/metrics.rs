@@ -336,6 +336,20 @@ async fn an_empty_database_gives_every_series() {
         assert_eq!(get(&m, "flightdeck_escalation_oldest_open_age_seconds", &[]), 0.0);
         assert!(get(&m, "flightdeck_cost_per_run", &[("quantile", "0.5"), ("window", "1h")]).is_nan());
         assert_eq!(get(&m, "flightdeck_cost_per_run_runs", &[("window", "1h")]), 0.0);
+        assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 0.0);
+
+        // An alert firing shows up as one open alert of its rule.
+        let mut settings = app::alerts::settings::RuleSettings::default_for(app::alerts::AlertRule::EscalationBacklog);
+        settings.threshold = 1.0;
+        app::storage::alerts::save_settings(&t.db, app::alerts::AlertRule::EscalationBacklog, &settings, "test").await.unwrap();
+        let escalation = json!({"run_id": "run-late", "reason": "low_confidence"});
+        let escalator = token(&t.db, "escalator", &[Scope::Escalations]).await;
+        assert_eq!(server.post("/api/v1/escalations", &escalator, escalation).await.0, StatusCode::CREATED);
+        let now = app::storage::now_ms();
+        app::alerts::evaluate::evaluate_once(&t.db, &[], now + 5_000, 60_000).await.unwrap();
+        let m = parse(&server.scrape(Some(&format!("Bearer {prometheus}"))).await.text().await.unwrap());
+        assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 1.0);
+        assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "cost_per_run_jump"), ("state", "firing")]), 0.0);
         t.cleanup().await;
     }
 }

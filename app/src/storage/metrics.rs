@@ -12,6 +12,7 @@ use super::{on_pool, Db, StoreResult};
 use crate::approvals::ViolationKind;
 use crate::canonical::TerminalReason;
 use crate::stats;
+use crate::alerts::{AlertRule, AlertState};
 use std::collections::BTreeMap;
 
 /// The quantiles of cost per run `/metrics` reports.
@@ -45,6 +46,8 @@ pub struct Figures {
     /// `COST_QUANTILES` of cost per run over the runs that ended in the window, in order;
     /// `None` when no run ended in it.
     pub cost_quantiles: Vec<(f64, Option<f64>)>,
+    /// Alerts not resolved, per rule and state (firing, acknowledged), every pair present.
+    pub alerts_open: Vec<(AlertRule, AlertState, i64)>,
 }
 
 impl Figures {
@@ -115,6 +118,19 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
     let cost_quantiles =
         COST_QUANTILES.iter().copied().zip(stats::quantiles(costs, &COST_QUANTILES)).collect();
 
+    // Few rows: at most one unresolved alert per rule and subject.
+    let alerts: Vec<(String, String, i64)> = on_pool!(db, pool => sqlx::query_as(
+        "SELECT rule, state, COUNT(*) FROM alerts WHERE state <> 'resolved' GROUP BY rule, state"
+    ).fetch_all(pool).await)?;
+    let alerts_open = AlertRule::ALL
+        .iter()
+        .flat_map(|rule| [AlertState::Firing, AlertState::Acknowledged].map(|state| (*rule, state)))
+        .map(|(rule, state)| {
+            let n = alerts.iter().find(|(r, s, _)| r == rule.as_str() && s == state.as_str()).map_or(0, |a| a.2);
+            (rule, state, n)
+        })
+        .collect();
+
     Ok(Figures {
         runs_by_reason,
         irreversible_by_tool,
@@ -128,5 +144,6 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         oldest_open_escalation_ms,
         cost_window_runs,
         cost_quantiles,
+        alerts_open,
     })
 }
