@@ -34,6 +34,8 @@ impl Unit {
     /// A figure with its unit, as tooltips and the legend state it.
     pub fn format(self, v: f64) -> String {
         match self {
+            // The nouns are regular plurals: "1 run", "2 runs".
+            Unit::Count(noun) if v.round() == 1.0 => format!("1 {}", noun.strip_suffix('s').unwrap_or(noun)),
             Unit::Count(noun) => format!("{} {noun}", v.round() as i64),
             Unit::Usd => format!("{} USD", usd(v)),
             Unit::Percent => format!("{v:.1} %"),
@@ -195,8 +197,8 @@ fn frame(
         .into_iter()
         .map(|item| {
             let x0 = at;
-            // Text width estimated at 6.5 px a character; the SVG scales, the guess holds.
-            at += item.text.chars().count() as f64 * 6.5 + if item.colour.is_some() { 30.0 } else { 16.0 };
+            // Text width estimated at 6 px a character (11 px type); the SVG scales, the guess holds.
+            at += item.text.chars().count() as f64 * 6.0 + if item.colour.is_some() { 30.0 } else { 16.0 };
             let text_x = if item.colour.is_some() { x0 + 14.0 } else { x0 };
             view! {
                 <g class="legend-item" data-series=item.key>
@@ -408,6 +410,8 @@ mod tests {
     #[test]
     fn figures_carry_their_unit() {
         assert_eq!(Unit::Count("runs").format(12.0), "12 runs");
+        assert_eq!(Unit::Count("escalations").format(1.0), "1 escalation");
+        assert_eq!(Unit::Count("runs").format(0.0), "0 runs");
         assert_eq!(Unit::Usd.format(0.04213), "0.0421 USD");
         assert_eq!(Unit::Usd.format(12.5), "12.50 USD");
         assert_eq!(Unit::Percent.format(12.345), "12.3 %");

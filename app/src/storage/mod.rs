@@ -15,6 +15,7 @@ pub mod spans;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tokens;
+pub mod trends;
 pub mod users;
 pub mod webhooks;
 
