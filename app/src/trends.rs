@@ -4,7 +4,7 @@
 
 use crate::canonical::TerminalReason;
 use crate::stats::quantiles;
-use chrono::{TimeZone, Utc};
+use chrono::{TimeZone, Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
 const HOUR_MS: i64 = 3_600_000;
@@ -119,9 +119,9 @@ impl Window {
     pub fn tick_label(&self, i: usize) -> Option<String> {
         let at = Utc.timestamp_millis_opt(self.bucket_start(i)).single()?;
         match self.range {
-            Range::Day => (i % 3 == 0).then(|| at.format("%H:%M").to_string()),
-            Range::Week => (at.format("%H").to_string() == "00").then(|| at.format("%b %d").to_string()),
-            Range::Month => (i % 5 == 0).then(|| at.format("%b %d").to_string()),
+            Range::Day => i.is_multiple_of(3).then(|| at.format("%H:%M").to_string()),
+            Range::Week => (at.hour() == 0).then(|| at.format("%b %d").to_string()),
+            Range::Month => i.is_multiple_of(5).then(|| at.format("%b %d").to_string()),
         }
     }
 

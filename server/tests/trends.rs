@@ -221,3 +221,46 @@ async fn anonymous_visitors_cannot_see_trends() {
         t.cleanup().await;
     }
 }
+
+/// How long the 30-day page's reads and figures take over 100,000 runs. Prints; asserts
+/// nothing. Run with `cargo test --release -p flightdeck --test trends -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn timing_thirty_days_of_100k_runs() {
+    use app::trends::compute;
+    use std::time::Instant;
+    for t in TestDb::each_backend().await {
+        let w = Window::ending_at(Range::Month, now_ms());
+        let step_ns = (w.end_ms() - w.start_ms) * MS / 100_000;
+        let sql = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999) \
+                   INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, cost, \
+                   input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, \
+                   deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) \
+                   SELECT 'run-' || i, 'billing-agent', 'user', \
+                   CASE i % 20 WHEN 0 THEN 'error' WHEN 1 THEN 'step_limit' WHEN 2 THEN 'escalated' ELSE 'completed' END, \
+                   $1 + i * $2, $1 + i * $2 + 5000000000, (i % 97) / 100.0, 1000, 200, 0, 5, i % 13, \
+                   '[\"0123456789abcdef0123456789abcdef\"]', 0, i % 7, (i % 50 = 0), 0, '[]', 0 FROM n";
+        app::on_pool!(&t.db, pool => sqlx::query(sql)
+            .bind(w.start_ms * MS)
+            .bind(step_ns)
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .unwrap());
+        if let Db::Postgres(pool) = &t.db {
+            sqlx::query("VACUUM ANALYZE runs").execute(pool).await.unwrap();
+        }
+        let mut times = Vec::new();
+        for _ in 0..8 {
+            let t0 = Instant::now();
+            let inputs = app::storage::trends::inputs(&t.db, &w).await.unwrap();
+            let read = t0.elapsed();
+            assert_eq!(compute(w, &inputs).runs, 100_000);
+            times.push((read, t0.elapsed()));
+        }
+        times.sort();
+        let (read, total) = times[times.len() / 2];
+        eprintln!("{}: read {read:?}, read + compute {total:?} (median of 8)", t.backend());
+        t.cleanup().await;
+    }
+}
