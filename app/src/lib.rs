@@ -17,6 +17,7 @@ pub mod functions;
 pub mod models;
 pub mod routes;
 pub mod stats;
+pub mod trends;
 
 #[cfg(feature = "ssr")]
 pub mod auth;

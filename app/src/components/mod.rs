@@ -1,6 +1,7 @@
 //! Reusable pieces of the UI.
 
 pub mod badges;
+pub mod chart;
 pub mod empty_state;
 pub mod layout;
 pub mod payload;

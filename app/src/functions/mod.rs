@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod auth;
 pub mod escalations;
 pub mod runs;
+pub mod trends;
 
 #[cfg(feature = "ssr")]
 pub mod ssr {

@@ -1,20 +1,170 @@
-//! Trends: the distributions worth a weekly look.
+//! Trends (`/trends`): the distributions worth a weekly look, over the last 24 hours,
+//! 7 days or 30 days (`?range=`): termination reasons, tool calls per run, completed runs
+//! without a read tool, deduplicated calls and duplicate side effects, cost per run, and
+//! the escalation and approval lifecycles. Every chart is SVG drawn on the server, so the
+//! page reads the same with JavaScript off; the range is a plain link.
 
+use crate::components::chart::{BarChart, HistogramChart, LineChart, Unit, XAxis};
 use crate::components::empty_state::EmptyState;
+use crate::components::status::ErrorBox;
+use crate::functions::trends::load_trends;
+use crate::trends::{Range, Trends, Window};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 #[component]
 pub fn TrendsPage() -> impl IntoView {
+    let q = use_query_map();
+    let range = Memo::new(move |_| q.with(|q| Range::parse(q.get("range").as_deref())));
+    let trends = Resource::new(move || range.get(), |r| load_trends(r.as_str().to_string()));
     view! {
         <Title text="Trends"/>
         <h1>"Trends"</h1>
-        <EmptyState title="No data to chart yet">
+        <nav class="tabs" aria-label="Range">
+            {Range::ALL
+                .into_iter()
+                .map(|r| {
+                    let current = move || (range.get() == r).then_some("page");
+                    view! {
+                        <a href=format!("/trends?range={}", r.as_str()) class:active=move || range.get() == r
+                            aria-current=current data-range=r.as_str()>
+                            {r.label()}
+                        </a>
+                    }
+                })
+                .collect_view()}
+        </nav>
+        <Transition fallback=|| view! { <p class="loading">"Loading trends…"</p> }>
+            {move || Suspend::new(async move {
+                match trends.await {
+                    Ok(t) if t.is_empty() => view! { <Empty range=t.window.range/> }.into_any(),
+                    Ok(t) => view! { <Charts t/> }.into_any(),
+                    Err(error) => view! { <ErrorBox error/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Empty(range: Range) -> impl IntoView {
+    view! {
+        <EmptyState title=format!("No runs, escalations or approvals in the {}", range.label().to_lowercase())>
             <p>
                 "Once runs arrive, this page charts the termination reasons over time, tool calls per "
                 "run, the share of runs that completed without a read tool, deduplicated calls and "
-                "duplicate side effects, and cost per run at p50, p95 and p99."
+                "duplicate side effects, cost per run at p50, p95 and p99, and escalations and "
+                "approvals as they open and close."
             </p>
+            {(range != Range::Month).then(|| view! {
+                <p><a href="/trends?range=30d">"Look at the last 30 days"</a></p>
+            })}
         </EmptyState>
+    }
+}
+
+/// "per hour" and the like, for chart titles.
+fn per_bucket(w: &Window) -> &'static str {
+    match w.range {
+        Range::Day => "per hour",
+        Range::Week => "per 6 hours",
+        Range::Month => "per day",
+    }
+}
+
+fn time_axis(w: &Window) -> XAxis {
+    XAxis {
+        labels: (0..w.buckets).map(|i| w.tick_label(i)).collect(),
+        titles: (0..w.buckets).map(|i| w.bucket_title(i)).collect(),
+        caption: w.axis_caption().into(),
+    }
+}
+
+#[component]
+fn Charts(t: Trends) -> impl IntoView {
+    let w = t.window;
+    let when = w.range.label().to_lowercase();
+    let per = per_bucket(&w);
+    let completed: u64 = t.completed.iter().sum();
+    let finished = t.tool_calls.runs;
+    let hist = &t.tool_calls;
+    let hist_axis = XAxis {
+        labels: hist.bins.iter().map(|b| Some(b.label())).collect(),
+        titles: hist.bins.iter().map(|b| format!("{} tool calls", b.label())).collect(),
+        caption: "tool calls per run".into(),
+    };
+    let calls = |v: Option<f64>| v.map(|v| format!("{v}")).unwrap_or_else(|| "—".into());
+    let notes = vec![
+        format!("p50: {}", calls(hist.p50)),
+        format!("p99: {}", calls(hist.p99)),
+        format!("max: {}", hist.max.map(|m| m.to_string()).unwrap_or_else(|| "—".into())),
+    ];
+    let hist_counts: Vec<u64> = hist.bins.iter().map(|b| b.runs).collect();
+    let none_note = |series: &[crate::trends::Series], what: &'static str| {
+        series.iter().all(|s| s.is_all_zero()).then(|| view! { <p class="muted small">{what}</p> })
+    };
+    let no_escalations = none_note(&t.escalations, "No escalations opened or resolved in this range.");
+    let no_approvals = none_note(&t.approvals, "No approval requests or decisions in this range.");
+    let no_duplicates = none_note(&t.duplicates, "No deduplicated calls and no duplicate side effects in this range.");
+    view! {
+        <p class="muted trends-summary">
+            {format!("{} runs started in the {when}; buckets of {} in UTC.", t.runs, match w.range {
+                Range::Day => "one hour",
+                Range::Week => "six hours",
+                Range::Month => "one day",
+            })}
+        </p>
+        <div class="trends">
+            <section class="chart-panel" aria-labelledby="trend-reasons">
+                <h2 id="trend-reasons">"Termination reasons"</h2>
+                <p class="muted small">"Runs by why they stopped, by start time. Step-limit and budget stops did not finish."</p>
+                <BarChart title=format!("Runs by termination reason {per}, {when}") testid="chart-reasons"
+                    unit=Unit::Count("runs") x=time_axis(&w) series=t.reasons stacked=true/>
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-tool-calls">
+                <h2 id="trend-tool-calls">"Tool calls per run"</h2>
+                <p class="muted small">
+                    {format!("The distribution over {finished} finished runs; single counts up to 10, then wider bins so the tail stays on the chart.")}
+                </p>
+                <HistogramChart title=format!("Tool calls per run, {when}") testid="chart-tool-calls"
+                    unit=Unit::Count("runs") x=hist_axis counts=hist_counts series_label="finished runs" notes/>
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-no-read">
+                <h2 id="trend-no-read">"Completed without a read tool"</h2>
+                <p class="muted small">
+                    {format!("Share of the {completed} completed runs that never called a read tool: suspicious answers. Gaps are buckets with no completed run.")}
+                </p>
+                <LineChart title=format!("Share of completed runs without a read tool {per}, {when}") testid="chart-no-read"
+                    unit=Unit::Percent x=time_axis(&w) series=vec![t.no_read]/>
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-duplicates">
+                <h2 id="trend-duplicates">"Deduplicated calls and duplicate side effects"</h2>
+                <p class="muted small">"Retries the tool deduplicated (fine) beside side effects that happened twice (the bug)."</p>
+                <BarChart title=format!("Deduplicated calls and duplicate side effects {per}, {when}") testid="chart-duplicates"
+                    unit=Unit::Count("calls") x=time_axis(&w) series=t.duplicates/>
+                {no_duplicates}
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-cost">
+                <h2 id="trend-cost">"Cost per run"</h2>
+                <p class="muted small">"p50, p95 and p99 of finished runs' cost by start time (nearest rank); the legend gives them over the whole range."</p>
+                <LineChart title=format!("Cost per run p50, p95, p99 {per}, {when}") testid="chart-cost"
+                    unit=Unit::Usd x=time_axis(&w) series=t.cost/>
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-escalations">
+                <h2 id="trend-escalations">"Escalations"</h2>
+                <p class="muted small">"Escalations opened and resolved in each bucket."</p>
+                <BarChart title=format!("Escalations opened and resolved {per}, {when}") testid="chart-escalations"
+                    unit=Unit::Count("escalations") x=time_axis(&w) series=t.escalations/>
+                {no_escalations}
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-approvals">
+                <h2 id="trend-approvals">"Approvals"</h2>
+                <p class="muted small">"Requests made, decided by a person (approved or denied), and expired undecided."</p>
+                <BarChart title=format!("Approvals requested, decided and expired {per}, {when}") testid="chart-approvals"
+                    unit=Unit::Count("approvals") x=time_axis(&w) series=t.approvals/>
+                {no_approvals}
+            </section>
+        </div>
     }
 }

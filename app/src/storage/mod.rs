@@ -17,6 +17,7 @@ pub mod spans;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tokens;
+pub mod trends;
 pub mod users;
 pub mod webhooks;
 

@@ -1,0 +1,550 @@
+//! Trends, the pure part: the selectable ranges and their time buckets, and the figures
+//! the `/trends` charts draw, computed from plain rows with no I/O. Storage reads the rows
+//! (`storage::trends`); the page draws the result (`routes::trends`).
+
+use crate::canonical::TerminalReason;
+use crate::stats::quantiles;
+use chrono::{TimeZone, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+const HOUR_MS: i64 = 3_600_000;
+
+/// The ranges the page offers, as they appear in the URL (`?range=24h|7d|30d`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Range {
+    #[default]
+    #[serde(rename = "24h")]
+    Day,
+    #[serde(rename = "7d")]
+    Week,
+    #[serde(rename = "30d")]
+    Month,
+}
+
+impl Range {
+    pub const ALL: [Range; 3] = [Range::Day, Range::Week, Range::Month];
+
+    /// The range named in the URL; anything else (or nothing) is the last 24 hours, so a
+    /// mistyped link still shows a page.
+    pub fn parse(text: Option<&str>) -> Range {
+        match text.map(str::trim) {
+            Some("7d") => Range::Week,
+            Some("30d") => Range::Month,
+            _ => Range::Day,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Range::Day => "24h",
+            Range::Week => "7d",
+            Range::Month => "30d",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Range::Day => "Last 24 hours",
+            Range::Week => "Last 7 days",
+            Range::Month => "Last 30 days",
+        }
+    }
+
+    /// Bucket size: about 24 to 30 bars whatever the range, so every chart stays readable
+    /// at the same width.
+    pub fn bucket_ms(self) -> i64 {
+        match self {
+            Range::Day => HOUR_MS,
+            Range::Week => 6 * HOUR_MS,
+            Range::Month => 24 * HOUR_MS,
+        }
+    }
+
+    pub fn buckets(self) -> usize {
+        match self {
+            Range::Day => 24,
+            Range::Week => 28,
+            Range::Month => 30,
+        }
+    }
+}
+
+/// The charted time span: `buckets` buckets of `bucket_ms` from `start_ms`. Bucket edges
+/// sit on whole UTC hours / days, so a bar means the same hours on every reload; the last
+/// bucket holds "now" and is still filling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub range: Range,
+    pub start_ms: i64,
+    pub bucket_ms: i64,
+    pub buckets: usize,
+}
+
+impl Window {
+    pub fn ending_at(range: Range, now_ms: i64) -> Window {
+        let bucket_ms = range.bucket_ms();
+        let end = now_ms.div_euclid(bucket_ms) * bucket_ms + bucket_ms;
+        let buckets = range.buckets();
+        Window { range, start_ms: end - bucket_ms * buckets as i64, bucket_ms, buckets }
+    }
+
+    /// Exclusive end, in Unix milliseconds.
+    pub fn end_ms(&self) -> i64 {
+        self.start_ms + self.bucket_ms * self.buckets as i64
+    }
+
+    /// The bucket holding `at_ms`, if it is inside the window.
+    pub fn index(&self, at_ms: i64) -> Option<usize> {
+        if at_ms < self.start_ms || at_ms >= self.end_ms() {
+            return None;
+        }
+        Some(((at_ms - self.start_ms) / self.bucket_ms) as usize)
+    }
+
+    pub fn bucket_start(&self, i: usize) -> i64 {
+        self.start_ms + self.bucket_ms * i as i64
+    }
+
+    /// The x-axis caption.
+    pub fn axis_caption(&self) -> &'static str {
+        match self.range {
+            Range::Day => "hour (UTC)",
+            Range::Week => "6-hour bucket (UTC)",
+            Range::Month => "day (UTC)",
+        }
+    }
+
+    /// The tick label under bucket `i`, or `None` where a label would crowd its
+    /// neighbours: every 3 hours, every day at midnight, every 5 days.
+    pub fn tick_label(&self, i: usize) -> Option<String> {
+        let at = Utc.timestamp_millis_opt(self.bucket_start(i)).single()?;
+        match self.range {
+            Range::Day => i.is_multiple_of(3).then(|| at.format("%H:%M").to_string()),
+            Range::Week => (at.hour() == 0).then(|| at.format("%b %d").to_string()),
+            Range::Month => i.is_multiple_of(5).then(|| at.format("%b %d").to_string()),
+        }
+    }
+
+    /// What bucket `i` covers, for tooltips: "2025-06-12 14:00–15:00 UTC".
+    pub fn bucket_title(&self, i: usize) -> String {
+        let from = Utc.timestamp_millis_opt(self.bucket_start(i)).single().unwrap_or_default();
+        let to = Utc.timestamp_millis_opt(self.bucket_start(i + 1)).single().unwrap_or_default();
+        match self.range {
+            Range::Month => format!("{}", from.format("%Y-%m-%d UTC")),
+            _ if from.date_naive() == to.date_naive() => {
+                format!("{}–{} UTC", from.format("%Y-%m-%d %H:%M"), to.format("%H:%M"))
+            }
+            _ => format!("{}–{} UTC", from.format("%Y-%m-%d %H:%M"), to.format("%Y-%m-%d %H:%M")),
+        }
+    }
+}
+
+/// One run as the trends read it: only the columns the charts need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPoint {
+    pub started_ms: i64,
+    pub reason: TerminalReason,
+    pub cost: f64,
+    pub tool_calls: i64,
+    pub deduped_calls: i64,
+    pub duplicate_side_effects: i64,
+    pub completed_without_read: bool,
+}
+
+/// Everything read from storage for one window: runs that started in it, and the instants
+/// (Unix ms) at which escalations and approvals changed state inside it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inputs {
+    pub runs: Vec<RunPoint>,
+    pub escalations_opened: Vec<i64>,
+    pub escalations_resolved: Vec<i64>,
+    pub approvals_requested: Vec<i64>,
+    /// Approved or denied by a person (cancelled requests are not decisions).
+    pub approvals_decided: Vec<i64>,
+    pub approvals_expired: Vec<i64>,
+}
+
+/// One line or bar series: a stable key (CSS class, test hook), what the legend says, and
+/// one value per bucket (`None`: nothing to measure in that bucket, drawn as a gap).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub key: String,
+    pub label: String,
+    pub values: Vec<Option<f64>>,
+    /// The figure the legend shows beside the label: the range's total for counts, the
+    /// quantile over the whole range for costs, the overall share for percentages.
+    pub summary: Option<f64>,
+}
+
+impl Series {
+    fn counts(key: &str, label: &str, counts: Vec<u64>) -> Series {
+        let total = counts.iter().sum::<u64>() as f64;
+        Series {
+            key: key.into(),
+            label: label.into(),
+            values: counts.into_iter().map(|c| Some(c as f64)).collect(),
+            summary: Some(total),
+        }
+    }
+
+    pub fn is_all_zero(&self) -> bool {
+        self.values.iter().all(|v| v.unwrap_or(0.0) == 0.0)
+    }
+}
+
+/// One histogram bar: the inclusive range of tool calls it counts (`hi` = `None`: and up).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub lo: i64,
+    pub hi: Option<i64>,
+    pub runs: u64,
+}
+
+impl Bin {
+    pub fn label(&self) -> String {
+        match self.hi {
+            Some(hi) if hi == self.lo => self.lo.to_string(),
+            Some(hi) => format!("{}–{hi}", self.lo),
+            None => format!("{}+", self.lo),
+        }
+    }
+}
+
+/// Tool calls per finished run: one bar per count up to 10, then widening bins so the
+/// long tail is still on the chart, with the p50, p99 and maximum stated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub bins: Vec<Bin>,
+    pub runs: u64,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<i64>,
+}
+
+/// The lower edges of the histogram bins after the single counts 0..=10.
+const TAIL_EDGES: [i64; 4] = [11, 21, 51, 101];
+
+pub fn histogram(tool_calls: &[i64]) -> Histogram {
+    let mut bins: Vec<Bin> = (0..=10).map(|n| Bin { lo: n, hi: Some(n), runs: 0 }).collect();
+    for (i, lo) in TAIL_EDGES.iter().enumerate() {
+        let hi = TAIL_EDGES.get(i + 1).map(|next| next - 1);
+        bins.push(Bin { lo: *lo, hi, runs: 0 });
+    }
+    for &n in tool_calls {
+        // The bins are few and ordered: the last one starting at or below n holds it.
+        let n = n.max(0);
+        if let Some(bin) = bins.iter_mut().rev().find(|b| b.lo <= n) {
+            bin.runs += 1;
+        }
+    }
+    let values: Vec<f64> = tool_calls.iter().map(|&n| n as f64).collect();
+    let q = quantiles(values, &[0.5, 0.99]);
+    Histogram { bins, runs: tool_calls.len() as u64, p50: q[0], p99: q[1], max: tool_calls.iter().copied().max() }
+}
+
+/// Per-bucket nearest-rank quantiles `qs` of `values` (bucket index, value): one series
+/// per quantile, `None` in buckets without values.
+pub fn bucket_quantiles(buckets: usize, values: &[(usize, f64)], qs: &[f64]) -> Vec<Vec<Option<f64>>> {
+    let mut per_bucket: Vec<Vec<f64>> = vec![Vec::new(); buckets];
+    for &(i, v) in values {
+        if let Some(b) = per_bucket.get_mut(i) {
+            b.push(v);
+        }
+    }
+    let mut out = vec![vec![None; buckets]; qs.len()];
+    for (i, vs) in per_bucket.into_iter().enumerate() {
+        for (k, value) in quantiles(vs, qs).into_iter().enumerate() {
+            out[k][i] = value;
+        }
+    }
+    out
+}
+
+/// Counts of `instants` per bucket; instants outside the window are ignored.
+pub fn bucket_counts(window: &Window, instants: &[i64]) -> Vec<u64> {
+    let mut counts = vec![0u64; window.buckets];
+    for &at in instants {
+        if let Some(i) = window.index(at) {
+            counts[i] += 1;
+        }
+    }
+    counts
+}
+
+/// All the figures of the page for one window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trends {
+    pub window: Window,
+    /// Runs that started in the window, running ones included.
+    pub runs: u64,
+    /// One series per terminal reason that occurs in the window, in vocabulary order.
+    pub reasons: Vec<Series>,
+    pub tool_calls: Histogram,
+    /// Percent of completed runs without a read tool, per bucket and overall.
+    pub no_read: Series,
+    /// Completed runs per bucket (the denominator of `no_read`), for the tooltips.
+    pub completed: Vec<u64>,
+    /// `deduped_calls` and `duplicate_side_effects`.
+    pub duplicates: Vec<Series>,
+    /// Cost per finished run: p50, p95, p99.
+    pub cost: Vec<Series>,
+    /// `opened` and `resolved`.
+    pub escalations: Vec<Series>,
+    /// `requested`, `decided` and `expired`.
+    pub approvals: Vec<Series>,
+}
+
+impl Trends {
+    /// Nothing at all happened in the window: the page shows its empty state.
+    pub fn is_empty(&self) -> bool {
+        self.runs == 0
+            && self.escalations.iter().all(Series::is_all_zero)
+            && self.approvals.iter().all(Series::is_all_zero)
+    }
+}
+
+/// The cost quantiles charted, with their keys.
+pub const COST_QUANTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
+
+pub fn compute(window: Window, inputs: &Inputs) -> Trends {
+    let n = window.buckets;
+    let mut by_reason: Vec<Vec<u64>> = vec![vec![0; n]; TerminalReason::ALL.len()];
+    let mut completed = vec![0u64; n];
+    let mut no_read = vec![0u64; n];
+    let mut deduped = vec![0u64; n];
+    let mut dup_effects = vec![0u64; n];
+    let mut costs: Vec<(usize, f64)> = Vec::with_capacity(inputs.runs.len());
+    let mut tool_calls: Vec<i64> = Vec::with_capacity(inputs.runs.len());
+    let mut runs = 0u64;
+    for run in &inputs.runs {
+        let Some(i) = window.index(run.started_ms) else { continue };
+        runs += 1;
+        let reason = TerminalReason::ALL.iter().position(|r| *r == run.reason).unwrap_or(0);
+        by_reason[reason][i] += 1;
+        deduped[i] += run.deduped_calls.max(0) as u64;
+        dup_effects[i] += run.duplicate_side_effects.max(0) as u64;
+        if run.reason == TerminalReason::Completed {
+            completed[i] += 1;
+            no_read[i] += u64::from(run.completed_without_read);
+        }
+        // A running run's cost and tool calls are still growing: counting them would pull
+        // the distributions down for the newest bucket only.
+        if run.reason != TerminalReason::Running {
+            costs.push((i, run.cost));
+            tool_calls.push(run.tool_calls);
+        }
+    }
+
+    let reasons = TerminalReason::ALL
+        .iter()
+        .zip(by_reason)
+        .filter(|(_, counts)| counts.iter().any(|&c| c > 0))
+        .map(|(r, counts)| Series::counts(r.as_str(), &r.as_str().replace('_', " "), counts))
+        .collect();
+
+    let all_completed: u64 = completed.iter().sum();
+    let all_no_read: u64 = no_read.iter().sum();
+    let no_read_series = Series {
+        key: "no_read".into(),
+        label: "completed without a read tool".into(),
+        values: no_read.iter().zip(&completed).map(|(&k, &c)| percent(k, c)).collect(),
+        summary: percent(all_no_read, all_completed),
+    };
+
+    let qs: Vec<f64> = COST_QUANTILES.iter().map(|(_, q)| *q).collect();
+    let per_bucket = bucket_quantiles(n, &costs, &qs);
+    let overall = quantiles(costs.iter().map(|(_, c)| *c).collect(), &qs);
+    let cost = COST_QUANTILES
+        .iter()
+        .zip(per_bucket)
+        .zip(overall)
+        .map(|(((key, _), values), summary)| Series { key: (*key).into(), label: (*key).into(), values, summary })
+        .collect();
+
+    Trends {
+        window,
+        runs,
+        reasons,
+        tool_calls: histogram(&tool_calls),
+        no_read: no_read_series,
+        completed,
+        duplicates: vec![
+            Series::counts("deduped_calls", "deduplicated calls", deduped),
+            Series::counts("duplicate_side_effects", "duplicate side effects", dup_effects),
+        ],
+        cost,
+        escalations: vec![
+            Series::counts("opened", "opened", bucket_counts(&window, &inputs.escalations_opened)),
+            Series::counts("resolved", "resolved", bucket_counts(&window, &inputs.escalations_resolved)),
+        ],
+        approvals: vec![
+            Series::counts("requested", "requested", bucket_counts(&window, &inputs.approvals_requested)),
+            Series::counts("decided", "decided", bucket_counts(&window, &inputs.approvals_decided)),
+            Series::counts("expired", "expired", bucket_counts(&window, &inputs.approvals_expired)),
+        ],
+    }
+}
+
+fn percent(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 * 100.0 / whole as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // 2025-06-12 14:25:00 UTC
+    const NOW: i64 = 1_749_738_300_000;
+
+    fn run(started_ms: i64, reason: TerminalReason, cost: f64, tool_calls: i64) -> RunPoint {
+        RunPoint {
+            started_ms,
+            reason,
+            cost,
+            tool_calls,
+            deduped_calls: 0,
+            duplicate_side_effects: 0,
+            completed_without_read: false,
+        }
+    }
+
+    #[test]
+    fn ranges_parse_from_the_url_and_default_to_a_day() {
+        assert_eq!(Range::parse(Some("7d")), Range::Week);
+        assert_eq!(Range::parse(Some("30d")), Range::Month);
+        assert_eq!(Range::parse(Some("24h")), Range::Day);
+        assert_eq!(Range::parse(Some("1y")), Range::Day);
+        assert_eq!(Range::parse(None), Range::Day);
+        for r in Range::ALL {
+            assert_eq!(Range::parse(Some(r.as_str())), r);
+        }
+    }
+
+    #[test]
+    fn bucket_size_follows_the_range() {
+        assert_eq!(Range::Day.bucket_ms(), HOUR_MS);
+        assert_eq!(Range::Week.bucket_ms(), 6 * HOUR_MS);
+        assert_eq!(Range::Month.bucket_ms(), 24 * HOUR_MS);
+        for r in Range::ALL {
+            let w = Window::ending_at(r, NOW);
+            // each window covers at least the range and ends in the bucket holding now
+            assert!(w.end_ms() - w.start_ms >= r.bucket_ms() * r.buckets() as i64);
+            assert_eq!(w.index(NOW), Some(w.buckets - 1));
+            assert_eq!(w.start_ms % w.bucket_ms, 0, "{r:?} buckets start on whole UTC hours/days");
+        }
+    }
+
+    #[test]
+    fn window_indexes_and_labels() {
+        let w = Window::ending_at(Range::Day, NOW);
+        assert_eq!(w.end_ms(), 1_749_740_400_000); // 15:00
+        assert_eq!(w.start_ms, 1_749_654_000_000); // yesterday 15:00
+        assert_eq!(w.index(w.start_ms), Some(0));
+        assert_eq!(w.index(w.start_ms - 1), None);
+        assert_eq!(w.index(w.end_ms()), None);
+        assert_eq!(w.tick_label(0).as_deref(), Some("15:00"));
+        assert_eq!(w.tick_label(1), None);
+        assert_eq!(w.bucket_title(23), "2025-06-12 14:00–15:00 UTC");
+        assert_eq!(w.bucket_title(9), "2025-06-12 00:00–01:00 UTC");
+
+        let week = Window::ending_at(Range::Week, NOW);
+        let labelled: Vec<String> = (0..week.buckets).filter_map(|i| week.tick_label(i)).collect();
+        assert_eq!(labelled.len(), 7, "one label a day: {labelled:?}");
+        assert_eq!(labelled.last().map(String::as_str), Some("Jun 12"));
+
+        let month = Window::ending_at(Range::Month, NOW);
+        assert_eq!(month.bucket_title(29), "2025-06-12 UTC");
+    }
+
+    #[test]
+    fn histogram_keeps_the_tail_and_states_p99_and_max() {
+        let mut calls: Vec<i64> = vec![0, 1, 1, 2, 3, 10, 11, 20, 21, 50, 51, 100, 101];
+        calls.extend(std::iter::repeat_n(4, 87));
+        calls.push(5000);
+        let h = histogram(&calls);
+        let labels: Vec<String> = h.bins.iter().map(Bin::label).collect();
+        assert_eq!(labels[..3], ["0", "1", "2"]);
+        assert_eq!(labels[11..], ["11–20", "21–50", "51–100", "101+"]);
+        let count = |label: &str| h.bins.iter().find(|b| b.label() == label).unwrap().runs;
+        assert_eq!(count("1"), 2);
+        assert_eq!(count("4"), 87);
+        assert_eq!(count("11–20"), 2);
+        assert_eq!(count("21–50"), 2);
+        assert_eq!(count("51–100"), 2);
+        assert_eq!(count("101+"), 2, "101 and the 5000 outlier both stay visible");
+        assert_eq!(h.runs, 101);
+        assert_eq!(h.bins.iter().map(|b| b.runs).sum::<u64>(), 101);
+        assert_eq!(h.max, Some(5000));
+        assert_eq!(h.p50, Some(4.0));
+        assert_eq!(h.p99, Some(101.0));
+        assert_eq!(histogram(&[]).max, None);
+    }
+
+    #[test]
+    fn quantiles_per_bucket_use_nearest_rank() {
+        let values: Vec<(usize, f64)> = (1..=100).map(|v| (0, f64::from(v))).chain([(2, 7.0)]).collect();
+        let q = bucket_quantiles(3, &values, &[0.5, 0.99]);
+        assert_eq!(q[0], vec![Some(50.0), None, Some(7.0)]);
+        assert_eq!(q[1], vec![Some(99.0), None, Some(7.0)]);
+    }
+
+    #[test]
+    fn counts_land_in_their_buckets() {
+        let w = Window::ending_at(Range::Day, NOW);
+        let counts = bucket_counts(&w, &[w.start_ms, w.start_ms + 1, NOW, w.start_ms - 1, w.end_ms()]);
+        assert_eq!(counts[0], 2);
+        assert_eq!(counts[23], 1);
+        assert_eq!(counts.iter().sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn compute_charts_reasons_share_costs_and_lifecycles() {
+        let w = Window::ending_at(Range::Day, NOW);
+        let t0 = w.start_ms;
+        let mut noread = run(t0, TerminalReason::Completed, 0.10, 3);
+        noread.completed_without_read = true;
+        let mut dup = run(t0 + 10, TerminalReason::Completed, 0.30, 5);
+        dup.deduped_calls = 2;
+        dup.duplicate_side_effects = 1;
+        let inputs = Inputs {
+            runs: vec![
+                noread,
+                dup,
+                run(t0 + 20, TerminalReason::StepLimit, 0.20, 40),
+                run(NOW, TerminalReason::Running, 9.0, 1),
+                run(t0 - 1, TerminalReason::Error, 1.0, 1), // before the window
+            ],
+            escalations_opened: vec![t0, NOW],
+            escalations_resolved: vec![NOW],
+            approvals_requested: vec![t0, t0, NOW],
+            approvals_decided: vec![NOW],
+            approvals_expired: vec![],
+        };
+        let t = compute(w, &inputs);
+        assert_eq!(t.runs, 4);
+        let keys: Vec<&str> = t.reasons.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys, ["completed", "step_limit", "running"], "only reasons that occur");
+        assert_eq!(t.reasons[0].values[0], Some(2.0));
+        assert_eq!(t.reasons[0].summary, Some(2.0));
+        assert_eq!(t.reasons[1].label, "step limit");
+        assert_eq!(t.no_read.values[0], Some(50.0));
+        assert_eq!(t.no_read.values[1], None, "no completed runs: a gap, not 0 %");
+        assert_eq!(t.no_read.summary, Some(50.0));
+        assert_eq!(t.duplicates[0].summary, Some(2.0));
+        assert_eq!(t.duplicates[1].values[0], Some(1.0));
+        // the running run is left out of costs and tool calls
+        assert_eq!(t.tool_calls.runs, 3);
+        assert_eq!(t.tool_calls.max, Some(40));
+        assert_eq!(t.cost[0].key, "p50");
+        assert_eq!(t.cost[0].values[0], Some(0.20));
+        assert_eq!(t.cost[2].values[0], Some(0.30));
+        assert_eq!(t.cost[2].values[23], None);
+        assert_eq!(t.cost[1].summary, Some(0.30));
+        assert_eq!(t.escalations[0].summary, Some(2.0));
+        assert_eq!(t.escalations[1].values[23], Some(1.0));
+        assert_eq!(t.approvals[0].values[0], Some(2.0));
+        assert!(t.approvals[2].is_all_zero());
+        assert!(!t.is_empty());
+        assert!(compute(w, &Inputs::default()).is_empty());
+    }
+}

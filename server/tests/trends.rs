@@ -1,0 +1,266 @@
+//! The trends page over real HTTP, on SQLite and on PostgreSQL: known runs, escalations
+//! and approvals go into the database, and the server-rendered SVG charts must state
+//! their figures (legend totals, per-bucket tooltips, the histogram's tail, p50/p95/p99)
+//! for each range; an empty range shows the empty state; anonymous visitors are refused.
+
+mod common;
+
+use app::access::{Role, Scope};
+use app::storage::testing::TestDb;
+use app::storage::{now_ms, Db};
+use app::trends::{Range, Window};
+use reqwest::StatusCode;
+
+const MS: i64 = 1_000_000;
+
+struct Run {
+    id: &'static str,
+    reason: &'static str,
+    at_ms: i64,
+    cost: f64,
+    tool_calls: i64,
+    deduped: i64,
+    duplicates: i64,
+    no_read: bool,
+}
+
+async fn insert_run(db: &Db, r: &Run) {
+    let sql = "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, cost, input_tokens, \
+               output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
+               completed_without_read, approval_violations, duplicates, updated_at) \
+               VALUES ($1, 'billing-agent', 'user', $2, $3, $4, 0, 0, 0, 1, $5, '[]', $6, $7, $8, 0, '[]', 0)";
+    app::on_pool!(db, pool => sqlx::query(sql)
+        .bind(r.id)
+        .bind(r.reason)
+        .bind(r.at_ms * MS)
+        .bind(r.cost)
+        .bind(r.tool_calls)
+        .bind(r.duplicates)
+        .bind(r.deduped)
+        .bind(r.no_read)
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .unwrap());
+}
+
+async fn insert_escalation(db: &Db, id: &str, opened_at: i64, resolved_at: Option<i64>) {
+    let sql = "INSERT INTO escalations (id, run_id, reason, what_was_done, what_remains, from_api, from_trace, \
+               status, opened_at, resolved_at) VALUES ($1, $2, 'other', '[]', '[]', $3, $4, $5, $6, $7)";
+    let status = if resolved_at.is_some() { "resolved" } else { "open" };
+    app::on_pool!(db, pool => sqlx::query(sql)
+        .bind(id)
+        .bind(format!("run-{id}"))
+        .bind(true)
+        .bind(false)
+        .bind(status)
+        .bind(opened_at)
+        .bind(resolved_at)
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .unwrap());
+}
+
+async fn insert_approval(db: &Db, id: &str, status: &str, created_at: i64, decided_at: Option<i64>) {
+    let sql = "INSERT INTO approvals (id, run_id, tool, arguments, display, payload_sha256, arguments_sha256, \
+               side_effect, required_role, requested_by, status, created_at, expires_at, decided_at) \
+               VALUES ($1, 'run-a1', 'send_email', '{}', '[]', 'x', 'y', 'irreversible', 'approver', 'agent-7', \
+               $2, $3, $4, $5)";
+    app::on_pool!(db, pool => sqlx::query(sql)
+        .bind(id)
+        .bind(status)
+        .bind(created_at)
+        .bind(created_at + 3_600_000)
+        .bind(decided_at)
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .unwrap());
+}
+
+fn run(id: &'static str, reason: &'static str, at_ms: i64, cost: f64, tool_calls: i64) -> Run {
+    Run { id, reason, at_ms, cost, tool_calls, deduped: 0, duplicates: 0, no_read: false }
+}
+
+/// Bucket `a` (hour 5 of the day window): three completed runs, one without a read tool,
+/// one with two deduplicated calls and a duplicate side effect. Bucket `b` (hour 12): an
+/// error with 75 tool calls, a step-limit stop with 30, and a run still going. Two days
+/// ago: one more completed run, only in the 7- and 30-day ranges.
+async fn seed(db: &Db, a: i64, b: i64) {
+    let runs = [
+        Run { no_read: true, ..run("r1", "completed", a, 0.10, 2) },
+        Run { deduped: 2, duplicates: 1, ..run("r2", "completed", a + 1, 0.20, 3) },
+        run("r3", "completed", a + 2, 0.30, 4),
+        run("r4", "error", b, 1.50, 75),
+        run("r5", "step_limit", b + 1, 0.50, 30),
+        run("r6", "running", b + 2, 9.00, 1),
+        run("r7", "completed", now_ms() - 48 * 3_600_000, 0.40, 6),
+    ];
+    for r in &runs {
+        insert_run(db, r).await;
+    }
+    insert_escalation(db, "e1", a, Some(b)).await;
+    insert_escalation(db, "e2", b, None).await;
+    insert_approval(db, "ap1", "approved", a, Some(b)).await;
+    insert_approval(db, "ap2", "expired", a, Some(b)).await;
+    insert_approval(db, "ap3", "pending", a, None).await;
+    insert_approval(db, "ap4", "cancelled", a, Some(b)).await;
+}
+
+const CHARTS: [&str; 7] = [
+    "chart-reasons",
+    "chart-tool-calls",
+    "chart-no-read",
+    "chart-duplicates",
+    "chart-cost",
+    "chart-escalations",
+    "chart-approvals",
+];
+
+fn assert_has(html: &str, needle: &str) {
+    assert!(html.contains(needle), "the page lacks {needle:?}");
+}
+
+#[tokio::test]
+async fn the_charts_state_the_figures_of_each_range() {
+    for t in TestDb::each_backend().await {
+        let live = common::live(&t, &[("victor", &[Role::Viewer])], &[Scope::Read]).await;
+        let victor = live.person("victor").await;
+
+        let html = victor.page("/trends").await;
+        assert_has(&html, "No runs, escalations or approvals in the last 24 hours");
+        assert!(!html.contains("<svg"), "no charts without data");
+
+        let w = Window::ending_at(Range::Day, now_ms());
+        let (a, b) = (w.bucket_start(5) + 60_000, w.bucket_start(12) + 60_000);
+        seed(&t.db, a, b).await;
+        let (ta, tb) = (w.bucket_title(5), w.bucket_title(12));
+
+        let html = victor.page("/trends?range=24h").await;
+        for chart in CHARTS {
+            assert_has(&html, &format!("data-testid=\"{chart}\""));
+        }
+        assert_eq!(html.matches("role=\"img\"").count(), CHARTS.len());
+        assert_has(&html, "6 runs started in the last 24 hours");
+        assert_has(&html, "aria-current=\"page\" data-range=\"24h\"");
+
+        // termination reasons: legend totals and a per-bucket tooltip
+        assert_has(&html, "completed: 3 runs");
+        assert_has(&html, "error: 1 run<");
+        assert_has(&html, "step limit: 1 run<");
+        assert_has(&html, "running: 1 run<");
+        assert_has(&html, &format!("{ta}: completed 3 runs"));
+        assert_has(&html, &format!("{tb}: error 1 run"));
+
+        // tool calls per finished run (the running one is left out), tail bins included
+        assert_has(&html, "finished runs: 5 runs");
+        assert_has(&html, "p50: 4<");
+        assert_has(&html, "p99: 75<");
+        assert_has(&html, "max: 75<");
+        assert_has(&html, "data-bin=\"21–50 tool calls\" data-value=\"1\"");
+        assert_has(&html, "data-bin=\"51–100 tool calls\" data-value=\"1\"");
+        assert!(!html.contains("data-bin=\"101+ tool calls\""), "an empty bin draws no bar");
+
+        // one of three completed runs in bucket a without a read tool
+        assert_has(&html, "completed without a read tool: 33.3 %");
+        assert_has(&html, &format!("{ta}: completed without a read tool 33.3 %"));
+
+        assert_has(&html, "deduplicated calls: 2 calls");
+        assert_has(&html, "duplicate side effects: 1 call<");
+
+        // cost per finished run: 0.10 0.20 0.30 0.50 1.50 → p50 0.30, p95 and p99 1.50
+        assert_has(&html, "p50: 0.3000 USD");
+        assert_has(&html, "p95: 1.50 USD");
+        assert_has(&html, "p99: 1.50 USD");
+        assert_has(&html, &format!("{tb}: p99 1.50 USD"));
+
+        assert_has(&html, "opened: 2 escalations");
+        assert_has(&html, "resolved: 1 escalation<");
+        assert_has(&html, &format!("{tb}: resolved 1 escalation"));
+
+        // cancelled requests are neither decided nor expired
+        assert_has(&html, "requested: 4 approvals");
+        assert_has(&html, "decided: 1 approval<");
+        assert_has(&html, "expired: 1 approval<");
+
+        // the axes carry their units
+        for unit in ["runs", "%", "calls", "USD", "escalations", "approvals", "hour (UTC)", "tool calls per run"] {
+            assert_has(&html, &format!(">{unit}</text>"));
+        }
+
+        let week = victor.page("/trends?range=7d").await;
+        assert_has(&week, "7 runs started in the last 7 days");
+        assert_has(&week, "completed: 4 runs");
+        assert_has(&week, "aria-current=\"page\" data-range=\"7d\"");
+        assert_has(&week, "6-hour bucket (UTC)");
+        let month = victor.page("/trends?range=30d").await;
+        assert_has(&month, "7 runs started in the last 30 days");
+        assert_has(&month, "day (UTC)");
+
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn anonymous_visitors_cannot_see_trends() {
+    for t in TestDb::each_backend().await {
+        let live = common::live(&t, &[], &[Scope::Read]).await;
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let res = http.get(format!("{}/trends?range=7d", live.base)).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(res.headers()[reqwest::header::LOCATION], "/login?next=/trends%3Frange%3D7d");
+        let res = http
+            .post(format!("{}/fn/load_trends", live.base))
+            .header("sec-fetch-site", "same-origin")
+            .form(&[("range", "24h")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        t.cleanup().await;
+    }
+}
+
+/// How long the 30-day page's reads and figures take over 100,000 runs. Prints; asserts
+/// nothing. Run with `cargo test --release -p flightdeck --test trends -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn timing_thirty_days_of_100k_runs() {
+    use app::trends::compute;
+    use std::time::Instant;
+    for t in TestDb::each_backend().await {
+        let w = Window::ending_at(Range::Month, now_ms());
+        let step_ns = (w.end_ms() - w.start_ms) * MS / 100_000;
+        let sql = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999) \
+                   INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, cost, \
+                   input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, \
+                   deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) \
+                   SELECT 'run-' || i, 'billing-agent', 'user', \
+                   CASE i % 20 WHEN 0 THEN 'error' WHEN 1 THEN 'step_limit' WHEN 2 THEN 'escalated' ELSE 'completed' END, \
+                   $1 + i * $2, $1 + i * $2 + 5000000000, (i % 97) / 100.0, 1000, 200, 0, 5, i % 13, \
+                   '[\"0123456789abcdef0123456789abcdef\"]', 0, i % 7, (i % 50 = 0), 0, '[]', 0 FROM n";
+        app::on_pool!(&t.db, pool => sqlx::query(sql)
+            .bind(w.start_ms * MS)
+            .bind(step_ns)
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .unwrap());
+        if let Db::Postgres(pool) = &t.db {
+            sqlx::query("VACUUM ANALYZE runs").execute(pool).await.unwrap();
+        }
+        let mut times = Vec::new();
+        for _ in 0..8 {
+            let t0 = Instant::now();
+            let inputs = app::storage::trends::inputs(&t.db, &w).await.unwrap();
+            let read = t0.elapsed();
+            assert_eq!(compute(w, &inputs).runs, 100_000);
+            times.push((read, t0.elapsed()));
+        }
+        times.sort();
+        let (read, total) = times[times.len() / 2];
+        eprintln!("{}: read {read:?}, read + compute {total:?} (median of 8)", t.backend());
+        t.cleanup().await;
+    }
+}
