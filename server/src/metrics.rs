@@ -285,6 +285,7 @@ fn format_value(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use app::alerts::{AlertRule, AlertState};
     use app::approvals::ViolationKind;
     use app::canonical::TerminalReason;
 
@@ -303,6 +304,7 @@ mod tests {
                 oldest_open_escalation_ms: Some(4_500),
                 cost_window_runs: 3,
                 cost_quantiles: vec![(0.5, Some(0.25)), (0.95, Some(1.5)), (0.99, None)],
+                alerts_open: vec![(AlertRule::EscalationBacklog, AlertState::Firing, 1)],
             },
             spans_accepted: 1200,
             spans_rejected: 3,
@@ -324,6 +326,12 @@ mod tests {
         assert!(text.contains("flightdeck_irreversible_executions_by_tool{tool=\"wire \\\"money\\\"\\n\\\\now\"} 1\n"));
         assert!(text.contains("flightdeck_irreversible_executions_by_tool{tool=\"send_email\"} 3\n"));
         assert!(text.contains("\nflightdeck_irreversible_executions 4\n"));
+    }
+
+    #[test]
+    fn open_alerts_are_labelled_by_rule_and_state() {
+        let text = render(&sample_scrape());
+        assert!(text.contains("\nflightdeck_alerts_open{rule=\"escalation_backlog\",state=\"firing\"} 1\n"), "{text}");
     }
 
     #[test]
