@@ -138,7 +138,11 @@ pub fn render(s: &Scrape) -> String {
         "gauge",
         "Age of the oldest pending approval request in seconds; 0 when none is pending.",
     );
-    out.sample("flightdeck_approval_oldest_pending_age_seconds", &[], age_seconds(s.now_ms, f.oldest_pending_approval_ms));
+    out.sample(
+        "flightdeck_approval_oldest_pending_age_seconds",
+        &[],
+        age_seconds(s.now_ms, f.oldest_pending_approval_ms),
+    );
 
     out.family("flightdeck_escalations_open", "gauge", "Open escalations.");
     out.sample("flightdeck_escalations_open", &[], f.escalations_open as f64);
@@ -149,7 +153,11 @@ pub fn render(s: &Scrape) -> String {
         "gauge",
         "Age of the oldest open escalation in seconds; 0 when none is open.",
     );
-    out.sample("flightdeck_escalation_oldest_open_age_seconds", &[], age_seconds(s.now_ms, f.oldest_open_escalation_ms));
+    out.sample(
+        "flightdeck_escalation_oldest_open_age_seconds",
+        &[],
+        age_seconds(s.now_ms, f.oldest_open_escalation_ms),
+    );
 
     // A gauge, not a summary: the quantiles cover a sliding window, so there is no
     // cumulative _sum and _count for rate() to work on.
@@ -343,7 +351,9 @@ mod tests {
         assert!(text.contains("flightdeck_cost_per_run{quantile=\"0.99\",window=\"1h\"} NaN\n"));
         assert!(text.contains("flightdeck_escalation_oldest_open_age_seconds 5.5\n"));
         assert!(text.contains("flightdeck_approval_oldest_pending_age_seconds 1\n"));
-        assert!(text.contains("# TYPE flightdeck_ingest_spans_accepted_total counter\nflightdeck_ingest_spans_accepted_total 1200\n"));
+        assert!(text.contains(
+            "# TYPE flightdeck_ingest_spans_accepted_total counter\nflightdeck_ingest_spans_accepted_total 1200\n"
+        ));
         assert!(text.contains("flightdeck_approval_violations{kind=\"payload_mismatch\"} 0\n"));
         // Only counters end in _total.
         for line in text.lines().filter(|l| l.starts_with("# TYPE")) {

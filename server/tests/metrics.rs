@@ -14,7 +14,9 @@ use flightdeck::config::{Config, IngestAuth, Overrides};
 use flightdeck::otlp::IngestService;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
-use opentelemetry_proto::tonic::trace::v1::{status::StatusCode as SpanStatus, ResourceSpans, ScopeSpans, Span, Status};
+use opentelemetry_proto::tonic::trace::v1::{
+    status::StatusCode as SpanStatus, ResourceSpans, ScopeSpans, Span, Status,
+};
 use prost::Message;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -341,7 +343,9 @@ async fn an_empty_database_gives_every_series() {
         // An alert firing shows up as one open alert of its rule.
         let mut settings = app::alerts::settings::RuleSettings::default_for(app::alerts::AlertRule::EscalationBacklog);
         settings.threshold = 1.0;
-        app::storage::alerts::save_settings(&t.db, app::alerts::AlertRule::EscalationBacklog, &settings, "test").await.unwrap();
+        app::storage::alerts::save_settings(&t.db, app::alerts::AlertRule::EscalationBacklog, &settings, "test")
+            .await
+            .unwrap();
         let escalation = json!({"run_id": "run-late", "reason": "low_confidence"});
         let escalator = token(&t.db, "escalator", &[Scope::Escalations]).await;
         assert_eq!(server.post("/api/v1/escalations", &escalator, escalation).await.0, StatusCode::CREATED);

@@ -121,11 +121,16 @@ pub fn approval_violations(s: &RuleSettings, now_ms: i64, violations: &[Violatio
     }
     let mut items: Vec<AlertItem> = Vec::new();
     for v in &recent {
-        let note = format!("{} ran with {}", v.tool, v.kind.replace('_', " "));
+        // An unknown approval has no page to link to: its id goes into the note instead.
+        let unknown = v.kind == "unknown_approval";
+        let note = match (&v.approval_id, unknown) {
+            (Some(id), true) => format!("{} ran with unknown approval {id}", v.tool),
+            _ => format!("{} ran with {}", v.tool, v.kind.replace('_', " ")),
+        };
         if !items.iter().any(|i| i.kind == ItemKind::Run && i.id == v.run_id) {
             items.push(item(ItemKind::Run, &v.run_id, note.clone()));
         }
-        if let Some(approval) = &v.approval_id {
+        if let Some(approval) = v.approval_id.as_ref().filter(|_| !unknown) {
             if !items.iter().any(|i| i.kind == ItemKind::Approval && &i.id == approval) {
                 items.push(item(ItemKind::Approval, approval, note));
             }
@@ -405,8 +410,13 @@ mod tests {
         assert_eq!(f[0].items.len(), 2);
         assert_eq!((f[0].items[0].kind, f[0].items[1].kind), (ItemKind::Run, ItemKind::Approval));
         assert_eq!(f[0].items[0].note, "wire ran with payload mismatch");
-        let old = Violation { at_ms: NOW - 15 * MIN, ..v };
+        let old = Violation { at_ms: NOW - 15 * MIN, ..v.clone() };
         assert!(approval_violations(&s, NOW, &[old]).is_empty(), "outside the 15-minute window");
+        // An approval that does not exist is named, not linked.
+        let forged = Violation { kind: "unknown_approval".into(), approval_id: Some("apr_x".into()), ..v };
+        let f = approval_violations(&s, NOW, &[forged]);
+        assert_eq!(f[0].items.len(), 1);
+        assert_eq!(f[0].items[0].note, "wire ran with unknown approval apr_x");
     }
 
     #[test]

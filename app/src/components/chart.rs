@@ -163,10 +163,7 @@ fn frame(
 ) -> impl IntoView {
     let top = ticks.last().copied().unwrap_or(1.0);
     let decimals = tick_decimals(&ticks);
-    let label = format!(
-        "{title}. {}",
-        legend.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join("; ")
-    );
+    let label = format!("{title}. {}", legend.iter().map(|l| l.text.as_str()).collect::<Vec<_>>().join("; "));
     let y_ticks = ticks
         .into_iter()
         .map(|t| {

@@ -9,10 +9,10 @@
 //! irreversible spans, so it never scans the others.
 
 use super::{on_pool, Db, StoreResult};
+use crate::alerts::{AlertRule, AlertState};
 use crate::approvals::ViolationKind;
 use crate::canonical::TerminalReason;
 use crate::stats;
-use crate::alerts::{AlertRule, AlertState};
 use std::collections::BTreeMap;
 
 /// The quantiles of cost per run `/metrics` reports.
@@ -64,10 +64,8 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         sqlx::query_as("SELECT terminal_reason, runs FROM run_reason_counts").fetch_all(pool).await
     })?;
     let reasons: BTreeMap<String, i64> = reasons.into_iter().collect();
-    let runs_by_reason = TerminalReason::ALL
-        .iter()
-        .map(|r| (*r, reasons.get(r.as_str()).copied().unwrap_or(0).max(0)))
-        .collect();
+    let runs_by_reason =
+        TerminalReason::ALL.iter().map(|r| (*r, reasons.get(r.as_str()).copied().unwrap_or(0).max(0))).collect();
 
     // `side_effect = 'irreversible'` exactly as written: the partial indexes' predicate,
     // so the scan stays on irreversible spans (index only, through (tool_name, outcome)).
@@ -101,8 +99,7 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         "SELECT COUNT(*), MIN(created_at) FROM approvals WHERE status = 'pending'"
     ).fetch_one(pool).await)?;
 
-    let (escalations_open, escalations_unclaimed, oldest_open_escalation_ms): (i64, i64, Option<i64>) =
-        on_pool!(db, pool => sqlx::query_as(
+    let (escalations_open, escalations_unclaimed, oldest_open_escalation_ms): (i64, i64, Option<i64>) = on_pool!(db, pool => sqlx::query_as(
             "SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN claimed_by IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT), \
              MIN(opened_at) FROM escalations WHERE status = 'open'"
         ).fetch_one(pool).await)?;
@@ -115,8 +112,7 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         .fetch_all(pool)
         .await)?;
     let cost_window_runs = costs.len() as i64;
-    let cost_quantiles =
-        COST_QUANTILES.iter().copied().zip(stats::quantiles(costs, &COST_QUANTILES)).collect();
+    let cost_quantiles = COST_QUANTILES.iter().copied().zip(stats::quantiles(costs, &COST_QUANTILES)).collect();
 
     // Few rows: at most one unresolved alert per rule and subject.
     let alerts: Vec<(String, String, i64)> = on_pool!(db, pool => sqlx::query_as(
