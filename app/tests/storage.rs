@@ -385,3 +385,23 @@ mod ingest_storage {
         }
     }
 }
+
+#[tokio::test]
+async fn the_sqlite_log_is_checkpointed_on_request_and_postgres_has_none() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        users::create(db, "walter", "$argon2id$fake", &[Role::Viewer]).await.unwrap();
+        let checkpoint = app::storage::wal::checkpoint(db).await.unwrap();
+        match db {
+            app::storage::Db::Sqlite(_) => {
+                let c = checkpoint.expect("SQLite reports its checkpoint");
+                assert!(c.log_pages > 0, "the write went to the log first: {c:?}");
+                assert_eq!((c.busy, c.checkpointed_pages), (false, c.log_pages), "nothing held it back: {c:?}");
+                // Checkpointing moved pages, it did not lose the row.
+                assert!(users::by_username(db, "walter").await.unwrap().is_some());
+            }
+            app::storage::Db::Postgres(_) => assert_eq!(checkpoint, None),
+        }
+        t.cleanup().await;
+    }
+}

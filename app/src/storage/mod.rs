@@ -19,6 +19,7 @@ pub mod testing;
 pub mod tokens;
 pub mod trends;
 pub mod users;
+pub mod wal;
 pub mod webhooks;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -87,6 +88,10 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
+                // Multi-row upserts keep a statement journal; in memory, not a temp file.
+                .pragma("temp_store", "memory")
+                // The server checkpoints the log from its own connection (see `wal`).
+                .pragma("wal_autocheckpoint", wal::AUTOCHECKPOINT_PAGES.to_string())
                 // sqlx hands rows from SQLite's worker thread to the task through a
                 // channel; at the default 50 each 500-row read of a run page waited ten times for
                 // the task to be scheduled, which on a busy machine cost tens of ms.

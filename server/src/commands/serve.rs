@@ -8,7 +8,7 @@ use crate::web;
 use anyhow::Context;
 use app::state::AppState;
 use app::storage::sessions::SessionStoreAny;
-use app::storage::{policies, runs, webhooks};
+use app::storage::{policies, runs, wal, webhooks, Db};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,6 +73,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(expire_approvals(db.clone(), approval_hub.clone())),
         tokio::spawn(announce_escalations(db.clone(), Arc::new(config.webhooks.clone()))),
         tokio::spawn(approval_hub.clone().listen(db.clone())),
+        tokio::spawn(checkpoint_wal(db.clone())),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
     // has in flight.
@@ -239,6 +240,24 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
         link_path: format!("/escalations/{}", app::components::url::encode(&e.id)),
         fields,
         data: serde_json::to_value(e).unwrap_or_default(),
+    }
+}
+
+/// Keeps SQLite's write-ahead log short from a connection of its own, so the ingest
+/// writer's commits do not pay for copying it back (see `storage::wal`).
+async fn checkpoint_wal(db: Db) {
+    if !matches!(db, Db::Sqlite(_)) {
+        return;
+    }
+    let mut every = tokio::time::interval(Duration::from_millis(250));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match wal::checkpoint(&db).await {
+            Ok(Some(c)) if c.log_pages > 0 => tracing::trace!(?c, "checkpoint"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not checkpoint the SQLite log"),
+        }
     }
 }
 
