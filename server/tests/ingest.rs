@@ -233,6 +233,16 @@ async fn resent_spans_are_stored_once() {
         assert_eq!(h.stored_spans().await, 6);
         let run = h.run("run-resent").await;
         assert_eq!((run["tool_calls"].as_i64(), run["duplicate_side_effects"].as_i64()), (Some(4), Some(1)));
+
+        // A new run whose spans come twice in one commit (a retry grouped with the
+        // original): derived from the batch itself, each span still counts once.
+        let mut doubled = whole_run(3, "run-doubled");
+        doubled.extend(whole_run(3, "run-doubled"));
+        assert_eq!(h.post_proto(&request(doubled)).await.0, StatusCode::OK);
+        assert_eq!(h.stored_spans().await, 12);
+        let run = h.run("run-doubled").await;
+        assert_eq!((run["tool_calls"].as_i64(), run["duplicate_side_effects"].as_i64()), (Some(4), Some(1)));
+        assert_eq!((run["steps"].as_i64(), run["deduped_calls"].as_i64()), (Some(1), Some(1)));
         t.cleanup().await;
     }
 }

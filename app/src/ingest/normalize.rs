@@ -2,6 +2,7 @@
 //! mapping table, secrets redacted, bodies split off. Pure: no I/O, no clock.
 
 use super::attributes::{as_f64, as_i64, as_text, to_map};
+use super::derive::SpanFacts;
 use super::mapping::{marker_matches, MappingTable};
 use super::policy::{policy_for, ToolPolicy};
 use super::redact::Redactor;
@@ -73,6 +74,75 @@ pub struct NormalizedSpan {
     pub resource: Map<String, Value>,
     /// Body attributes (prompts, arguments, results), redacted; stored apart.
     pub bodies: Map<String, Value>,
+    /// The four maps above as the JSON text stored, serialized here because
+    /// normalization runs on many threads while the writer that stores them is one.
+    pub json: StoredJson,
+}
+
+/// A span's attributes, events, resource and bodies as stored (JSON text).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StoredJson {
+    pub attributes: String,
+    pub events: String,
+    pub resource: String,
+    /// Empty when the span has no bodies.
+    pub bodies: String,
+}
+
+impl StoredJson {
+    fn of(
+        attributes: &Map<String, Value>,
+        events: &[Value],
+        resource: &Map<String, Value>,
+        bodies: &Map<String, Value>,
+    ) -> Self {
+        StoredJson {
+            attributes: json_text(attributes),
+            events: json_text(&events),
+            resource: json_text(resource),
+            bodies: if bodies.is_empty() { String::new() } else { json_text(bodies) },
+        }
+    }
+}
+
+fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("JSON values always serialize")
+}
+
+impl NormalizedSpan {
+    /// The canonical facts derivation reads, exactly as the writer stores them: a run
+    /// whose spans all arrive in one write is derived from these without reading back.
+    pub fn facts(&self) -> SpanFacts {
+        SpanFacts {
+            trace_id: self.trace_id.clone(),
+            span_id: self.span_id.clone(),
+            parent_span_id: self.parent_span_id.clone(),
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            status_code: self.status_code,
+            agent: self.agent.clone(),
+            trigger: self.trigger.map(|t| t.as_str().to_string()),
+            terminal_reason: self.terminal_reason.map(|t| t.as_str().to_string()),
+            escalation_reason: self.escalation_reason.clone(),
+            cost: self.cost,
+            role: self.role.map(|r| r.as_str().to_string()),
+            step_index: self.step_index,
+            stop_reason: self.stop_reason.clone(),
+            model_id: self.model_id.clone(),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_tokens: self.cache_tokens,
+            tool_name: self.tool_name.clone(),
+            side_effect: self.side_effect.map(|v| v.as_str().to_string()),
+            idempotency_key: self.idempotency_key.clone(),
+            attempt: self.attempt,
+            outcome: self.outcome.map(|v| v.as_str().to_string()),
+            latency_ms: self.latency_ms,
+            external_id: self.external_id.clone(),
+            args_sha256: self.args_sha256.clone(),
+            approval_id: self.approval_id.clone(),
+        }
+    }
 }
 
 /// Limits a span must respect to be accepted.
@@ -210,7 +280,7 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
     cx.redactor.redact_map(&mut bodies);
     let mut stored_resource = resource.clone();
     cx.redactor.redact_map(&mut stored_resource);
-    let events = events
+    let events: Vec<Value> = events
         .into_iter()
         .map(|(name, mut ea, time)| {
             // Event attributes that are bodies (e.g. gen_ai message contents) go to bodies.
@@ -265,6 +335,7 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
         requires_approval: policy.is_some_and(|p| p.requires_approval),
         run_limit: policy.and_then(|p| p.run_limit),
+        json: StoredJson::of(&attributes, &events, &stored_resource, &bodies),
         attributes,
         events,
         resource: stored_resource,

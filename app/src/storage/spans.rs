@@ -37,6 +37,43 @@ const ROWS_PER_INSERT: usize = 400;
 /// Ids per `IN (...)` list.
 const IDS_PER_QUERY: usize = 500;
 
+/// `items` in slices of `max`, then of descending powers of two: a statement's text
+/// depends on its row count, and with these few counts every statement the writer sends
+/// is prepared once per connection and then found in its cache, instead of a slice of
+/// whatever was left over being parsed anew (and evicting the others) on every commit.
+fn cacheable_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = if rest.len() >= max { max } else { 1 << rest.len().ilog2() };
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// Takes PostgreSQL transaction-scoped advisory locks on `keys` in sorted order, a few
+/// hundred per round trip: every writer locks in the same order, so two never deadlock.
+/// (A macro because the transaction's type differs per backend; only PostgreSQL runs it.)
+macro_rules! lock_in_order {
+    ($tx:ident, $keys:expr) => {{
+        let mut keys: Vec<String> = $keys.collect();
+        keys.sort();
+        keys.dedup();
+        for chunk in cacheable_chunks(&keys, IDS_PER_QUERY) {
+            // Ordered by position in the list, so the locks are taken in that order.
+            let mut q = QueryBuilder::new("SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM (");
+            q.push_values(chunk.iter().enumerate(), |mut row, (i, key)| {
+                row.push_bind(key.as_str()).push_bind(i as i64);
+            });
+            q.push(") AS t(k, i) ORDER BY i");
+            q.build().execute(&mut *$tx).await?;
+        }
+    }};
+}
+
 /// A fact row with the run it belongs to, for recomputing many runs in one query.
 #[derive(sqlx::FromRow)]
 struct RunFact {
@@ -70,18 +107,13 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             if postgres {
                 // Instances sharing PostgreSQL serialize on each trace, then each run,
                 // always in sorted order, so they never deadlock or lose an update.
-                for trace in named.keys() {
-                    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))")
-                        .bind(format!("trace:{trace}"))
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                lock_in_order!(tx, named.keys().map(|t| format!("trace:{t}")));
             }
 
             // Which run each trace already belongs to: one query per chunk of traces.
             let trace_ids: Vec<&str> = named.keys().copied().collect();
             let mut existing: BTreeMap<String, (String, bool)> = BTreeMap::new();
-            for chunk in trace_ids.chunks(IDS_PER_QUERY) {
+            for chunk in cacheable_chunks(&trace_ids, IDS_PER_QUERY) {
                 let mut q = QueryBuilder::new("SELECT trace_id, run_id, explicit FROM trace_runs WHERE trace_id IN (");
                 let mut list = q.separated(", ");
                 for t in chunk {
@@ -97,6 +129,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             let mut run_of: BTreeMap<&str, String> = BTreeMap::new();
             let mut touched: BTreeSet<String> = BTreeSet::new();
             let mut new_traces: Vec<(&str, String, bool)> = Vec::new();
+            // Runs that may hold spans stored by earlier writes (their facts are read back).
+            let mut had_spans: BTreeSet<String> = BTreeSet::new();
             for (&trace, &explicit) in &named {
                 let run = match (existing.remove(trace), explicit) {
                     (None, named_run) => {
@@ -128,14 +162,18 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         if let Some(reason) = gone {
                             *reason_deltas.entry(reason).or_default() -= 1;
                         }
+                        had_spans.insert(new.to_string());
                         new.to_string()
                     }
-                    (Some((old, _)), _) => old,
+                    (Some((old, _)), _) => {
+                        had_spans.insert(old.clone());
+                        old
+                    }
                 };
                 touched.insert(run.clone());
                 run_of.insert(trace, run);
             }
-            for chunk in new_traces.chunks(ROWS_PER_INSERT) {
+            for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO trace_runs (trace_id, run_id, explicit) ");
                 q.push_values(chunk, |mut row, (trace, run, explicit)| {
                     row.push_bind(*trace).push_bind(run).push_bind(*explicit);
@@ -145,7 +183,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
             let t_traces = std::time::Instant::now();
             let mut stored = 0u64;
-            for chunk in spans.chunks(ROWS_PER_INSERT) {
+            for chunk in cacheable_chunks(&spans, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new(SPAN_INSERT);
                 q.push_values(chunk, |mut row, s| {
                     row.push_bind(&s.trace_id)
@@ -180,9 +218,9 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         .push_bind(&s.external_id)
                         .push_bind(&s.args_sha256)
                         .push_bind(&s.approval_id)
-                        .push_bind(serde_json::Value::Object(s.attributes.clone()).to_string())
-                        .push_bind(serde_json::Value::Array(s.events.clone()).to_string())
-                        .push_bind(serde_json::Value::Object(s.resource.clone()).to_string())
+                        .push_bind(&s.json.attributes)
+                        .push_bind(&s.json.events)
+                        .push_bind(&s.json.resource)
                         .push_bind(received_at);
                 });
                 q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
@@ -191,13 +229,13 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
             if body_policy != BodyPolicy::None {
                 let with_bodies: Vec<&NormalizedSpan> = spans.iter().filter(|s| !s.bodies.is_empty()).collect();
-                for chunk in with_bodies.chunks(ROWS_PER_INSERT) {
+                for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
                     let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
                     q.push_values(chunk, |mut row, s| {
                         row.push_bind(&s.trace_id)
                             .push_bind(&s.span_id)
                             .push_bind(&run_of[s.trace_id.as_str()])
-                            .push_bind(serde_json::Value::Object(s.bodies.clone()).to_string());
+                            .push_bind(&s.json.bodies);
                     });
                     q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
                     q.build().execute(&mut *tx).await?;
@@ -208,31 +246,39 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
             let t_spans = std::time::Instant::now();
             if postgres {
-                for run in &touched {
-                    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))")
-                        .bind(format!("run:{run}"))
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                lock_in_order!(tx, touched.iter().map(|r| format!("run:{r}")));
             }
             let touched_ids: Vec<&String> = touched.iter().collect();
             // The reasons the touched runs have now: each leaves its old reason's total
             // and joins its new one's. On PostgreSQL the rows are locked, so retention
             // deleting one meanwhile is either seen here or waits for this transaction.
-            for chunk in touched_ids.chunks(IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new("SELECT terminal_reason FROM runs WHERE run_id IN (");
+            for chunk in cacheable_chunks(&touched_ids, IDS_PER_QUERY) {
+                let mut q = QueryBuilder::new("SELECT run_id, terminal_reason FROM runs WHERE run_id IN (");
                 let mut list = q.separated(", ");
                 for run in chunk {
                     list.push_bind(run.as_str());
                 }
                 q.push(if postgres { ") FOR UPDATE" } else { ")" });
-                let old: Vec<(String,)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                for (reason,) in old {
+                let old: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                for (run, reason) in old {
                     *reason_deltas.entry(reason).or_default() -= 1;
+                    had_spans.insert(run);
                 }
             }
+            // A run with a row, or a trace stored before, is recomputed from all its stored
+            // spans. Any other run is new in this write: its spans are exactly this batch's,
+            // so they are derived without reading back what was just inserted (the first
+            // copy of a span re-sent within the batch counts, as the INSERT keeps it).
+            let read_back: Vec<&String> = touched.iter().filter(|r| had_spans.contains(*r)).collect();
             let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
-            for chunk in touched_ids.chunks(IDS_PER_QUERY) {
+            let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+            for s in spans {
+                let run = &run_of[s.trace_id.as_str()];
+                if !had_spans.contains(run) && seen.insert((s.trace_id.as_str(), s.span_id.as_str())) {
+                    facts_by_run.entry(run.clone()).or_default().push(s.facts());
+                }
+            }
+            for chunk in cacheable_chunks(&read_back, IDS_PER_QUERY) {
                 let mut q = QueryBuilder::new(format!("SELECT run_id AS fact_run_id, {FACT_COLUMNS} FROM spans WHERE run_id IN ("));
                 let mut list = q.separated(", ");
                 for run in chunk {
@@ -251,7 +297,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             for d in &derived {
                 *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
             }
-            for chunk in derived.chunks(ROWS_PER_INSERT / 2) {
+            for chunk in cacheable_chunks(&derived, ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
                      wall_clock_ms, cost, input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, \
@@ -310,7 +356,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     .collect();
                 run_tools.extend(tools.into_iter().map(|t| (r.run_id.as_str(), t, started_ns, r.terminal_reason.as_str())));
             }
-            for chunk in run_tools.chunks(ROWS_PER_INSERT) {
+            for chunk in cacheable_chunks(&run_tools, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO run_tools (run_id, tool_name, started_ns, terminal_reason) ");
                 q.push_values(chunk, |mut row, (run, tool, started_ns, reason)| {
                     row.push_bind(*run).push_bind(*tool).push_bind(*started_ns).push_bind(*reason);
@@ -329,7 +375,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     .filter(|d| d.run.terminal_reason == TerminalReason::Completed)
                     .map(|d| d.run.run_id.as_str())
                     .collect();
-                for chunk in completed.chunks(IDS_PER_QUERY) {
+                for chunk in cacheable_chunks(&completed, IDS_PER_QUERY) {
                     let mut q = QueryBuilder::new("DELETE FROM span_bodies WHERE run_id IN (");
                     let mut list = q.separated(", ");
                     for run in chunk {
@@ -348,6 +394,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 runs_ms = (t_runs - t_spans).as_millis() as u64,
                 commit_ms = t_runs.elapsed().as_millis() as u64,
                 runs = touched.len(),
+                read_back = had_spans.len(),
                 "write phases"
             );
             Ok(WriteOutcome { stored, runs: touched.into_iter().collect() })
@@ -361,4 +408,20 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 pub async fn count(db: &Db) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM spans";
     Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cacheable_chunks;
+
+    #[test]
+    fn chunks_come_in_few_sizes_and_cover_everything_once() {
+        let items: Vec<u32> = (0..1_234).collect();
+        let sizes: Vec<usize> = cacheable_chunks(&items, 400).map(<[u32]>::len).collect();
+        assert_eq!(sizes, vec![400, 400, 400, 32, 2]);
+        let joined: Vec<u32> = cacheable_chunks(&items, 400).flatten().copied().collect();
+        assert_eq!(joined, items);
+        assert_eq!(cacheable_chunks(&items[..0], 400).count(), 0);
+        assert_eq!(cacheable_chunks(&items[..7], 400).map(<[u32]>::len).collect::<Vec<_>>(), vec![4, 2, 1]);
+    }
 }
