@@ -215,6 +215,15 @@ mod ingest_storage {
             let detail = runs::get(db, "run-ok").await.unwrap().unwrap();
             assert!(detail.tool_call_list[0].args_sha256.is_some(), "the hash stays without the body");
 
+            // Kept while the run is open (its root has not arrived), dropped when it completes.
+            let later = run_spans(5, "run-later", false, now_ns);
+            spans::write(db, &later[1..], BodyPolicy::FailedRuns).await.unwrap();
+            // Until the root names the run, the trace is its own run.
+            let open = runs::bodies(db, &"05".repeat(16)).await.unwrap();
+            assert_eq!(open.len(), 1, "an open run keeps its bodies");
+            spans::write(db, &later[..1], BodyPolicy::FailedRuns).await.unwrap();
+            assert!(runs::bodies(db, "run-later").await.unwrap().is_empty(), "and drops them when it completes");
+
             let none = run_spans(4, "run-none", true, now_ns);
             spans::write(db, &none, BodyPolicy::None).await.unwrap();
             assert!(runs::bodies(db, "run-none").await.unwrap().is_empty());
@@ -223,7 +232,7 @@ mod ingest_storage {
             assert_eq!(deleted_runs, 1);
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
-            assert_eq!(spans::count(db).await.unwrap(), 6, "the old run's spans went with it");
+            assert_eq!(spans::count(db).await.unwrap(), 8, "the old run's spans went with it");
             t.cleanup().await;
         }
     }

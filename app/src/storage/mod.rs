@@ -92,6 +92,7 @@ impl Db {
                 .pragma("temp_store", "memory")
                 // The server checkpoints the log from its own connection (see `wal`).
                 .pragma("wal_autocheckpoint", wal::AUTOCHECKPOINT_PAGES.to_string())
+                .pragma("journal_size_limit", wal::LOG_FILE_LIMIT_BYTES.to_string())
                 // sqlx hands rows from SQLite's worker thread to the task through a
                 // channel; at the default 50 each 500-row read of a run page waited ten times for
                 // the task to be scheduled, which on a busy machine cost tens of ms.

@@ -227,21 +227,6 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 stored += q.build().execute(&mut *tx).await?.rows_affected();
             }
 
-            if body_policy != BodyPolicy::None {
-                let with_bodies: Vec<&NormalizedSpan> = spans.iter().filter(|s| !s.bodies.is_empty()).collect();
-                for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
-                    let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
-                    q.push_values(chunk, |mut row, s| {
-                        row.push_bind(&s.trace_id)
-                            .push_bind(&s.span_id)
-                            .push_bind(&run_of[s.trace_id.as_str()])
-                            .push_bind(&s.json.bodies);
-                    });
-                    q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
-                    q.build().execute(&mut *tx).await?;
-                }
-            }
-
             super::approvals::record_violations!(tx, spans, run_of, received_at);
 
             let t_spans = std::time::Instant::now();
@@ -368,22 +353,40 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 );
                 q.build().execute(&mut *tx).await?;
             }
-            // Under `failed_runs`, a run that completed keeps no bodies.
-            if body_policy == BodyPolicy::FailedRuns {
-                let completed: Vec<&str> = derived
+            // Bodies, after derivation: under `failed_runs` a run that completed keeps
+            // none, so a run completing in this write never has its bodies stored, and
+            // one stored by earlier writes has them deleted now.
+            let completed: BTreeSet<&str> = derived
+                .iter()
+                .filter(|d| body_policy == BodyPolicy::FailedRuns && d.run.terminal_reason == TerminalReason::Completed)
+                .map(|d| d.run.run_id.as_str())
+                .collect();
+            if body_policy != BodyPolicy::None {
+                let with_bodies: Vec<&NormalizedSpan> = spans
                     .iter()
-                    .filter(|d| d.run.terminal_reason == TerminalReason::Completed)
-                    .map(|d| d.run.run_id.as_str())
+                    .filter(|s| !s.bodies.is_empty() && !completed.contains(run_of[s.trace_id.as_str()].as_str()))
                     .collect();
-                for chunk in cacheable_chunks(&completed, IDS_PER_QUERY) {
-                    let mut q = QueryBuilder::new("DELETE FROM span_bodies WHERE run_id IN (");
-                    let mut list = q.separated(", ");
-                    for run in chunk {
-                        list.push_bind(*run);
-                    }
-                    q.push(")");
+                for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
+                    let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
+                    q.push_values(chunk, |mut row, s| {
+                        row.push_bind(&s.trace_id)
+                            .push_bind(&s.span_id)
+                            .push_bind(&run_of[s.trace_id.as_str()])
+                            .push_bind(&s.json.bodies);
+                    });
+                    q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
                     q.build().execute(&mut *tx).await?;
                 }
+            }
+            let stale: Vec<&str> = completed.iter().copied().filter(|run| had_spans.contains(*run)).collect();
+            for chunk in cacheable_chunks(&stale, IDS_PER_QUERY) {
+                let mut q = QueryBuilder::new("DELETE FROM span_bodies WHERE run_id IN (");
+                let mut list = q.separated(", ");
+                for run in chunk {
+                    list.push_bind(*run);
+                }
+                q.push(")");
+                q.build().execute(&mut *tx).await?;
             }
             // Last, so the total rows every writer updates are held only until the commit.
             super::runs::apply_reason_deltas!(tx, reason_deltas);

@@ -13,6 +13,10 @@ use super::{Db, StoreResult};
 /// (64 MiB at 4 KiB pages); the background loop normally keeps it far below.
 pub const AUTOCHECKPOINT_PAGES: u32 = 16_384;
 
+/// The size the log file is cut back to when it restarts, so a burst does not leave a
+/// file of its peak size behind.
+pub const LOG_FILE_LIMIT_BYTES: u64 = 64 << 20;
+
 /// The log restarts from its beginning only when a writer finds it fully copied; a writer
 /// that never pauses may not. Past this many pages uncopied, or twice as many in the
 /// file, the checkpoint waits for the writer and restarts the log, bounding its size.
