@@ -68,24 +68,24 @@ pub struct NormalizedSpan {
     pub requires_approval: bool,
     /// The tool's policy allows at most this many successful executions per run.
     pub run_limit: Option<i64>,
-    /// Metadata attributes, redacted, without bodies.
-    pub attributes: Map<String, Value>,
+    /// Span events, redacted, bodies moved out; kept as values too because filing an
+    /// escalation reads them.
     pub events: Vec<Value>,
-    pub resource: Map<String, Value>,
-    /// Body attributes (prompts, arguments, results), redacted; stored apart.
-    pub bodies: Map<String, Value>,
-    /// The four maps above as the JSON text stored, serialized here because
-    /// normalization runs on many threads while the writer that stores them is one.
+    /// Attributes, events, resource and bodies as the JSON text stored, serialized here
+    /// because normalization runs on many threads while the writer that stores them is one.
     pub json: StoredJson,
 }
 
 /// A span's attributes, events, resource and bodies as stored (JSON text).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredJson {
+    /// Metadata attributes, redacted, without bodies.
     pub attributes: String,
     pub events: String,
+    /// The resource's attributes, redacted.
     pub resource: String,
-    /// Empty when the span has no bodies.
+    /// Body attributes (prompts, arguments, results), redacted, stored apart; empty
+    /// when the span has none.
     pub bodies: String,
 }
 
@@ -336,10 +336,7 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         requires_approval: policy.is_some_and(|p| p.requires_approval),
         run_limit: policy.and_then(|p| p.run_limit),
         json: StoredJson::of(&attributes, &events, &stored_resource, &bodies),
-        attributes,
         events,
-        resource: stored_resource,
-        bodies,
     })
 }
 
@@ -443,8 +440,8 @@ pub(crate) mod tests {
         assert_eq!(n.external_id.as_deref(), Some("msg_1"));
         assert_eq!(n.approval_id.as_deref(), Some("apr_9"));
         assert_eq!(n.args_sha256.as_deref(), Some(args_sha256(r#"{"body":"hi","to":"a@b.c"}"#).as_str()));
-        assert!(n.bodies.contains_key("gen_ai.tool.call.arguments"), "arguments are a body");
-        assert!(!n.attributes.contains_key("gen_ai.tool.call.arguments"));
+        assert!(stored(&n.json.bodies).get("gen_ai.tool.call.arguments").is_some(), "arguments are a body");
+        assert!(stored(&n.json.attributes).get("gen_ai.tool.call.arguments").is_none());
     }
 
     #[test]
@@ -514,7 +511,7 @@ pub(crate) mod tests {
             (Some(SpanRole::Tool), Some("search_docs"), Some(Outcome::Ok))
         );
         assert_eq!(n.side_effect, Some(SideEffect::Unknown));
-        assert!(n.args_sha256.is_some() && n.bodies.contains_key("output.value"));
+        assert!(n.args_sha256.is_some() && stored(&n.json.bodies).get("output.value").is_some());
     }
 
     #[test]
@@ -554,8 +551,16 @@ pub(crate) mod tests {
             }),
         );
         let n = run(&s, json!({"deploy.token": "t0ps3cret"})).unwrap();
-        assert_eq!(n.attributes["http.request.header.authorization"], "[REDACTED]");
-        assert!(!n.bodies["gen_ai.tool.call.arguments"].as_str().unwrap().contains("sk-abc"));
-        assert_eq!(n.resource["deploy.token"], "[REDACTED]");
+        assert_eq!(stored(&n.json.attributes)["http.request.header.authorization"], "[REDACTED]");
+        assert!(!stored(&n.json.bodies)["gen_ai.tool.call.arguments"].as_str().unwrap().contains("sk-abc"));
+        assert_eq!(stored(&n.json.resource)["deploy.token"], "[REDACTED]");
+    }
+
+    /// Stored JSON text read back; no bodies reads as an empty object.
+    fn stored(text: &str) -> Value {
+        if text.is_empty() {
+            return json!({});
+        }
+        serde_json::from_str(text).expect("stored JSON parses")
     }
 }

@@ -364,7 +364,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             if body_policy != BodyPolicy::None {
                 let with_bodies: Vec<&NormalizedSpan> = spans
                     .iter()
-                    .filter(|s| !s.bodies.is_empty() && !completed.contains(run_of[s.trace_id.as_str()].as_str()))
+                    .filter(|s| !s.json.bodies.is_empty() && !completed.contains(run_of[s.trace_id.as_str()].as_str()))
                     .collect();
                 for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
                     let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
