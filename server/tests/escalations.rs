@@ -5,12 +5,11 @@
 mod common;
 
 use app::access::{Role, Scope};
-use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
+use common::spans::{ingest, kv, span_at};
 use common::{token, Live};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
-use opentelemetry_proto::tonic::trace::v1::{span::Event, ResourceSpans, ScopeSpans, Span};
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::trace::v1::{span::Event, Span};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -21,22 +20,9 @@ async fn live(t: &TestDb) -> Live {
         .await
 }
 
-fn kv(key: &str, v: &str) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::StringValue(v.into())) }), ..Default::default() }
-}
-
+/// A span starting `id` ms after a fixed instant.
 fn span(trace: u8, id: u8, parent: Option<u8>, name: &str, attributes: Vec<KeyValue>) -> Span {
-    let start = 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000;
-    Span {
-        trace_id: vec![trace; 16],
-        span_id: vec![id; 8],
-        parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
-        name: name.into(),
-        start_time_unix_nano: start,
-        end_time_unix_nano: start + 500_000,
-        attributes,
-        ..Default::default()
-    }
+    span_at(trace, id, parent, name, 1_800_000_000_000_000_000 + u64::from(id) * 1_000_000, attributes)
 }
 
 fn email(trace: u8, id: u8, key: &str, external: &str) -> Span {
@@ -52,7 +38,7 @@ fn email(trace: u8, id: u8, key: &str, external: &str) -> Span {
 
 /// A run that sent two emails and opened a ticket, then escalated: the root carries
 /// `escalation.reason`, and with `event` an `escalation` span event with the details.
-fn escalated_run(trace: u8, run_id: &str, event: bool) -> ExportTraceServiceRequest {
+fn escalated_run(trace: u8, run_id: &str, event: bool) -> Vec<Span> {
     let mut root = span(
         trace,
         1,
@@ -82,22 +68,7 @@ fn escalated_run(trace: u8, run_id: &str, event: bool) -> ExportTraceServiceRequ
             kv("tool.external_id", "T-9"),
         ],
     );
-    ExportTraceServiceRequest {
-        resource_spans: vec![ResourceSpans {
-            scope_spans: vec![ScopeSpans {
-                spans: vec![root, email(trace, 2, "k1", "msg_1"), email(trace, 3, "k2", "msg_2"), ticket],
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-    }
-}
-
-async fn ingest(t: &TestDb, request: &ExportTraceServiceRequest) {
-    let settings = IngestSettings::default();
-    let prepared = prepare(request, &settings, &[]);
-    assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
-    app::storage::spans::write(&t.db, &prepared.spans, settings.body_policy).await.unwrap();
+    vec![root, email(trace, 2, "k1", "msg_1"), email(trace, 3, "k2", "msg_2"), ticket]
 }
 
 impl Live {
@@ -166,7 +137,7 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
     for t in TestDb::each_backend().await {
         let s = live(&t).await;
         // Traces first (with the details in a span event), then the API.
-        ingest(&t, &escalated_run(1, "run-trace-first", true)).await;
+        ingest(&t.db, escalated_run(1, "run-trace-first", true)).await;
         let from_trace = app::storage::escalations::for_run(&t.db, "run-trace-first").await.unwrap();
         assert_eq!(from_trace.len(), 1, "the escalated run opened one escalation");
         assert_eq!(from_trace[0].blocking_fact.as_deref(), Some("refunds over 500 EUR need a manager"));
@@ -180,8 +151,8 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
         // The API first, then the traces (sent twice, as a retrying exporter would).
         let (status, filed) = s.escalate(report("run-api-first")).await;
         assert_eq!(status, StatusCode::CREATED);
-        ingest(&t, &escalated_run(2, "run-api-first", false)).await;
-        ingest(&t, &escalated_run(2, "run-api-first", false)).await;
+        ingest(&t.db, escalated_run(2, "run-api-first", false)).await;
+        ingest(&t.db, escalated_run(2, "run-api-first", false)).await;
         let all = app::storage::escalations::for_run(&t.db, "run-api-first").await.unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].id, filed["id"].as_str().unwrap());
@@ -196,7 +167,7 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
 async fn claims_are_checked_against_the_observed_side_effects() {
     for t in TestDb::each_backend().await {
         let s = live(&t).await;
-        ingest(&t, &escalated_run(3, "run-evidence", false)).await;
+        ingest(&t.db, escalated_run(3, "run-evidence", false)).await;
         let (_, e) = s.escalate(report("run-evidence")).await;
         let victor = s.person("victor").await;
         let page = victor.page(&format!("/escalations/{}", e["id"].as_str().unwrap())).await;
