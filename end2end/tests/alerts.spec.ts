@@ -3,47 +3,20 @@
 // sees it with its figure and the run behind it, follows the link to the run, comes back
 // and acknowledges it. A viewer sees the alert but cannot acknowledge it.
 import { expect, test, APIRequestContext } from '@playwright/test';
-import fs from 'node:fs';
-import { dataDir } from '../playwright.config';
-import { ALICE, VICTOR, failOnConsoleErrors, signIn, waitForHydration } from './helpers';
-
-const token = () => fs.readFileSync(`${dataDir}/token`, 'utf8').trim();
-const otlpURL = () => `http://127.0.0.1:${Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917) + 1}/v1/traces`;
-const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
+import { ALICE, VICTOR, attr, exportSpans, failOnConsoleErrors, signIn, spanMaker, waitForHydration } from './helpers';
 
 /// A run whose tool call names an approval that was never granted.
 async function forgedApproval(request: APIRequestContext, runId: string, traceByte: string) {
-  const t0 = BigInt(Date.now()) * 1_000_000n;
-  const span = (id: string, parent: string | null, name: string, attributes: object[]) => ({
-    traceId: traceByte.repeat(16),
-    spanId: id.repeat(8),
-    parentSpanId: parent ? parent.repeat(8) : '',
-    name,
-    kind: 1,
-    startTimeUnixNano: String(t0),
-    endTimeUnixNano: String(t0 + 40_000_000n),
-    attributes,
-  });
-  const res = await request.post(otlpURL(), {
-    headers: { Authorization: `Bearer ${token()}`, 'Content-Type': 'application/json' },
-    data: {
-      resourceSpans: [{
-        resource: { attributes: [attr('service.name', 'payments-agent')] },
-        scopeSpans: [{
-          spans: [
-            span('01', null, 'agent.run', [attr('run.id', runId), attr('run.terminal_reason', 'completed')]),
-            span('02', '01', 'tool wire_money', [
-              attr('tool.name', 'wire_money'),
-              attr('tool.side_effect', 'irreversible'),
-              attr('tool.outcome', 'ok'),
-              attr('approval.id', `apr_forged_${runId}`),
-            ]),
-          ],
-        }],
-      }],
-    },
-  });
-  expect(res.status()).toBe(200);
+  const span = spanMaker(traceByte);
+  await exportSpans(request, 'payments-agent', [
+    span('01', null, 'agent.run', [attr('run.id', runId), attr('run.terminal_reason', 'completed')]),
+    span('02', '01', 'tool wire_money', [
+      attr('tool.name', 'wire_money'),
+      attr('tool.side_effect', 'irreversible'),
+      attr('tool.outcome', 'ok'),
+      attr('approval.id', `apr_forged_${runId}`),
+    ]),
+  ]);
 }
 
 test('a viewer sees alerts but cannot acknowledge them', async ({ page, request }) => {

@@ -2,28 +2,22 @@
 // operator claims it, sees the side effect the agent did not mention highlighted, ticks the
 // remaining items and resolves it; a viewer cannot claim.
 import { expect, test, APIRequestContext } from '@playwright/test';
-import fs from 'node:fs';
-import { dataDir } from '../playwright.config';
-import { ALICE, VICTOR, failOnConsoleErrors, signIn, waitForHydration } from './helpers';
-
-const token = () => fs.readFileSync(`${dataDir}/token`, 'utf8').trim();
-const otlpURL = () => `http://127.0.0.1:${Number(process.env.FLIGHTDECK_E2E_PORT ?? 3917) + 1}/v1/traces`;
-const attr = (key: string, value: string) => ({ key, value: { stringValue: value } });
+import {
+  ALICE,
+  VICTOR,
+  attr,
+  exportSpans,
+  failOnConsoleErrors,
+  agentToken,
+  signIn,
+  spanMaker,
+  waitForHydration,
+} from './helpers';
 
 /// A run that sent two emails and escalated, reported by its traces and by the API; the
 /// agent claims only the first email.
 async function escalate(request: APIRequestContext, runId: string, traceByte: string) {
-  const t0 = BigInt(Date.now()) * 1_000_000n;
-  const span = (id: string, parent: string | null, name: string, attributes: object[]) => ({
-    traceId: traceByte.repeat(16),
-    spanId: id.repeat(8),
-    parentSpanId: parent ? parent.repeat(8) : '',
-    name,
-    kind: 1,
-    startTimeUnixNano: String(t0),
-    endTimeUnixNano: String(t0 + 40_000_000n),
-    attributes,
-  });
+  const span = spanMaker(traceByte);
   const email = (id: string, key: string, ext: string) =>
     span(id, '01', 'tool send_email', [
       attr('tool.name', 'send_email'),
@@ -31,24 +25,13 @@ async function escalate(request: APIRequestContext, runId: string, traceByte: st
       attr('tool.idempotency_key', key),
       attr('tool.external_id', ext),
     ]);
-  const traces = await request.post(otlpURL(), {
-    headers: { Authorization: `Bearer ${token()}`, 'Content-Type': 'application/json' },
-    data: {
-      resourceSpans: [{
-        resource: { attributes: [attr('service.name', 'support-agent')] },
-        scopeSpans: [{
-          spans: [
-            span('01', null, 'agent.run', [attr('run.id', runId), attr('escalation.reason', 'insufficient_permission')]),
-            email('02', `${runId}-k1`, `${runId}-msg_1`),
-            email('03', `${runId}-k2`, `${runId}-msg_2`),
-          ],
-        }],
-      }],
-    },
-  });
-  expect(traces.status()).toBe(200);
+  await exportSpans(request, 'support-agent', [
+    span('01', null, 'agent.run', [attr('run.id', runId), attr('escalation.reason', 'insufficient_permission')]),
+    email('02', `${runId}-k1`, `${runId}-msg_1`),
+    email('03', `${runId}-k2`, `${runId}-msg_2`),
+  ]);
   const api = await request.post('/api/v1/escalations', {
-    headers: { Authorization: `Bearer ${token()}` },
+    headers: { Authorization: `Bearer ${agentToken()}` },
     data: {
       run_id: runId,
       reason: 'insufficient_permission',
@@ -96,7 +79,7 @@ test('an operator takes over an escalated run', async ({ page, request }) => {
   await expect(page.getByTestId('outcome')).toContainText('Resolved as completed by human by alice');
   await expect(page.getByTestId('timeline')).toContainText('item done');
 
-  const state = await request.get(`/api/v1/escalations/${escalation.id}`, { headers: { Authorization: `Bearer ${token()}` } });
+  const state = await request.get(`/api/v1/escalations/${escalation.id}`, { headers: { Authorization: `Bearer ${agentToken()}` } });
   const body = await state.json();
   expect(body.open).toBe(false);
   expect(body.outcome).toBe('completed_by_human');
