@@ -101,6 +101,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
     let outcome: Result<WriteOutcome, sqlx::Error> = on_pool!(db, pool => {
         async {
+            let t_begin = std::time::Instant::now();
             // SQLite: take the write lock up front, so two writers queue on the busy
             // timeout instead of failing when a reader upgrades.
             let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
@@ -183,7 +184,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
             let t_traces = std::time::Instant::now();
             let mut stored = 0u64;
-            for chunk in cacheable_chunks(&spans, ROWS_PER_INSERT) {
+            for chunk in cacheable_chunks(spans, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new(SPAN_INSERT);
                 q.push_values(chunk, |mut row, s| {
                     row.push_bind(&s.trace_id)
@@ -277,6 +278,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             }
             let mut derived: Vec<RunDetail> =
                 touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
+            let t_derived = std::time::Instant::now();
             super::approvals::count_violations!(tx, derived);
             super::escalations::open_from_traces!(tx, derived, spans, received_at);
             for d in &derived {
@@ -393,8 +395,10 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             let t_runs = std::time::Instant::now();
             tx.commit().await?;
             tracing::debug!(
+                traces_ms = (t_traces - t_begin).as_millis() as u64,
                 spans_ms = (t_spans - t_traces).as_millis() as u64,
-                runs_ms = (t_runs - t_spans).as_millis() as u64,
+                derive_ms = (t_derived - t_spans).as_millis() as u64,
+                runs_ms = (t_runs - t_derived).as_millis() as u64,
                 commit_ms = t_runs.elapsed().as_millis() as u64,
                 runs = touched.len(),
                 read_back = had_spans.len(),

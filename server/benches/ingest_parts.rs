@@ -1,0 +1,139 @@
+//! Ingest benchmark by part (not a test): where the time of one acknowledged span goes,
+//! without the HTTP server, the network or the load generator competing for the cores.
+//! `cargo xtask bench` measures the whole path; this one splits it in two:
+//!
+//! 1. decode + normalize: protobuf export requests (512 spans each, made by the load
+//!    generator's synthesizer beforehand) decoded and normalized on one thread: what each
+//!    OTLP worker does before a batch reaches the writer;
+//! 2. storage: the normalized spans committed by `spans::write`, the single writer's
+//!    transaction, in commits of a fixed size on a fresh database, with the server's
+//!    background log checkpoint running beside it (SQLite), as in `flightdeck serve`.
+//!
+//! Prints spans per second and commit times; asserts nothing.
+//!
+//!   cargo bench -p flightdeck --bench ingest_parts          # SQLite
+//!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
+//!                                                           # and PostgreSQL
+//!   FLIGHTDECK_BENCH_SPANS=100000   spans per measurement (default 300,000)
+//!   FLIGHTDECK_BENCH_COMMIT=2048    spans per commit (default: 2,048 and 8,192)
+//!   RUST_LOG=app=debug              each commit's phases (span rows, runs, commit)
+
+use app::ingest::normalize::NormalizedSpan;
+use app::ingest::pipeline::{prepare, IngestSettings};
+use app::storage::testing::TestDb;
+use app::storage::{spans, wal, Db};
+use loadgen::synth::{requests_for, Synth, SynthOptions};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message;
+use std::time::{Duration, Instant};
+
+/// Spans per export request, as `cargo xtask bench` sends them.
+const SPANS_PER_REQUEST: usize = 512;
+
+fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok().and_then(|v| v.replace([',', '_'], "").parse().ok())
+}
+
+/// Export requests holding about `spans` spans of realistic runs, encoded as an exporter
+/// sends them.
+fn encoded_requests(spans: usize) -> Vec<Vec<u8>> {
+    let mut synth = Synth::new(SynthOptions { seed: 29, ..SynthOptions::default() });
+    let mut runs = Vec::new();
+    let mut total = 0;
+    while total < spans {
+        let run = synth.next_run();
+        total += run.span_count;
+        runs.push(run);
+    }
+    requests_for(&runs, SPANS_PER_REQUEST).iter().map(Message::encode_to_vec).collect()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p).ceil() as usize).saturating_sub(1).min(sorted.len() - 1)]
+}
+
+/// Decodes and normalizes every request on this thread; returns the normalized batches.
+fn decode_and_normalize(requests: &[Vec<u8>], settings: &IngestSettings) -> Vec<Vec<NormalizedSpan>> {
+    let started = Instant::now();
+    let batches: Vec<Vec<NormalizedSpan>> = requests
+        .iter()
+        .map(|bytes| {
+            let request = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("decodes");
+            prepare(&request, settings, &[]).spans
+        })
+        .collect();
+    let elapsed = started.elapsed();
+    let spans: usize = batches.iter().map(Vec::len).sum();
+    let bytes: usize = requests.iter().map(Vec::len).sum();
+    println!(
+        "decode + normalize, one thread: {spans} spans ({:.0} MiB of protobuf) in {elapsed:.2?}: {:.0} spans/s",
+        bytes as f64 / (1 << 20) as f64,
+        spans as f64 / elapsed.as_secs_f64()
+    );
+    batches
+}
+
+/// Commits the batches in commits of `per_commit` spans and prints the rate.
+async fn store(db: &Db, batches: &[Vec<NormalizedSpan>], per_commit: usize, settings: &IngestSettings) {
+    // The server's checkpoint loop (SQLite), so the writer runs as it does in `serve`.
+    let checkpointer = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                every.tick().await;
+                let _ = wal::checkpoint(&db).await;
+            }
+        })
+    };
+    let requests_per_commit = (per_commit / SPANS_PER_REQUEST).max(1);
+    // The writer concatenates the waiting exports the same way; done before the clock.
+    let commits: Vec<Vec<NormalizedSpan>> =
+        batches.chunks(requests_per_commit).map(|group| group.iter().flatten().cloned().collect()).collect();
+    let mut commit_times = Vec::new();
+    let mut stored = 0u64;
+    let started = Instant::now();
+    for all in &commits {
+        let t = Instant::now();
+        stored += spans::write(db, all, settings.body_policy).await.expect("write").stored;
+        commit_times.push(t.elapsed());
+    }
+    let elapsed = started.elapsed();
+    checkpointer.abort();
+    commit_times.sort();
+    println!(
+        "storage, {}, {} spans per commit: {stored} spans in {elapsed:.2?}: {:.0} spans/s \
+         (commit p50 {:.0?}, p95 {:.0?})",
+        db.backend_name(),
+        requests_per_commit * SPANS_PER_REQUEST,
+        stored as f64 / elapsed.as_secs_f64(),
+        percentile(&commit_times, 0.5),
+        percentile(&commit_times, 0.95),
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    // `RUST_LOG=app=debug` prints each commit's phases (the write path's own debug log).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    }
+    let spans = env_usize("FLIGHTDECK_BENCH_SPANS").unwrap_or(300_000);
+    let commits = match env_usize("FLIGHTDECK_BENCH_COMMIT") {
+        Some(n) => vec![n],
+        None => vec![2_048, 8_192],
+    };
+    let settings = IngestSettings::default();
+    let requests = encoded_requests(spans);
+    let batches = decode_and_normalize(&requests, &settings);
+    drop(requests);
+    for per_commit in commits {
+        let sqlite = TestDb::sqlite().await;
+        store(&sqlite.db, &batches, per_commit, &settings).await;
+        sqlite.cleanup().await;
+        if let Some(pg) = TestDb::postgres().await {
+            store(&pg.db, &batches, per_commit, &settings).await;
+            pg.cleanup().await;
+        }
+    }
+}
