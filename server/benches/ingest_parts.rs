@@ -21,7 +21,7 @@
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
-use app::storage::{spans, wal, Db};
+use app::storage::{spans, Db};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
@@ -76,16 +76,7 @@ fn decode_and_normalize(requests: &[Vec<u8>], settings: &IngestSettings) -> Vec<
 /// Commits the batches in commits of `per_commit` spans and prints the rate.
 async fn store(db: &Db, batches: &[Vec<NormalizedSpan>], per_commit: usize, settings: &IngestSettings) {
     // The server's checkpoint loop (SQLite), so the writer runs as it does in `serve`.
-    let checkpointer = {
-        let db = db.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_millis(250));
-            loop {
-                every.tick().await;
-                let _ = wal::checkpoint(&db).await;
-            }
-        })
-    };
+    let checkpointer = tokio::spawn(flightdeck::commands::serve::checkpoint_wal(db.clone()));
     let requests_per_commit = (per_commit / SPANS_PER_REQUEST).max(1);
     // The writer concatenates the waiting exports the same way; done before the clock.
     let commits: Vec<Vec<NormalizedSpan>> =

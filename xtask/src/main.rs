@@ -6,7 +6,7 @@
 //!   cargo xtask run [--release] [-- FLIGHTDECK ARGS]   build everything, then serve
 //!   cargo xtask build [--release]                       build the bundle and the server
 //!   cargo xtask test                                    the whole test suite
-//!   cargo xtask bench [--seconds N]                     ingest throughput and server memory
+//!   cargo xtask bench [--seconds N] [--concurrency N]   ingest throughput and server memory
 
 use anyhow::{bail, Context, Result};
 use std::env;
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | bench [--seconds N]");
+            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | bench [--seconds N] [--concurrency N]");
             return ExitCode::from(2);
         }
     };
@@ -247,14 +247,18 @@ fn machine_description() -> String {
 /// same machine sending as fast as the server answers, for SQLite and (when available)
 /// PostgreSQL, over OTLP/HTTP protobuf and OTLP/gRPC. Prints the figures; asserts nothing.
 fn bench(args: &[String]) -> Result<()> {
-    let seconds: u64 = args
-        .iter()
-        .position(|a| a == "--seconds")
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse())
-        .transpose()
-        .context("--seconds takes a whole number")?
-        .unwrap_or(30);
+    let number = |flag: &str| -> Result<Option<u64>> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.parse())
+            .transpose()
+            .with_context(|| format!("{flag} takes a whole number"))
+    };
+    let seconds = number("--seconds")?.unwrap_or(30);
+    // Exports in flight: the server commits what is waiting together, so more exporters
+    // make bigger commits.
+    let concurrency = number("--concurrency")?.unwrap_or(8);
     step("building the release server and load generator");
     check(cargo().args(["build", "--release", "--package", "flightdeck", "--package", "loadgen", "--bins"]))?;
     let release = target_dir().join("release");
@@ -298,12 +302,15 @@ fn bench(args: &[String]) -> Result<()> {
                 let _ = server.kill();
                 bail!("the server did not start listening");
             }
-            step(&format!("{backend}, OTLP/{protocol} protobuf, {seconds} s as fast as the server answers"));
+            step(&format!(
+                "{backend}, OTLP/{protocol} protobuf, {seconds} s as fast as the server answers, {concurrency} exports in flight"
+            ));
             let endpoint = format!("http://127.0.0.1:{}", if protocol == "grpc" { grpc } else { http });
             let result = check(
                 Command::new(release.join("flightdeck-loadgen"))
                     .args(["--endpoint", &endpoint, "--protocol", protocol])
-                    .args(["--duration", &seconds.to_string(), "--concurrency", "8", "--spans-per-request", "512"])
+                    .args(["--duration", &seconds.to_string(), "--concurrency", &concurrency.to_string()])
+                    .args(["--spans-per-request", "512"])
                     .args(["--rss-pid", &server.id().to_string()]),
             );
             let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();

@@ -244,8 +244,9 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
 }
 
 /// Keeps SQLite's write-ahead log short from a connection of its own, so the ingest
-/// writer's commits do not pay for copying it back (see `storage::wal`).
-async fn checkpoint_wal(db: Db) {
+/// writer's commits do not pay for copying it back (see `storage::wal`). Runs until
+/// dropped; returns at once on PostgreSQL.
+pub async fn checkpoint_wal(db: Db) {
     if !matches!(db, Db::Sqlite(_)) {
         return;
     }
