@@ -65,7 +65,7 @@ pub struct Overrides {
     pub max_body_bytes: Option<usize>,
 
     /// Memory for OTLP requests waiting to be stored, in bytes; beyond it exporters are
-    /// told to retry later (503 with Retry-After) [default: 134217728]
+    /// told to retry later (503 with Retry-After) [default: 67108864]
     #[arg(long, env = "FLIGHTDECK_INGEST_QUEUE_BYTES", global = true, value_name = "BYTES")]
     pub ingest_queue_bytes: Option<usize>,
 
@@ -247,7 +247,7 @@ impl Config {
             otlp_grpc_listen: o.otlp_grpc_listen.unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
             ingest_auth: o.ingest_auth.unwrap_or(IngestAuth::Token),
             max_body_bytes: o.max_body_bytes.unwrap_or(20 * 1024 * 1024),
-            ingest_queue_bytes: o.ingest_queue_bytes.unwrap_or(128 * 1024 * 1024),
+            ingest_queue_bytes: o.ingest_queue_bytes.unwrap_or(64 * 1024 * 1024),
             max_attribute_bytes: o.max_attribute_bytes.unwrap_or(256 * 1024),
             body_policy: o.body_policy.unwrap_or_default(),
             body_retention_days: o.body_retention_days.unwrap_or(7),

@@ -349,7 +349,13 @@ async fn bad_requests_get_clear_errors_and_store_nothing() {
         assert!(rpc["message"].as_str().unwrap().contains("not valid OTLP JSON"), "{rpc}");
 
         let oversize = request(vec![span(7, 1, None, "x", vec![s("pad", &"y".repeat(100 * 1024))])]).encode_to_vec();
-        let (status, _, body) = h.post("application/x-protobuf", oversize, &[], None).await;
+        let declared = oversize.len().to_string();
+        let (status, _, body) = h.post("application/x-protobuf", oversize.clone(), &[], None).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(String::from_utf8_lossy(&body).contains("byte limit"));
+        // Refused on its declared length, before the body is read.
+        let (status, _, body) =
+            h.post("application/x-protobuf", oversize, &[("content-length", declared.as_str())], None).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(String::from_utf8_lossy(&body).contains("byte limit"));
 
@@ -404,6 +410,18 @@ async fn overload_is_refused_with_retry_after_and_nothing_is_lost() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(headers[header::RETRY_AFTER], "1");
     assert_eq!(flightdeck::otlp::http::RpcStatus::decode(body.as_slice()).unwrap().code, 14);
+    // With a declared length the body is refused before it is read; the answer is the same.
+    let encoded = request(whole_run(9, "run-busy")).encode_to_vec();
+    let length = encoded.len().to_string();
+    let (status, headers, _) =
+        h.post("application/x-protobuf", encoded, &[("content-length", length.as_str())], None).await;
+    assert_eq!((status, &headers[header::RETRY_AFTER]), (StatusCode::SERVICE_UNAVAILABLE, &"1".parse().unwrap()));
+    // A gzip body's size is known only after decompression; it is refused then, the same way.
+    let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&request(whole_run(9, "run-busy")).encode_to_vec()).unwrap();
+    let (status, headers, _) =
+        h.post("application/x-protobuf", gz.finish().unwrap(), &[("content-encoding", "gzip")], None).await;
+    assert_eq!((status, &headers[header::RETRY_AFTER]), (StatusCode::SERVICE_UNAVAILABLE, &"1".parse().unwrap()));
     assert_eq!(h.stored_spans().await, 0);
     drop(held);
     assert_eq!(h.post_proto(&request(whole_run(9, "run-busy"))).await.0, StatusCode::OK, "the retry succeeds");

@@ -41,7 +41,7 @@ impl TraceService for Receiver {
         let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
         self.service.authenticate(authorization).await.map_err(status)?;
         let request = request.into_inner();
-        let permit = self.service.reserve(request.encoded_len().saturating_mul(3)).map_err(status)?;
+        let permit = self.service.reserve_for_request(request.encoded_len()).map_err(status)?;
         let outcome = self.service.export(request, permit).await.map_err(|e| {
             tracing::info!(error = %e, "OTLP/gRPC export refused");
             status(e)

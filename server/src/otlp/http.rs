@@ -112,7 +112,6 @@ async fn receive(
     service.authenticate(authorization).await?;
     let limit = service.max_body_bytes();
     let too_large = || IngestError::TooLarge(format!("the request is larger than the {limit} byte limit"));
-    let raw: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
     let gzip = match headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
         None | Some("identity") => false,
         Some("gzip") => true,
@@ -120,9 +119,22 @@ async fn receive(
             return Err(IngestError::Invalid(format!("unsupported Content-Encoding `{other}`: use gzip or none")))
         }
     };
+    // An uncompressed body of declared length is reserved before it is read, so under
+    // overload many exporters' bodies are refused unread rather than buffered first.
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let early = match declared {
+        Some(length) if length > limit => return Err(too_large()),
+        Some(length) if !gzip => Some(service.reserve_for_request(length)?),
+        _ => None,
+    };
+    let raw: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
     let bytes = if gzip { gunzip(&raw, limit)? } else { raw.to_vec() };
-    // Decoded requests take a few times their wire size; reserve before decoding.
-    let permit = service.reserve(bytes.len().saturating_mul(3))?;
+    drop(raw);
+    // Reserved before decoding: a decoded request takes several times its wire size.
+    let permit = match early {
+        Some(permit) => permit,
+        None => service.reserve_for_request(bytes.len())?,
+    };
     let request = decode(encoding, &bytes)?;
     drop(bytes);
     service.export(request, permit).await
