@@ -64,8 +64,9 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_MAX_BODY_BYTES", global = true, value_name = "BYTES")]
     pub max_body_bytes: Option<usize>,
 
-    /// Memory for OTLP requests waiting to be stored, in bytes; beyond it exporters are
-    /// told to retry later (503 with Retry-After) [default: 67108864]
+    /// Memory for OTLP requests waiting to be stored, in bytes (each counts 8 times its
+    /// uncompressed size); beyond it exporters are told to retry later (503 with
+    /// Retry-After) [default: 67108864]
     #[arg(long, env = "FLIGHTDECK_INGEST_QUEUE_BYTES", global = true, value_name = "BYTES")]
     pub ingest_queue_bytes: Option<usize>,
 
