@@ -317,6 +317,7 @@ mod ingest_storage {
             let mut budget = tool_run(1, "send", false, t0 + 1_000_000, "send").remove(1);
             budget.span_id = "0303030303030303".into();
             budget.terminal_reason = Some(TerminalReason::Budget);
+            budget.refresh_record();
             spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
             assert_eq!(runs::get(db, "send").await.unwrap().unwrap().run.terminal_reason, TerminalReason::Budget);
             runs::apply_retention(db, 30, 7).await.unwrap();
@@ -329,6 +330,74 @@ mod ingest_storage {
                     .into_iter()
                     .collect::<Vec<_>>()
             );
+            t.cleanup().await;
+        }
+    }
+
+    /// Migration 0013 moved spans from one row each into per-run chunks: spans stored
+    /// before it read back the same through every reader, and are still not stored twice.
+    #[tokio::test]
+    async fn spans_stored_before_the_chunk_migration_read_back_the_same() {
+        use app::canonical::SideEffect;
+        for t in TestDb::each_backend_at(12).await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            let mut spans_before = tool_run(7, "migrated", true, now_ns, "wire_money");
+            let call = &mut spans_before[1];
+            call.side_effect = Some(SideEffect::Irreversible);
+            call.idempotency_key = Some("idem-7".into());
+            call.external_id = Some("txn-7".into());
+            call.outcome = Some(app::canonical::Outcome::Ok);
+            call.refresh_record();
+            // Stored as the old schema stored them: a row per span and the trace's run.
+            for s in &spans_before {
+                let record: serde_json::Value = serde_json::from_str(&s.json.record).unwrap();
+                let sql = "INSERT INTO spans (trace_id, span_id, parent_span_id, run_id, name, kind, start_ns, end_ns, \
+                    status_code, status_message, tool_name, side_effect, idempotency_key, attempt, outcome, external_id, \
+                    args_sha256, attributes, events, resource, role, latency_ms, received_at) \
+                    VALUES ($1, $2, $3, 'migrated', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
+                    $19, $20, $21, 0)";
+                app::storage::on_pool!(db, pool => sqlx::query(sql)
+                    .bind(&s.trace_id).bind(&s.span_id).bind(&s.parent_span_id).bind(&s.name).bind(s.kind)
+                    .bind(s.start_ns).bind(s.end_ns).bind(s.status_code).bind(&s.status_message).bind(&s.tool_name)
+                    .bind(s.side_effect.map(|v| v.as_str())).bind(&s.idempotency_key).bind(s.attempt)
+                    .bind(s.outcome.map(|v| v.as_str())).bind(&s.external_id).bind(&s.args_sha256)
+                    .bind(record["attributes"].to_string()).bind(record["events"].to_string())
+                    .bind(record["resource"].to_string()).bind(s.role.map(|r| r.as_str())).bind(s.latency_ms)
+                    .execute(pool).await.map(|_| ()))
+                .unwrap();
+            }
+            app::storage::on_pool!(db, pool => sqlx::query(
+                "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)")
+                .bind(&spans_before[0].trace_id).bind(true).execute(pool).await.map(|_| ()))
+            .unwrap();
+
+            db.migrate().await.unwrap();
+            assert_eq!(spans::count(db).await.unwrap(), 2, "{}", t.backend());
+            // Re-sent after the migration: recognised as stored, and the run derived from both.
+            let outcome = spans::write(db, &spans_before, BodyPolicy::None).await.unwrap();
+            assert_eq!(outcome.stored, 0, "{}", t.backend());
+            assert_eq!(spans::count(db).await.unwrap(), 2);
+            let detail = runs::get(db, "migrated").await.unwrap().expect("the run");
+            assert_eq!(detail.tool_call_list.len(), 1);
+            let call = &detail.tool_call_list[0];
+            assert_eq!((call.tool.as_str(), call.idempotency_key.as_deref()), ("wire_money", Some("idem-7")));
+
+            let (page, total) = runs::waterfall(db, "migrated", 0, 10).await.unwrap();
+            assert_eq!(total, 2);
+            assert_eq!(page.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["agent.run", "tool wire_money"]);
+            assert_eq!(page[0].status_message.as_deref(), Some("boom"));
+            let panel = runs::span_panel(db, "migrated", &page[1].trace_id, &page[1].span_id).await.unwrap().unwrap();
+            assert!(panel.attributes.contains("\"tool.name\": \"wire_money\""), "{}", panel.attributes);
+            assert_eq!(panel.kind, spans_before[1].kind);
+
+            for term in ["idem-7", "txn-7"] {
+                let q = runs::RunQuery { search: Some(term.into()), ..Default::default() };
+                assert_eq!(runs::list(db, &q).await.unwrap().runs.len(), 1, "search {term} on {}", t.backend());
+            }
+            let executions = app::storage::alerts::irreversible_executions(db, 0).await.unwrap();
+            assert_eq!(executions.len(), 1);
+            assert_eq!((executions[0].tool.as_str(), executions[0].run_id.as_str()), ("wire_money", "migrated"));
             t.cleanup().await;
         }
     }
@@ -361,6 +430,7 @@ mod ingest_storage {
             let mut budget = tool_run(1, "t1", false, t0 + 1_000, "send").remove(1);
             budget.span_id = "0303030303030303".into();
             budget.terminal_reason = Some(TerminalReason::Budget);
+            budget.refresh_record();
             spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
             let expected =
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]

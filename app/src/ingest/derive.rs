@@ -8,8 +8,9 @@ use crate::canonical::{
 use crate::storage::from_ms;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The stored canonical columns of one span: what derivation needs, nothing more.
-#[derive(Debug, Clone, Default, PartialEq, sqlx::FromRow)]
+/// The stored canonical fields of one span: what derivation needs, nothing more. Read
+/// straight from a stored chunk (`storage::span_record`), skipping the rest of a record.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 pub struct SpanFacts {
     pub trace_id: String,
     pub span_id: String,
@@ -18,7 +19,6 @@ pub struct SpanFacts {
     pub end_ns: i64,
     pub status_code: i32,
     pub agent: Option<String>,
-    #[sqlx(rename = "run_trigger")]
     pub trigger: Option<String>,
     pub terminal_reason: Option<String>,
     pub escalation_reason: Option<String>,

@@ -7,6 +7,7 @@ use super::mapping::{marker_matches, MappingTable};
 use super::policy::{policy_for, ToolPolicy};
 use super::redact::Redactor;
 use crate::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
+use crate::storage::span_record;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -71,38 +72,20 @@ pub struct NormalizedSpan {
     /// Span events, redacted, bodies moved out; kept as values too because filing an
     /// escalation reads them.
     pub events: Vec<Value>,
-    /// Attributes, events, resource and bodies as the JSON text stored, serialized here
-    /// because normalization runs on many threads while the writer that stores them is one.
+    /// The span as stored and its bodies, as JSON text, serialized here because
+    /// normalization runs on many threads while the writer that stores them is one.
     pub json: StoredJson,
 }
 
-/// A span's attributes, events, resource and bodies as stored (JSON text).
+/// A span as stored (JSON text).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredJson {
-    /// Metadata attributes, redacted, without bodies.
-    pub attributes: String,
-    pub events: String,
-    /// The resource's attributes, redacted.
-    pub resource: String,
+    /// The span's stored record: canonical fields and its attributes (redacted, without
+    /// bodies), events and resource (see `storage::span_record`).
+    pub record: String,
     /// Body attributes (prompts, arguments, results), redacted, stored apart; empty
     /// when the span has none.
     pub bodies: String,
-}
-
-impl StoredJson {
-    fn of(
-        attributes: &Map<String, Value>,
-        events: &[Value],
-        resource: &Map<String, Value>,
-        bodies: &Map<String, Value>,
-    ) -> Self {
-        StoredJson {
-            attributes: json_text(attributes),
-            events: json_text(&events),
-            resource: json_text(resource),
-            bodies: if bodies.is_empty() { String::new() } else { json_text(bodies) },
-        }
-    }
 }
 
 fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
@@ -110,6 +93,17 @@ fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
 }
 
 impl NormalizedSpan {
+    /// Re-encodes the stored record from the current fields, keeping its attributes,
+    /// events and resource. The record is made once, at normalization; code that changes
+    /// a normalized span afterwards (tests building variants of one) calls this, or the
+    /// writer would store the span as it was.
+    pub fn refresh_record(&mut self) {
+        let old: Value = serde_json::from_str(&self.json.record).unwrap_or_default();
+        let map = |key: &str| old.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+        let events = old.get("events").and_then(Value::as_array).cloned().unwrap_or_default();
+        self.json.record = span_record::encode(self, &map("attributes"), &events, &map("resource"));
+    }
+
     /// The canonical facts derivation reads, exactly as the writer stores them: a run
     /// whose spans all arrive in one write is derived from these without reading back.
     pub fn facts(&self) -> SpanFacts {
@@ -296,7 +290,7 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         .collect();
     cx.redactor.redact_map(&mut bodies);
 
-    Ok(NormalizedSpan {
+    let mut normalized = NormalizedSpan {
         trace_id: hex::encode(&span.trace_id),
         span_id: hex::encode(&span.span_id),
         parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex::encode(&span.parent_span_id)),
@@ -335,9 +329,14 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
         requires_approval: policy.is_some_and(|p| p.requires_approval),
         run_limit: policy.and_then(|p| p.run_limit),
-        json: StoredJson::of(&attributes, &events, &stored_resource, &bodies),
+        json: StoredJson {
+            record: String::new(),
+            bodies: if bodies.is_empty() { String::new() } else { json_text(&bodies) },
+        },
         events,
-    })
+    };
+    normalized.json.record = span_record::encode(&normalized, &attributes, &normalized.events, &stored_resource);
+    Ok(normalized)
 }
 
 /// Resource attributes as JSON, for [`normalize`].
@@ -441,7 +440,7 @@ pub(crate) mod tests {
         assert_eq!(n.approval_id.as_deref(), Some("apr_9"));
         assert_eq!(n.args_sha256.as_deref(), Some(args_sha256(r#"{"body":"hi","to":"a@b.c"}"#).as_str()));
         assert!(stored(&n.json.bodies).get("gen_ai.tool.call.arguments").is_some(), "arguments are a body");
-        assert!(stored(&n.json.attributes).get("gen_ai.tool.call.arguments").is_none());
+        assert!(stored_field(&n.json.record, "attributes").get("gen_ai.tool.call.arguments").is_none());
     }
 
     #[test]
@@ -551,9 +550,14 @@ pub(crate) mod tests {
             }),
         );
         let n = run(&s, json!({"deploy.token": "t0ps3cret"})).unwrap();
-        assert_eq!(stored(&n.json.attributes)["http.request.header.authorization"], "[REDACTED]");
+        assert_eq!(stored_field(&n.json.record, "attributes")["http.request.header.authorization"], "[REDACTED]");
         assert!(!stored(&n.json.bodies)["gen_ai.tool.call.arguments"].as_str().unwrap().contains("sk-abc"));
-        assert_eq!(stored(&n.json.resource)["deploy.token"], "[REDACTED]");
+        assert_eq!(stored_field(&n.json.record, "resource")["deploy.token"], "[REDACTED]");
+    }
+
+    /// One field of the stored record.
+    fn stored_field(record: &str, field: &str) -> Value {
+        stored(record)[field].clone()
     }
 
     /// Stored JSON text read back; no bodies reads as an empty object.

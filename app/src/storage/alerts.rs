@@ -39,10 +39,10 @@ pub async fn save_settings(db: &Db, rule: AlertRule, settings: &RuleSettings, by
 // ---- the windows the rules read -------------------------------------------------------
 
 /// Irreversible tool calls that executed (ok, error or timeout) and ended after
-/// `since_ms`. Reads the partial index `spans_irreversible_end`.
+/// `since_ms`, from `irreversible_calls` through its end-time index.
 pub async fn irreversible_executions(db: &Db, since_ms: i64) -> StoreResult<Vec<Execution>> {
-    let sql = "SELECT COALESCE(tool_name, ''), run_id, end_ns FROM spans \
-               WHERE side_effect = 'irreversible' AND end_ns > $1 AND outcome IN ('ok', 'error', 'timeout')";
+    let sql = "SELECT COALESCE(tool_name, ''), run_id, end_ns FROM irreversible_calls \
+               WHERE end_ns > $1 AND outcome IN ('ok', 'error', 'timeout')";
     let rows: Vec<(String, String, i64)> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
     Ok(rows.into_iter().map(|(tool, run_id, end_ns)| Execution { tool, run_id, at_ms: end_ns / 1_000_000 }).collect())
@@ -106,16 +106,24 @@ pub async fn run_costs(db: &Db, since_ms: i64) -> StoreResult<Vec<RunCost>> {
 /// Runs that ended in `error` after `since_ms` and had a failed tool call (error or
 /// timeout), with the first tool that failed.
 pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> {
-    let sql = "SELECT r.run_id, r.ended_ns, \
-                 (SELECT s.tool_name FROM spans s WHERE s.run_id = r.run_id AND s.outcome IN ('error', 'timeout') \
-                  ORDER BY s.end_ns LIMIT 1) \
-               FROM runs r WHERE r.terminal_reason = 'error' AND r.ended_ns > $1";
-    let rows: Vec<(String, i64, Option<String>)> =
+    let sql = "SELECT run_id, ended_ns FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
+    let rows: Vec<(String, i64)> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+    let ids: Vec<&str> = rows.iter().map(|(run, _)| run.as_str()).collect();
+    let facts = super::spans::facts_of_runs(db, &ids).await?;
     Ok(rows
-        .into_iter()
-        .filter_map(|(run_id, ended_ns, tool)| {
-            tool.map(|failed_tool| FailedRun { run_id, failed_tool, ended_ms: ended_ns / 1_000_000 })
+        .iter()
+        .filter_map(|(run_id, ended_ns)| {
+            let first_failed = facts
+                .get(run_id)?
+                .iter()
+                .filter(|f| matches!(f.outcome.as_deref(), Some("error" | "timeout")))
+                .min_by_key(|f| f.end_ns)?;
+            Some(FailedRun {
+                run_id: run_id.clone(),
+                failed_tool: first_failed.tool_name.clone()?,
+                ended_ms: ended_ns / 1_000_000,
+            })
         })
         .collect())
 }

@@ -350,10 +350,11 @@ pub async fn recent_violations(db: &Db, limit: i64) -> StoreResult<Vec<Violation
 
 /// Inside the ingest transaction `$tx`: checks every executed tool call in `$spans`
 /// against the approval rules (see `approvals::check`), claims each approval's one use, and
-/// records violations idempotently. A macro because the transaction's type differs per
+/// records violations idempotently. `$facts_by_run` holds every span of each run the
+/// write touches (stored and new), for the per-run limits. A macro because the transaction's type differs per
 /// backend and the write path is expanded once for each (see `on_pool!`).
 macro_rules! record_violations {
-    ($tx:ident, $spans:expr, $run_of:expr, $now:expr) => {{
+    ($tx:ident, $spans:expr, $run_of:expr, $facts_by_run:expr, $now:expr) => {{
         use $crate::approvals::check::{check, needs_check, ApprovalFacts, Execution};
         use $crate::canonical::Outcome;
         let executed = |s: &&$crate::ingest::normalize::NormalizedSpan| {
@@ -419,16 +420,17 @@ macro_rules! record_violations {
         for s in $spans.iter().filter(|s| s.run_limit.is_some() && s.outcome == Some(Outcome::Ok)) {
             let (Some(tool), Some(limit)) = (s.tool_name.as_deref(), s.run_limit) else { continue };
             let run = &$run_of[s.trace_id.as_str()];
-            let nth: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM spans WHERE run_id = $1 AND tool_name = $2 AND outcome = 'ok' \
-                 AND (start_ns < $3 OR (start_ns = $3 AND span_id <= $4))",
-            )
-            .bind(run)
-            .bind(tool)
-            .bind(s.start_ns)
-            .bind(&s.span_id)
-            .fetch_one(&mut *$tx)
-            .await?;
+            // Every stored span of the run plus this write's, re-sent ones once.
+            let nth = $facts_by_run
+                .get(run.as_str())
+                .into_iter()
+                .flatten()
+                .filter(|f: &&$crate::ingest::derive::SpanFacts| {
+                    f.tool_name.as_deref() == Some(tool)
+                        && f.outcome.as_deref() == Some("ok")
+                        && (f.start_ns, f.span_id.as_str()) <= (s.start_ns, s.span_id.as_str())
+                })
+                .count() as i64;
             if nth > limit {
                 let detail = format!("execution {nth} of {tool} in this run; its policy allows {limit}");
                 found.push((s, $crate::approvals::ViolationKind::RunLimitExceeded, detail));

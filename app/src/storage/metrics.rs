@@ -67,13 +67,10 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
     let runs_by_reason =
         TerminalReason::ALL.iter().map(|r| (*r, reasons.get(r.as_str()).copied().unwrap_or(0).max(0))).collect();
 
-    // `side_effect = 'irreversible'` exactly as written: the partial indexes' predicate,
-    // so the scan stays on irreversible spans (index only, through (tool_name, outcome)).
-    // Executions are the outcomes where the effect may have happened; deduped and denied
-    // calls did nothing.
-    let irreversible_sql = "SELECT COALESCE(tool_name, ''), COUNT(*) FROM spans \
-        WHERE side_effect = 'irreversible' AND outcome IN ('ok', 'error', 'timeout') \
-        GROUP BY tool_name";
+    // Through the (tool_name, outcome) index of `irreversible_calls`. Executions are the
+    // outcomes where the effect may have happened; deduped and denied calls did nothing.
+    let irreversible_sql = "SELECT COALESCE(tool_name, ''), COUNT(*) FROM irreversible_calls \
+        WHERE outcome IN ('ok', 'error', 'timeout') GROUP BY tool_name";
     let irreversible_by_tool: Vec<(String, i64)> =
         on_pool!(db, pool => sqlx::query_as(irreversible_sql).fetch_all(pool).await)?;
 

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod policies;
 pub mod runs;
 pub mod sessions;
+pub mod span_record;
 pub mod spans;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -115,6 +116,24 @@ impl Db {
             Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
         }
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
+        Ok(())
+    }
+
+    /// Applies this backend's migrations up to and including `version` only, so a test
+    /// can fill a database in an older schema and check what a later migration makes of it.
+    #[cfg(feature = "test-support")]
+    pub async fn migrate_up_to(&self, version: i64) -> anyhow::Result<()> {
+        let all = match self {
+            Db::Sqlite(_) => &SQLITE_MIGRATIONS,
+            Db::Postgres(_) => &POSTGRES_MIGRATIONS,
+        };
+        let older = sqlx::migrate::Migrator {
+            migrations: all.iter().filter(|m| m.version <= version).cloned().collect::<Vec<_>>().into(),
+            ignore_missing: false,
+            locking: true,
+            no_tx: false,
+        };
+        on_pool!(self, pool => older.run(pool).await)?;
         Ok(())
     }
 

@@ -1,13 +1,15 @@
 //! Reading runs: the filtered, keyset-paginated list and one run in full.
 
-use super::spans::FACT_COLUMNS;
+use super::span_record::{self, StoredSpan};
+use super::spans;
 use super::{from_ms, now_ms, on_pool, Db, StoreResult};
 use crate::canonical::{
     DuplicateView, QueryParams, RunDetail, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
-use crate::ingest::derive::{derive_run, SpanFacts};
+use crate::ingest::derive::derive_run;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use sqlx::QueryBuilder;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Derived flags a run can be filtered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -371,8 +373,7 @@ fn push_runs_named_by(sql: &mut Sql, term: &str) {
     sql.push(&format!(
         "SELECT run_id FROM runs WHERE run_id = {t} \
          UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
-         UNION SELECT run_id FROM spans WHERE idempotency_key = {t} \
-         UNION SELECT run_id FROM spans WHERE external_id = {t}"
+         UNION SELECT run_id FROM run_terms WHERE term = {t}"
     ));
 }
 
@@ -526,8 +527,7 @@ pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
     let row: Option<RunRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_optional(pool).await)?;
     let Some(row) = row else { return Ok(None) };
-    let facts_sql = format!("SELECT {FACT_COLUMNS} FROM spans WHERE run_id = $1");
-    let facts: Vec<SpanFacts> = on_pool!(db, pool => sqlx::query_as(&facts_sql).bind(run_id).fetch_all(pool).await)?;
+    let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
     let derived = derive_run(run_id, &facts);
     let duplicates: Vec<DuplicateView> = serde_json::from_str(&row.duplicates).unwrap_or_default();
     Ok(Some(RunDetail {
@@ -545,35 +545,78 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
     let now_ns = now_ms() * 1_000_000;
     let runs_before = now_ns - keep_runs_days * day_ns;
     let bodies_before = now_ns - keep_bodies_days * day_ns;
+    let postgres = matches!(db, Db::Postgres(_));
     let result: Result<(u64, u64), sqlx::Error> = on_pool!(db, pool => {
         async {
-            let mut tx = pool.begin().await?;
-            let old_runs = "SELECT run_id FROM runs WHERE started_ns < $1";
-            for table in ["span_bodies", "spans", "trace_runs", "run_tools"] {
-                sqlx::query(&format!("DELETE FROM {table} WHERE run_id IN ({old_runs})"))
-                    .bind(runs_before)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let gone: Vec<(String,)> = sqlx::query_as("DELETE FROM runs WHERE started_ns < $1 RETURNING terminal_reason")
+            // A batch of runs per transaction: their search terms are found in their
+            // stored spans, which are read inside it, under the same lock the write path
+            // takes (the write lock on SQLite, the run rows on PostgreSQL), so a span
+            // arriving meanwhile cannot leave a term behind.
+            let mut runs = 0u64;
+            loop {
+                let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
+                let old_runs: Vec<String> = sqlx::query_scalar(if postgres {
+                    "SELECT run_id FROM runs WHERE started_ns < $1 ORDER BY run_id LIMIT 500 FOR UPDATE"
+                } else {
+                    "SELECT run_id FROM runs WHERE started_ns < $1 LIMIT 500"
+                })
                 .bind(runs_before)
                 .fetch_all(&mut *tx)
                 .await?;
-            let runs = gone.len() as u64;
-            let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
-            for (reason,) in gone {
-                *reason_deltas.entry(reason).or_default() -= 1;
+                if old_runs.is_empty() {
+                    break;
+                }
+                let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+                let mut list = q.separated(", ");
+                for run in &old_runs {
+                    list.push_bind(run.as_str());
+                }
+                q.push(")");
+                let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                let mut terms: BTreeSet<(String, String)> = BTreeSet::new();
+                for (run, records) in &chunks {
+                    let facts = span_record::decode_facts(records).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                    terms.extend(facts.iter().flat_map(|f| span_record::search_terms(f).map(|t| (t.to_string(), run.clone()))));
+                }
+                let terms: Vec<(String, String)> = terms.into_iter().collect();
+                for part in terms.chunks(400) {
+                    let mut q = QueryBuilder::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
+                    q.push_values(part, |mut row, (term, run)| {
+                        row.push_bind(term.as_str()).push_bind(run.as_str());
+                    });
+                    q.push(")");
+                    q.build().execute(&mut *tx).await?;
+                }
+                let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
+                for table in ["span_bodies", "span_chunks", "irreversible_calls", "trace_runs", "run_tools", "runs"] {
+                    let mut q = QueryBuilder::new(format!("DELETE FROM {table} WHERE run_id IN ("));
+                    let mut list = q.separated(", ");
+                    for run in &old_runs {
+                        list.push_bind(run.as_str());
+                    }
+                    q.push(")");
+                    if table == "runs" {
+                        q.push(" RETURNING terminal_reason");
+                        let gone: Vec<(String,)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                        runs += gone.len() as u64;
+                        for (reason,) in gone {
+                            *reason_deltas.entry(reason).or_default() -= 1;
+                        }
+                    } else {
+                        q.build().execute(&mut *tx).await?;
+                    }
+                }
+                apply_reason_deltas!(tx, reason_deltas);
+                tx.commit().await?;
             }
             let bodies = sqlx::query(
                 "DELETE FROM span_bodies WHERE run_id IN \
                  (SELECT run_id FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1)",
             )
             .bind(bodies_before)
-            .execute(&mut *tx)
+            .execute(pool)
             .await?
             .rows_affected();
-            apply_reason_deltas!(tx, reason_deltas);
-            tx.commit().await?;
             Ok((runs, bodies))
         }
         .await
@@ -588,73 +631,38 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
     Ok(rows.into_iter().map(|(id, b)| (id, serde_json::from_str(&b).unwrap_or_default())).collect())
 }
 
-const WATERFALL_COLUMNS: &str = "trace_id, span_id, parent_span_id, name, start_ns, end_ns, status_code, \
-    status_message, role, step_index, tool_name, side_effect, outcome, attempt, idempotency_key, external_id";
-
-#[derive(sqlx::FromRow)]
-struct WaterfallRow {
-    trace_id: String,
-    span_id: String,
-    parent_span_id: Option<String>,
-    name: String,
-    start_ns: i64,
-    end_ns: i64,
-    status_code: i32,
-    status_message: Option<String>,
-    role: Option<String>,
-    step_index: Option<i64>,
-    tool_name: Option<String>,
-    side_effect: Option<String>,
-    outcome: Option<String>,
-    attempt: Option<i64>,
-    idempotency_key: Option<String>,
-    external_id: Option<String>,
-}
-
-impl From<WaterfallRow> for WaterfallSpan {
-    fn from(r: WaterfallRow) -> Self {
+impl From<StoredSpan> for WaterfallSpan {
+    fn from(s: StoredSpan) -> Self {
         WaterfallSpan {
-            trace_id: r.trace_id,
-            span_id: r.span_id,
-            parent_span_id: r.parent_span_id,
-            name: r.name,
-            start_ns: r.start_ns,
-            end_ns: r.end_ns,
-            status_code: r.status_code,
-            status_message: r.status_message,
-            role: r.role,
-            step_index: r.step_index,
-            tool_name: r.tool_name,
-            side_effect: r.side_effect,
-            outcome: r.outcome,
-            attempt: r.attempt,
-            idempotency_key: r.idempotency_key,
-            external_id: r.external_id,
+            trace_id: s.trace_id,
+            span_id: s.span_id,
+            parent_span_id: s.parent_span_id,
+            name: s.name,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            status_code: s.status_code,
+            status_message: s.status_message,
+            role: s.role,
+            step_index: s.step_index,
+            tool_name: s.tool_name,
+            side_effect: s.side_effect,
+            outcome: s.outcome,
+            attempt: s.attempt,
+            idempotency_key: s.idempotency_key,
+            external_id: s.external_id,
         }
     }
 }
 
 /// One page of a run's spans in start order, and how many it has in all. Large runs are
-/// paged so a 5,000-span run never becomes a multi-megabyte page.
+/// paged so a 5,000-span run never becomes a multi-megabyte page. (The run's spans are
+/// read whole either way: they are stored together, see `span_record`.)
 pub async fn waterfall(db: &Db, run_id: &str, offset: i64, limit: i64) -> StoreResult<(Vec<WaterfallSpan>, i64)> {
-    let sql = format!(
-        "SELECT {WATERFALL_COLUMNS} FROM spans WHERE run_id = $1 ORDER BY start_ns, trace_id, span_id LIMIT $2 OFFSET $3"
-    );
-    let rows: Vec<WaterfallRow> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).bind(limit).bind(offset).fetch_all(pool).await)?;
-    let total: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM spans WHERE run_id = $1")
-        .bind(run_id).fetch_one(pool).await)?;
-    Ok((rows.into_iter().map(Into::into).collect(), total))
-}
-
-#[derive(sqlx::FromRow)]
-struct PanelRow {
-    #[sqlx(flatten)]
-    span: WaterfallRow,
-    kind: i32,
-    attributes: String,
-    events: String,
-    resource: String,
+    let mut spans = spans::of_run(db, run_id).await?;
+    spans.sort_by(|a, b| (a.start_ns, &a.trace_id, &a.span_id).cmp(&(b.start_ns, &b.trace_id, &b.span_id)));
+    let total = spans.len() as i64;
+    let page = spans.into_iter().skip(offset.max(0) as usize).take(limit.max(0) as usize).map(Into::into).collect();
+    Ok((page, total))
 }
 
 fn pretty(json: &str) -> String {
@@ -686,22 +694,17 @@ fn pretty_bodies(json: &str) -> String {
 
 /// One span of a run with its raw metadata and retained bodies, pretty-printed.
 pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<Option<SpanPanel>> {
-    let sql = format!(
-        "SELECT {WATERFALL_COLUMNS}, kind, attributes, events, resource FROM spans \
-         WHERE run_id = $1 AND trace_id = $2 AND span_id = $3"
-    );
-    let row: Option<PanelRow> = on_pool!(db, pool => sqlx::query_as(&sql)
-        .bind(run_id).bind(trace_id).bind(span_id).fetch_optional(pool).await)?;
-    let Some(row) = row else { return Ok(None) };
+    let found = spans::of_run(db, run_id).await?.into_iter().find(|s| s.trace_id == trace_id && s.span_id == span_id);
+    let Some(span) = found else { return Ok(None) };
     let bodies: Option<String> = on_pool!(db, pool => sqlx::query_scalar(
         "SELECT bodies FROM span_bodies WHERE trace_id = $1 AND span_id = $2")
         .bind(trace_id).bind(span_id).fetch_optional(pool).await)?;
     Ok(Some(SpanPanel {
-        span: row.span.into(),
-        kind: row.kind,
-        attributes: pretty(&row.attributes),
-        events: pretty(&row.events),
-        resource: pretty(&row.resource),
+        kind: span.kind,
+        attributes: pretty(span.attributes.get()),
+        events: pretty(span.events.get()),
+        resource: pretty(span.resource.get()),
+        span: span.into(),
         bodies: bodies.map(|b| pretty_bodies(&b)),
     }))
 }

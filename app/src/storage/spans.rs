@@ -1,15 +1,22 @@
 //! The ingest write path: normalized spans in, committed in one transaction together with
 //! the trace→run assignment and the recomputed runs they touch. A caller acknowledges an
 //! export only after this returns, so an acknowledged span is durable.
+//!
+//! Spans are stored per run: each write adds one `span_chunks` row for each run it brings
+//! new spans to (see `span_record` for why), plus the span-level lookup rows
+//! (`run_terms`, `irreversible_calls`) and bodies. A re-sent span is recognised against the
+//! run's stored spans, which derivation reads back anyway, so it is stored once. Readers
+//! of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
+use super::span_record;
 use super::{now_ms, on_pool, Db, StoreResult};
-use crate::canonical::RunDetail;
-use crate::canonical::TerminalReason;
+use crate::canonical::{RunDetail, SideEffect, TerminalReason};
 use crate::ingest::derive::{derive_run, SpanFacts};
 use crate::ingest::normalize::NormalizedSpan;
 use crate::ingest::pipeline::BodyPolicy;
+use serde_json::value::RawValue;
 use sqlx::QueryBuilder;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// What a write did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -20,19 +27,7 @@ pub struct WriteOutcome {
     pub runs: Vec<String>,
 }
 
-/// The canonical columns derivation reads back; kept in one place with [`SpanFacts`].
-pub const FACT_COLUMNS: &str = "trace_id, span_id, parent_span_id, start_ns, end_ns, status_code, agent, \
-    run_trigger, terminal_reason, escalation_reason, cost, role, step_index, stop_reason, model_id, \
-    input_tokens, output_tokens, cache_tokens, tool_name, side_effect, idempotency_key, attempt, outcome, \
-    latency_ms, external_id, args_sha256, approval_id";
-
-const SPAN_INSERT: &str = "INSERT INTO spans (trace_id, span_id, parent_span_id, run_id, name, kind, start_ns, \
-    end_ns, status_code, status_message, agent, run_trigger, terminal_reason, escalation_reason, cost, \
-    wall_clock_ms, role, step_index, stop_reason, model_id, input_tokens, output_tokens, cache_tokens, \
-    tool_name, side_effect, idempotency_key, attempt, outcome, latency_ms, external_id, args_sha256, \
-    approval_id, attributes, events, resource, received_at) ";
-
-/// Rows per multi-row INSERT: 36 columns stays well under SQLite's variable limit.
+/// Rows per multi-row INSERT: well under SQLite's variable limit for every table here.
 const ROWS_PER_INSERT: usize = 400;
 /// Ids per `IN (...)` list.
 const IDS_PER_QUERY: usize = 500;
@@ -74,12 +69,81 @@ macro_rules! lock_in_order {
     }};
 }
 
-/// A fact row with the run it belongs to, for recomputing many runs in one query.
-#[derive(sqlx::FromRow)]
-struct RunFact {
-    fact_run_id: String,
-    #[sqlx(flatten)]
-    facts: SpanFacts,
+/// A chunk that does not parse as stored records, as the database error it is.
+fn corrupt(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
+}
+
+/// The trace a stored record belongs to, read without the rest of it.
+#[derive(serde::Deserialize)]
+struct TraceOf<'a> {
+    #[serde(borrow)]
+    trace_id: std::borrow::Cow<'a, str>,
+}
+
+/// Inside the ingest transaction: moves the stored spans of `$trace` from run `$old` to
+/// run `$new` (its earlier spans named no run and now one does), with their search terms,
+/// irreversible calls and bodies. Rare, so it simply rewrites the old run's chunks.
+macro_rules! move_trace {
+    ($tx:ident, $trace:expr, $old:expr, $new:expr, $now:expr) => {{
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT records FROM span_chunks WHERE run_id = $1").bind($old).fetch_all(&mut *$tx).await?;
+        let mut staying: Vec<Box<RawValue>> = Vec::new();
+        let mut moving: Vec<Box<RawValue>> = Vec::new();
+        for (records,) in &rows {
+            for record in serde_json::from_str::<Vec<Box<RawValue>>>(records).map_err(corrupt)? {
+                let of: TraceOf<'_> = serde_json::from_str(record.get()).map_err(corrupt)?;
+                if of.trace_id == $trace {
+                    moving.push(record)
+                } else {
+                    staying.push(record)
+                }
+            }
+        }
+        let terms = |records: &[Box<RawValue>]| -> Result<BTreeSet<String>, sqlx::Error> {
+            let mut terms = BTreeSet::new();
+            for record in records {
+                let facts: SpanFacts = serde_json::from_str(record.get()).map_err(corrupt)?;
+                terms.extend(span_record::search_terms(&facts).map(str::to_string));
+            }
+            Ok(terms)
+        };
+        let (staying_terms, moving_terms) = (terms(&staying)?, terms(&moving)?);
+        sqlx::query("DELETE FROM span_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
+        for (run, records) in [($old, &staying), ($new, &moving)] {
+            if records.is_empty() {
+                continue;
+            }
+            sqlx::query("INSERT INTO span_chunks (run_id, spans, received_at, records) VALUES ($1, $2, $3, $4)")
+                .bind(run)
+                .bind(records.len() as i64)
+                .bind($now)
+                .bind(span_record::chunk(records.iter().map(|r| r.get())))
+                .execute(&mut *$tx)
+                .await?;
+        }
+        for term in &moving_terms {
+            sqlx::query("INSERT INTO run_terms (term, run_id) VALUES ($1, $2) ON CONFLICT (term, run_id) DO NOTHING")
+                .bind(term)
+                .bind($new)
+                .execute(&mut *$tx)
+                .await?;
+            if !staying_terms.contains(term) {
+                sqlx::query("DELETE FROM run_terms WHERE term = $1 AND run_id = $2")
+                    .bind(term)
+                    .bind($old)
+                    .execute(&mut *$tx)
+                    .await?;
+            }
+        }
+        for table in ["irreversible_calls", "span_bodies"] {
+            sqlx::query(&format!("UPDATE {table} SET run_id = $1 WHERE trace_id = $2"))
+                .bind($new)
+                .bind($trace)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    }};
 }
 
 /// Stores spans, assigns their traces to runs, and recomputes the touched runs.
@@ -130,6 +194,9 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             let mut run_of: BTreeMap<&str, String> = BTreeMap::new();
             let mut touched: BTreeSet<String> = BTreeSet::new();
             let mut new_traces: Vec<(&str, String, bool)> = Vec::new();
+            // Traces whose earlier spans named no run and whose spans now name one:
+            // (trace, old run, new run).
+            let mut moves: Vec<(&str, String, String)> = Vec::new();
             // Runs that may hold spans stored by earlier writes (their facts are read back).
             let mut had_spans: BTreeSet<String> = BTreeSet::new();
             for (&trace, &explicit) in &named {
@@ -139,30 +206,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         new_traces.push((trace, run.clone(), named_run.is_some()));
                         run
                     }
-                    // The trace's earlier spans named no run; now one does: move them.
                     (Some((old, false)), Some(new)) if old != new => {
-                        sqlx::query("UPDATE trace_runs SET run_id = $1, explicit = $2 WHERE trace_id = $3")
-                            .bind(new)
-                            .bind(true)
-                            .bind(trace)
-                            .execute(&mut *tx)
-                            .await?;
-                        for table in ["spans", "span_bodies"] {
-                            sqlx::query(&format!("UPDATE {table} SET run_id = $1 WHERE trace_id = $2"))
-                                .bind(new)
-                                .bind(trace)
-                                .execute(&mut *tx)
-                                .await?;
-                        }
-                        sqlx::query("DELETE FROM run_tools WHERE run_id = $1").bind(&old).execute(&mut *tx).await?;
-                        let gone: Option<String> =
-                            sqlx::query_scalar("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason")
-                                .bind(&old)
-                                .fetch_optional(&mut *tx)
-                                .await?;
-                        if let Some(reason) = gone {
-                            *reason_deltas.entry(reason).or_default() -= 1;
-                        }
+                        moves.push((trace, old, new.to_string()));
                         had_spans.insert(new.to_string());
                         new.to_string()
                     }
@@ -174,6 +219,30 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 touched.insert(run.clone());
                 run_of.insert(trace, run);
             }
+            if postgres {
+                // Before any run's spans are read: the runs this write changes, including
+                // those traces move away from.
+                let moved_from = moves.iter().map(|(_, old, _)| old);
+                lock_in_order!(tx, touched.iter().chain(moved_from).map(|r| format!("run:{r}")));
+            }
+            for (trace, old, new) in &moves {
+                sqlx::query("UPDATE trace_runs SET run_id = $1, explicit = $2 WHERE trace_id = $3")
+                    .bind(new)
+                    .bind(true)
+                    .bind(*trace)
+                    .execute(&mut *tx)
+                    .await?;
+                move_trace!(tx, *trace, old, new, received_at);
+                sqlx::query("DELETE FROM run_tools WHERE run_id = $1").bind(old).execute(&mut *tx).await?;
+                let gone: Option<String> =
+                    sqlx::query_scalar("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason")
+                        .bind(old)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if let Some(reason) = gone {
+                    *reason_deltas.entry(reason).or_default() -= 1;
+                }
+            }
             for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO trace_runs (trace_id, run_id, explicit) ");
                 q.push_values(chunk, |mut row, (trace, run, explicit)| {
@@ -182,58 +251,6 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 q.build().execute(&mut *tx).await?;
             }
 
-            let t_traces = std::time::Instant::now();
-            let mut stored = 0u64;
-            for chunk in cacheable_chunks(spans, ROWS_PER_INSERT) {
-                let mut q = QueryBuilder::new(SPAN_INSERT);
-                q.push_values(chunk, |mut row, s| {
-                    row.push_bind(&s.trace_id)
-                        .push_bind(&s.span_id)
-                        .push_bind(&s.parent_span_id)
-                        .push_bind(&run_of[s.trace_id.as_str()])
-                        .push_bind(&s.name)
-                        .push_bind(s.kind)
-                        .push_bind(s.start_ns)
-                        .push_bind(s.end_ns)
-                        .push_bind(s.status_code)
-                        .push_bind(&s.status_message)
-                        .push_bind(&s.agent)
-                        .push_bind(s.trigger.map(|t| t.as_str()))
-                        .push_bind(s.terminal_reason.map(|t| t.as_str()))
-                        .push_bind(&s.escalation_reason)
-                        .push_bind(s.cost)
-                        .push_bind(s.wall_clock_ms)
-                        .push_bind(s.role.map(|r| r.as_str()))
-                        .push_bind(s.step_index)
-                        .push_bind(&s.stop_reason)
-                        .push_bind(&s.model_id)
-                        .push_bind(s.input_tokens)
-                        .push_bind(s.output_tokens)
-                        .push_bind(s.cache_tokens)
-                        .push_bind(&s.tool_name)
-                        .push_bind(s.side_effect.map(|v| v.as_str()))
-                        .push_bind(&s.idempotency_key)
-                        .push_bind(s.attempt)
-                        .push_bind(s.outcome.map(|v| v.as_str()))
-                        .push_bind(s.latency_ms)
-                        .push_bind(&s.external_id)
-                        .push_bind(&s.args_sha256)
-                        .push_bind(&s.approval_id)
-                        .push_bind(&s.json.attributes)
-                        .push_bind(&s.json.events)
-                        .push_bind(&s.json.resource)
-                        .push_bind(received_at);
-                });
-                q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
-                stored += q.build().execute(&mut *tx).await?.rows_affected();
-            }
-
-            super::approvals::record_violations!(tx, spans, run_of, received_at);
-
-            let t_spans = std::time::Instant::now();
-            if postgres {
-                lock_in_order!(tx, touched.iter().map(|r| format!("run:{r}")));
-            }
             let touched_ids: Vec<&String> = touched.iter().collect();
             // The reasons the touched runs have now: each leaves its old reason's total
             // and joins its new one's. On PostgreSQL the rows are locked, so retention
@@ -251,31 +268,93 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     had_spans.insert(run);
                 }
             }
-            // A run with a row, or a trace stored before, is recomputed from all its stored
-            // spans. Any other run is new in this write: its spans are exactly this batch's,
-            // so they are derived without reading back what was just inserted (the first
-            // copy of a span re-sent within the batch counts, as the INSERT keeps it).
+            let t_traces = std::time::Instant::now();
+
+            // A run with a row, or a trace stored before, has its stored spans read back:
+            // derivation needs all of them, and the ones already stored are not stored
+            // again. Any other run is new in this write and its spans are exactly this
+            // batch's.
             let read_back: Vec<&String> = touched.iter().filter(|r| had_spans.contains(*r)).collect();
             let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
-            let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
-            for s in spans {
-                let run = &run_of[s.trace_id.as_str()];
-                if !had_spans.contains(run) && seen.insert((s.trace_id.as_str(), s.span_id.as_str())) {
-                    facts_by_run.entry(run.clone()).or_default().push(s.facts());
-                }
-            }
             for chunk in cacheable_chunks(&read_back, IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new(format!("SELECT run_id AS fact_run_id, {FACT_COLUMNS} FROM spans WHERE run_id IN ("));
+                let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
                 let mut list = q.separated(", ");
                 for run in chunk {
                     list.push_bind(run.as_str());
                 }
                 q.push(")");
-                let rows: Vec<RunFact> = q.build_query_as().fetch_all(&mut *tx).await?;
-                for row in rows {
-                    facts_by_run.entry(row.fact_run_id).or_default().push(row.facts);
+                let rows: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                for (run, records) in rows {
+                    let facts = span_record::decode_facts(&records).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                    facts_by_run.entry(run).or_default().extend(facts);
                 }
             }
+            // This write's spans not stored yet, by run; a span re-sent within the batch
+            // counts once (its first copy).
+            let mut new_by_run: BTreeMap<&str, Vec<&NormalizedSpan>> = BTreeMap::new();
+            {
+                let stored_before: HashSet<(&str, &str)> =
+                    facts_by_run.values().flatten().map(|f| (f.trace_id.as_str(), f.span_id.as_str())).collect();
+                let mut seen: HashSet<(&str, &str)> = HashSet::new();
+                for s in spans {
+                    let key = (s.trace_id.as_str(), s.span_id.as_str());
+                    if stored_before.contains(&key) || !seen.insert(key) {
+                        continue;
+                    }
+                    new_by_run.entry(run_of[s.trace_id.as_str()].as_str()).or_default().push(s);
+                }
+            }
+            for (run, new) in &new_by_run {
+                facts_by_run.entry(run.to_string()).or_default().extend(new.iter().map(|s| s.facts()));
+            }
+            let stored: u64 = new_by_run.values().map(|v| v.len() as u64).sum();
+
+            // One chunk per run with new spans.
+            let chunks: Vec<(&str, i64, String)> = new_by_run
+                .iter()
+                .map(|(run, new)| (*run, new.len() as i64, span_record::chunk(new.iter().map(|s| s.json.record.as_str()))))
+                .collect();
+            for part in cacheable_chunks(&chunks, ROWS_PER_INSERT) {
+                let mut q = QueryBuilder::new("INSERT INTO span_chunks (run_id, spans, received_at, records) ");
+                q.push_values(part, |mut row, (run, n, records)| {
+                    row.push_bind(*run).push_bind(*n).push_bind(received_at).push_bind(records.as_str());
+                });
+                q.build().execute(&mut *tx).await?;
+            }
+            // The lookups that need an index of their own.
+            let new_spans = || new_by_run.iter().flat_map(|(run, new)| new.iter().map(move |s| (*run, *s)));
+            let terms: BTreeSet<(&str, &str)> = new_spans()
+                .flat_map(|(run, s)| s.idempotency_key.iter().chain(&s.external_id).map(move |t| (t.as_str(), run)))
+                .collect();
+            let terms: Vec<(&str, &str)> = terms.into_iter().collect();
+            for part in cacheable_chunks(&terms, ROWS_PER_INSERT) {
+                let mut q = QueryBuilder::new("INSERT INTO run_terms (term, run_id) ");
+                q.push_values(part, |mut row, (term, run)| {
+                    row.push_bind(*term).push_bind(*run);
+                });
+                q.push(" ON CONFLICT (term, run_id) DO NOTHING");
+                q.build().execute(&mut *tx).await?;
+            }
+            let irreversible: Vec<(&str, &NormalizedSpan)> =
+                new_spans().filter(|(_, s)| s.side_effect == Some(SideEffect::Irreversible)).collect();
+            for part in cacheable_chunks(&irreversible, ROWS_PER_INSERT) {
+                let mut q =
+                    QueryBuilder::new("INSERT INTO irreversible_calls (trace_id, span_id, run_id, tool_name, outcome, end_ns) ");
+                q.push_values(part, |mut row, (run, s)| {
+                    row.push_bind(&s.trace_id)
+                        .push_bind(&s.span_id)
+                        .push_bind(*run)
+                        .push_bind(&s.tool_name)
+                        .push_bind(s.outcome.map(|o| o.as_str()))
+                        .push_bind(s.end_ns);
+                });
+                q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
+                q.build().execute(&mut *tx).await?;
+            }
+
+            super::approvals::record_violations!(tx, spans, run_of, facts_by_run, received_at);
+
+            let t_spans = std::time::Instant::now();
             let mut derived: Vec<RunDetail> =
                 touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
             let t_derived = std::time::Instant::now();
@@ -364,9 +443,12 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 .map(|d| d.run.run_id.as_str())
                 .collect();
             if body_policy != BodyPolicy::None {
-                let with_bodies: Vec<&NormalizedSpan> = spans
+                // Only spans stored by this write: a re-sent span's bodies are stored already.
+                let with_bodies: Vec<&NormalizedSpan> = new_by_run
                     .iter()
-                    .filter(|s| !s.json.bodies.is_empty() && !completed.contains(run_of[s.trace_id.as_str()].as_str()))
+                    .filter(|(run, _)| !completed.contains(**run))
+                    .flat_map(|(_, new)| new.iter().copied())
+                    .filter(|s| !s.json.bodies.is_empty())
                     .collect();
                 for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
                     let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
@@ -411,9 +493,40 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
     Ok(outcome?)
 }
 
+/// Every stored span of a run, whole, in no particular order (readers sort as they need).
+pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredSpan>> {
+    let sql = "SELECT records FROM span_chunks WHERE run_id = $1";
+    let rows: Vec<(String,)> = on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+    let mut spans = Vec::new();
+    for (records,) in rows {
+        spans.extend(span_record::decode_spans(&records).map_err(corrupt)?);
+    }
+    Ok(spans)
+}
+
+/// The facts of every stored span of each run in `run_ids` (runs without spans are absent).
+pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<String, Vec<SpanFacts>>> {
+    let mut facts: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
+    for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
+        let rows: Vec<(String, String)> = on_pool!(db, pool => {
+            let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+            let mut list = q.separated(", ");
+            for run in chunk {
+                list.push_bind(*run);
+            }
+            q.push(")");
+            q.build_query_as().fetch_all(pool).await
+        })?;
+        for (run, records) in rows {
+            facts.entry(run).or_default().extend(span_record::decode_facts(&records).map_err(corrupt)?);
+        }
+    }
+    Ok(facts)
+}
+
 /// How many spans are stored (for checks and figures).
 pub async fn count(db: &Db) -> StoreResult<i64> {
-    let sql = "SELECT COUNT(*) FROM spans";
+    let sql = "SELECT CAST(COALESCE(SUM(spans), 0) AS BIGINT) FROM span_chunks";
     Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
 }
 

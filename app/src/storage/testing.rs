@@ -22,15 +22,27 @@ impl TestDb {
     }
 
     pub async fn sqlite() -> TestDb {
+        Self::sqlite_at(None).await
+    }
+
+    /// Migrated up to `version` only (see [`Db::migrate_up_to`]), or fully with `None`.
+    async fn sqlite_at(version: Option<i64>) -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("test.db").display());
         let db = Db::connect(&url).await.expect("open sqlite");
-        db.migrate().await.expect("migrate sqlite");
+        match version {
+            Some(v) => db.migrate_up_to(v).await.expect("migrate sqlite part way"),
+            None => db.migrate().await.expect("migrate sqlite"),
+        }
         TestDb { db, url, admin_url: None, name: None, _dir: Some(dir) }
     }
 
     /// A new PostgreSQL database, or `None` (after a loud message) when none is configured.
     pub async fn postgres() -> Option<TestDb> {
+        Self::postgres_at(None).await
+    }
+
+    async fn postgres_at(version: Option<i64>) -> Option<TestDb> {
         let Ok(admin_url) = std::env::var("FLIGHTDECK_TEST_PG_URL") else {
             if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
                 panic!("CI=true but FLIGHTDECK_TEST_PG_URL is not set: PostgreSQL tests must run in CI");
@@ -52,7 +64,10 @@ impl TestDb {
         admin.close().await;
         let url = with_database(&admin_url, &name);
         let db = Db::connect(&url).await.expect("connect to the test database");
-        db.migrate().await.expect("migrate postgres");
+        match version {
+            Some(v) => db.migrate_up_to(v).await.expect("migrate postgres part way"),
+            None => db.migrate().await.expect("migrate postgres"),
+        }
         Some(TestDb { db, url, admin_url: Some(admin_url), name: Some(name), _dir: None })
     }
 
@@ -60,6 +75,13 @@ impl TestDb {
     pub async fn each_backend() -> Vec<TestDb> {
         let mut all = vec![TestDb::sqlite().await];
         all.extend(TestDb::postgres().await);
+        all
+    }
+
+    /// Each backend migrated only up to `version`; `db.migrate()` applies the rest.
+    pub async fn each_backend_at(version: i64) -> Vec<TestDb> {
+        let mut all = vec![TestDb::sqlite_at(Some(version)).await];
+        all.extend(TestDb::postgres_at(Some(version)).await);
         all
     }
 

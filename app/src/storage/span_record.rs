@@ -1,0 +1,215 @@
+//! How a span is stored: one JSON object per span, the objects of one run in one write
+//! kept together as one `span_chunks` row (a JSON array).
+//!
+//! Why not one table row per span: on SQLite each span row cost a table insert plus an
+//! entry in each of several indexes keyed by random ids (trace id, run id, idempotency
+//! key), and that bounded ingest near 21,000 spans/s with a core to itself. A chunk costs
+//! one row and one index entry for all of a run's spans in a write, and the span-level
+//! lookups that need an index get small tables of their own (`run_terms`,
+//! `irreversible_calls`). Everything reading spans reads a whole run, which a chunk
+//! serves well.
+//!
+//! The text of each object is made by normalization ([`encode`]), which runs on many
+//! threads, so the single writer only joins the objects of a run into an array. Keys
+//! are the former column names; optional fields that are absent are left out, and
+//! readers treat a missing key and `null` alike (migration 0013 writes `null`s).
+
+use crate::ingest::derive::SpanFacts;
+use crate::ingest::normalize::NormalizedSpan;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The stored object, borrowing from the normalized span (the write side).
+#[derive(Serialize)]
+struct Out<'a> {
+    trace_id: &'a str,
+    span_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_span_id: Option<&'a str>,
+    name: &'a str,
+    kind: i32,
+    start_ns: i64,
+    end_ns: i64,
+    status_code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trigger: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    terminal_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    escalation_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wall_clock_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step_index: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side_effect: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idempotency_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempt: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    external_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args_sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approval_id: Option<&'a str>,
+    // Last, so reading only the facts skips them in one stretch.
+    attributes: &'a Map<String, Value>,
+    events: &'a [Value],
+    resource: &'a Map<String, Value>,
+}
+
+/// The stored object of `span` with its (redacted, body-free) attributes, events and
+/// resource: what [`NormalizedSpan::record`] holds.
+pub fn encode(
+    span: &NormalizedSpan,
+    attributes: &Map<String, Value>,
+    events: &[Value],
+    resource: &Map<String, Value>,
+) -> String {
+    let out = Out {
+        trace_id: &span.trace_id,
+        span_id: &span.span_id,
+        parent_span_id: span.parent_span_id.as_deref(),
+        name: &span.name,
+        kind: span.kind,
+        start_ns: span.start_ns,
+        end_ns: span.end_ns,
+        status_code: span.status_code,
+        status_message: span.status_message.as_deref(),
+        agent: span.agent.as_deref(),
+        trigger: span.trigger.map(|t| t.as_str()),
+        terminal_reason: span.terminal_reason.map(|t| t.as_str()),
+        escalation_reason: span.escalation_reason.as_deref(),
+        cost: span.cost,
+        wall_clock_ms: span.wall_clock_ms,
+        role: span.role.map(|r| r.as_str()),
+        step_index: span.step_index,
+        stop_reason: span.stop_reason.as_deref(),
+        model_id: span.model_id.as_deref(),
+        input_tokens: span.input_tokens,
+        output_tokens: span.output_tokens,
+        cache_tokens: span.cache_tokens,
+        tool_name: span.tool_name.as_deref(),
+        side_effect: span.side_effect.map(|v| v.as_str()),
+        idempotency_key: span.idempotency_key.as_deref(),
+        attempt: span.attempt,
+        outcome: span.outcome.map(|v| v.as_str()),
+        latency_ms: span.latency_ms,
+        external_id: span.external_id.as_deref(),
+        args_sha256: span.args_sha256.as_deref(),
+        approval_id: span.approval_id.as_deref(),
+        attributes,
+        events,
+        resource,
+    };
+    serde_json::to_string(&out).expect("stored spans always serialize")
+}
+
+/// The stored records of one run as one chunk: a JSON array of them.
+pub fn chunk<'a>(records: impl IntoIterator<Item = &'a str>) -> String {
+    let mut text = String::from("[");
+    for (i, record) in records.into_iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(record);
+    }
+    text.push(']');
+    text
+}
+
+/// A stored span read back whole (run page, span panel). Attributes, events and
+/// resource stay JSON text until someone shows them.
+#[derive(Debug, Deserialize)]
+pub struct StoredSpan {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub kind: i32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub status_code: i32,
+    pub status_message: Option<String>,
+    pub role: Option<String>,
+    pub step_index: Option<i64>,
+    pub tool_name: Option<String>,
+    pub side_effect: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub attempt: Option<i64>,
+    pub outcome: Option<String>,
+    pub external_id: Option<String>,
+    pub attributes: Box<RawValue>,
+    pub events: Box<RawValue>,
+    pub resource: Box<RawValue>,
+}
+
+/// A chunk's records as derivation's facts (the raw JSON fields are skipped unread).
+pub fn decode_facts(chunk: &str) -> serde_json::Result<Vec<SpanFacts>> {
+    serde_json::from_str(chunk)
+}
+
+/// A chunk's records whole.
+pub fn decode_spans(chunk: &str) -> serde_json::Result<Vec<StoredSpan>> {
+    serde_json::from_str(chunk)
+}
+
+/// The terms a span can be searched by (idempotency key, external resource id): what
+/// `run_terms` holds for its run.
+pub fn search_terms(facts: &SpanFacts) -> impl Iterator<Item = &str> {
+    facts.idempotency_key.as_deref().into_iter().chain(facts.external_id.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_and_null_fields_read_alike() {
+        let written = r#"[{"trace_id":"t","span_id":"s","name":"n","kind":1,"start_ns":5,"end_ns":9,"status_code":0,
+            "tool_name":"send","attributes":{"a":1},"events":[],"resource":{}},
+            {"trace_id":"t","span_id":"u","parent_span_id":null,"name":"m","kind":1,"start_ns":6,"end_ns":0,
+            "status_code":2,"tool_name":null,"cost":0.5,"attributes":{},"events":[{"name":"e"}],"resource":{"r":"x"}}]"#;
+        let facts = decode_facts(written).unwrap();
+        assert_eq!(facts.len(), 2);
+        assert_eq!(facts[0].tool_name.as_deref(), Some("send"));
+        assert_eq!(facts[1].tool_name, None);
+        assert_eq!(facts[1].cost, Some(0.5));
+        let spans = decode_spans(written).unwrap();
+        assert_eq!(spans[0].attributes.get(), r#"{"a":1}"#);
+        assert_eq!(spans[1].events.get(), r#"[{"name":"e"}]"#);
+        assert_eq!(spans[1].parent_span_id, None);
+    }
+
+    #[test]
+    fn chunks_are_arrays_of_the_records() {
+        assert_eq!(chunk(["{\"a\":1}", "{\"b\":2}"]), "[{\"a\":1},{\"b\":2}]");
+        assert_eq!(chunk(std::iter::empty::<&str>()), "[]");
+    }
+}
