@@ -305,12 +305,29 @@ mod ingest_storage {
             assert!(runs::count_by_reason(db, &search("nope")).await.unwrap().is_empty());
 
             // a trace that names its run later moves, tools and all
-            let mut early = tool_run(6, "moved", false, t0 + 6_000_000, "move");
+            // (with its search terms and irreversible calls)
+            let with_key = |mut spans: Vec<app::ingest::normalize::NormalizedSpan>| {
+                let call = &mut spans[1];
+                call.idempotency_key = Some("key-6".into());
+                call.side_effect = Some(app::canonical::SideEffect::Irreversible);
+                call.outcome = Some(app::canonical::Outcome::Ok);
+                call.refresh_record();
+                spans
+            };
+            let mut early = with_key(tool_run(6, "moved", false, t0 + 6_000_000, "move"));
             early.retain(|s| s.explicit_run_id.is_none());
             spans::write(db, &early, BodyPolicy::None).await.unwrap();
             assert_eq!(all_pages(db, search("move")).await, ["06".repeat(16)]);
-            spans::write(db, &tool_run(6, "moved", false, t0 + 6_000_000, "move"), BodyPolicy::None).await.unwrap();
+            assert_eq!(all_pages(db, search("key-6")).await, ["06".repeat(16)]);
+            let all = with_key(tool_run(6, "moved", false, t0 + 6_000_000, "move"));
+            assert_eq!(spans::write(db, &all, BodyPolicy::None).await.unwrap().stored, 1, "only the root is new");
             assert_eq!(all_pages(db, search("move")).await, ["moved"]);
+            assert_eq!(all_pages(db, search("key-6")).await, ["moved"], "{}", t.backend());
+            let moved = runs::get(db, "moved").await.unwrap().unwrap();
+            assert_eq!((moved.run.steps, moved.tool_call_list.len()), (0, 1));
+            assert_eq!(runs::waterfall(db, "moved", 0, 10).await.unwrap().1, 2, "both spans moved");
+            let irreversible = app::storage::alerts::irreversible_executions(db, 0).await.unwrap();
+            assert_eq!(irreversible.iter().map(|e| e.run_id.as_str()).collect::<Vec<_>>(), ["moved"]);
             assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap(), vec![(TerminalReason::Completed, 1)]);
 
             // a run's copy of its reason follows a recomputation; retention removes its tools
