@@ -9,6 +9,7 @@ use super::redact::Redactor;
 use crate::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
 use crate::storage::span_record;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -101,7 +102,8 @@ impl NormalizedSpan {
         let old: Value = serde_json::from_str(&self.json.record).unwrap_or_default();
         let map = |key: &str| old.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
         let events = old.get("events").and_then(Value::as_array).cloned().unwrap_or_default();
-        self.json.record = span_record::encode(self, &map("attributes"), &events, &map("resource"));
+        let resource = serde_json::value::to_raw_value(&map("resource")).expect("JSON values always serialize");
+        self.json.record = span_record::encode(self, &map("attributes"), &events, &resource);
     }
 
     /// The canonical facts derivation reads, exactly as the writer stores them: a run
@@ -170,6 +172,14 @@ fn lookup<'v>(keys: &[String], attrs: &'v Map<String, Value>, resource: &'v Map<
     })
 }
 
+/// Lowercase hex, as ids are stored. `hex::encode` builds the string a character at a
+/// time; this writes it in one go (three ids per span, so it showed in profiles).
+fn hex_id(bytes: &[u8]) -> String {
+    let mut text = vec![0; bytes.len() * 2];
+    hex::encode_to_slice(bytes, &mut text).expect("the buffer is twice the input");
+    String::from_utf8(text).expect("hex digits are ASCII")
+}
+
 /// SHA-256 of the arguments in a canonical form: JSON is re-serialized with sorted keys
 /// and no whitespace, so the same arguments hash the same however they were formatted.
 pub fn args_sha256(text: &str) -> String {
@@ -177,11 +187,12 @@ pub fn args_sha256(text: &str) -> String {
         Ok(value) => crate::approvals::payload::canonical_json(&value),
         Err(_) => text.to_string(),
     };
-    hex::encode(Sha256::digest(canonical.as_bytes()))
+    hex_id(&Sha256::digest(canonical.as_bytes()))
 }
 
 /// Checks and normalizes one span; the error says why the span was rejected.
-pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -> Result<NormalizedSpan, String> {
+pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<NormalizedSpan, String> {
+    let resource = &res.attributes;
     if span.trace_id.len() != 16 {
         return Err(format!("trace_id must be 16 bytes, got {}", span.trace_id.len()));
     }
@@ -202,7 +213,11 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
 
     let attrs = to_map(&span.attributes);
     for (key, value) in &attrs {
-        let size = value.as_str().map(str::len).unwrap_or_else(|| value.to_string().len());
+        let size = match value {
+            Value::String(s) => s.len(),
+            Value::Array(_) | Value::Object(_) => value.to_string().len(),
+            _ => 0,
+        };
         if size > cx.limits.max_attribute_bytes {
             return Err(format!(
                 "attribute `{key}` is {size} bytes, over the {} byte limit",
@@ -255,45 +270,10 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         (None, None, None)
     };
 
-    // Split bodies from metadata, then redact both.
-    let mut attributes = Map::new();
-    let mut bodies = Map::new();
-    for (key, value) in attrs.iter() {
-        if m.is_body(key) {
-            bodies.insert(key.clone(), value.clone());
-        } else {
-            attributes.insert(key.clone(), value.clone());
-        }
-    }
-    cx.redactor.redact_map(&mut attributes);
-    for value in bodies.values_mut() {
-        if let Value::String(s) = value {
-            *s = cx.redactor.redact_text(s);
-        }
-    }
-    cx.redactor.redact_map(&mut bodies);
-    let mut stored_resource = resource.clone();
-    cx.redactor.redact_map(&mut stored_resource);
-    let events: Vec<Value> = events
-        .into_iter()
-        .map(|(name, mut ea, time)| {
-            // Event attributes that are bodies (e.g. gen_ai message contents) go to bodies.
-            let body_keys: Vec<String> = ea.keys().filter(|k| m.is_body(k)).cloned().collect();
-            for key in body_keys {
-                if let Some(v) = ea.remove(&key) {
-                    bodies.insert(format!("event:{name}:{key}"), v);
-                }
-            }
-            cx.redactor.redact_map(&mut ea);
-            serde_json::json!({"name": name, "time_unix_nano": time.to_string(), "attributes": ea})
-        })
-        .collect();
-    cx.redactor.redact_map(&mut bodies);
-
     let mut normalized = NormalizedSpan {
-        trace_id: hex::encode(&span.trace_id),
-        span_id: hex::encode(&span.span_id),
-        parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex::encode(&span.parent_span_id)),
+        trace_id: hex_id(&span.trace_id),
+        span_id: hex_id(&span.span_id),
+        parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex_id(&span.parent_span_id)),
         name: span.name.clone(),
         kind: span.kind,
         start_ns,
@@ -329,19 +309,69 @@ pub fn normalize(span: &Span, resource: &Map<String, Value>, cx: &Context<'_>) -
         approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
         requires_approval: policy.is_some_and(|p| p.requires_approval),
         run_limit: policy.and_then(|p| p.run_limit),
-        json: StoredJson {
-            record: String::new(),
-            bodies: if bodies.is_empty() { String::new() } else { json_text(&bodies) },
-        },
-        events,
+        json: StoredJson::default(),
+        events: Vec::new(),
     };
-    normalized.json.record = span_record::encode(&normalized, &attributes, &normalized.events, &stored_resource);
+
+    // Split bodies from metadata, then redact both. After every lookup above, so the
+    // attributes move rather than being copied.
+    let mut attributes = Map::new();
+    let mut bodies = Map::new();
+    for (key, value) in attrs {
+        if m.is_body(&key) {
+            bodies.insert(key, value);
+        } else {
+            attributes.insert(key, value);
+        }
+    }
+    cx.redactor.redact_map(&mut attributes);
+    for value in bodies.values_mut() {
+        if let Value::String(s) = value {
+            *s = cx.redactor.redact_text(s);
+        }
+    }
+    cx.redactor.redact_map(&mut bodies);
+    normalized.events = events
+        .into_iter()
+        .map(|(name, mut ea, time)| {
+            // Event attributes that are bodies (e.g. gen_ai message contents) go to bodies.
+            let body_keys: Vec<String> = ea.keys().filter(|k| m.is_body(k)).cloned().collect();
+            for key in body_keys {
+                if let Some(v) = ea.remove(&key) {
+                    bodies.insert(format!("event:{name}:{key}"), v);
+                }
+            }
+            cx.redactor.redact_map(&mut ea);
+            serde_json::json!({"name": name, "time_unix_nano": time.to_string(), "attributes": ea})
+        })
+        .collect();
+    cx.redactor.redact_map(&mut bodies);
+    if !bodies.is_empty() {
+        normalized.json.bodies = json_text(&bodies);
+    }
+    normalized.json.record = span_record::encode(&normalized, &attributes, &normalized.events, &res.stored);
     Ok(normalized)
 }
 
-/// Resource attributes as JSON, for [`normalize`].
-pub fn resource_map(resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>) -> Map<String, Value> {
-    resource.map(|r| to_map(&r.attributes)).unwrap_or_default()
+/// The resource of a `ResourceSpans`, read once for all its spans rather than once per
+/// span: the mapping layer looks keys up in `attributes` (as sent), and every span's
+/// record embeds `stored` (redacted JSON) as it is.
+pub struct SpanResource {
+    pub attributes: Map<String, Value>,
+    pub stored: Box<RawValue>,
+}
+
+impl SpanResource {
+    pub fn new(resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>, redactor: &Redactor) -> Self {
+        SpanResource::from_map(resource.map(|r| to_map(&r.attributes)).unwrap_or_default(), redactor)
+    }
+
+    pub fn from_map(attributes: Map<String, Value>, redactor: &Redactor) -> Self {
+        let mut redacted = attributes.clone();
+        redactor.redact_map(&mut redacted);
+        let stored = serde_json::value::to_raw_value(&redacted).expect("JSON values always serialize");
+        SpanResource { attributes, stored }
+    }
 }
 
 #[cfg(test)]
@@ -381,7 +411,7 @@ pub(crate) mod tests {
         let redactor = Redactor::default();
         let policies = vec![ToolPolicy::class("send_*", SideEffect::Write)];
         let cx = Context { mapping: &mapping, redactor: &redactor, policies: &policies, limits: Limits::default() };
-        normalize(s, resource.as_object().unwrap(), &cx)
+        normalize(s, &SpanResource::from_map(resource.as_object().unwrap().clone(), &redactor), &cx)
     }
 
     #[test]

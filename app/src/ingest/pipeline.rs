@@ -4,7 +4,7 @@
 //! same request are kept.
 
 use super::mapping::MappingTable;
-use super::normalize::{normalize, resource_map, Context, Limits, NormalizedSpan};
+use super::normalize::{normalize, Context, Limits, NormalizedSpan, SpanResource};
 use super::policy::ToolPolicy;
 use super::redact::Redactor;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -98,7 +98,7 @@ pub fn prepare(request: &ExportTraceServiceRequest, settings: &IngestSettings, p
     let cx = Context { mapping: &settings.mapping, redactor: &settings.redactor, policies, limits: settings.limits };
     let mut out = Prepared::default();
     for resource_spans in &request.resource_spans {
-        let resource = resource_map(resource_spans.resource.as_ref());
+        let resource = SpanResource::new(resource_spans.resource.as_ref(), &settings.redactor);
         for scope_spans in &resource_spans.scope_spans {
             for span in &scope_spans.spans {
                 match normalize(span, &resource, &cx) {

@@ -81,17 +81,12 @@ struct Out<'a> {
     // Last, so reading only the facts skips them in one stretch.
     attributes: &'a Map<String, Value>,
     events: &'a [Value],
-    resource: &'a Map<String, Value>,
+    resource: &'a RawValue,
 }
 
 /// The stored object of `span` with its (redacted, body-free) attributes, events and
 /// resource: what [`NormalizedSpan::record`] holds.
-pub fn encode(
-    span: &NormalizedSpan,
-    attributes: &Map<String, Value>,
-    events: &[Value],
-    resource: &Map<String, Value>,
-) -> String {
+pub fn encode(span: &NormalizedSpan, attributes: &Map<String, Value>, events: &[Value], resource: &RawValue) -> String {
     let out = Out {
         trace_id: &span.trace_id,
         span_id: &span.span_id,
@@ -132,9 +127,12 @@ pub fn encode(
 }
 
 /// The stored records of one run as one chunk: a JSON array of them.
-pub fn chunk<'a>(records: impl IntoIterator<Item = &'a str>) -> String {
-    let mut text = String::from("[");
-    for (i, record) in records.into_iter().enumerate() {
+pub fn chunk<'a>(records: impl IntoIterator<Item = &'a str, IntoIter: Clone>) -> String {
+    let records = records.into_iter();
+    // Sized up front: growing by doubling copied each chunk about twice more, on the writer.
+    let mut text = String::with_capacity(2 + records.clone().map(|r| r.len() + 1).sum::<usize>());
+    text.push('[');
+    for (i, record) in records.enumerate() {
         if i > 0 {
             text.push(',');
         }
