@@ -223,6 +223,14 @@ mod ingest_storage {
             assert_eq!(open.len(), 1, "an open run keeps its bodies");
             spans::write(db, &later[..1], BodyPolicy::FailedRuns).await.unwrap();
             assert!(runs::bodies(db, "run-later").await.unwrap().is_empty(), "and drops them when it completes");
+            // A failed run's bodies follow its trace when the root names the run later.
+            let late_failed = run_spans(6, "run-late-failed", true, now_ns);
+            spans::write(db, &late_failed[1..], BodyPolicy::FailedRuns).await.unwrap();
+            spans::write(db, &late_failed[..1], BodyPolicy::FailedRuns).await.unwrap();
+            assert!(runs::bodies(db, &"06".repeat(16)).await.unwrap().is_empty(), "{}", t.backend());
+            let moved = runs::bodies(db, "run-late-failed").await.unwrap();
+            assert_eq!(moved.len(), 1, "{}", t.backend());
+            assert_eq!(moved[0].1["gen_ai.tool.call.arguments"], "{\"to\":\"x\"}");
 
             let none = run_spans(4, "run-none", true, now_ns);
             spans::write(db, &none, BodyPolicy::None).await.unwrap();
@@ -232,7 +240,7 @@ mod ingest_storage {
             assert_eq!(deleted_runs, 1);
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
-            assert_eq!(spans::count(db).await.unwrap(), 8, "the old run's spans went with it");
+            assert_eq!(spans::count(db).await.unwrap(), 10, "the old run's spans went with it");
             t.cleanup().await;
         }
     }
@@ -351,10 +359,11 @@ mod ingest_storage {
         }
     }
 
-    /// Migration 0013 moved spans from one row each into per-run chunks: spans stored
-    /// before it read back the same through every reader, and are still not stored twice.
+    /// Migrations 0013 and 0014 moved spans and bodies from one row each into per-run
+    /// chunks: those stored before read back the same through every reader, and spans are
+    /// still not stored twice.
     #[tokio::test]
-    async fn spans_stored_before_the_chunk_migration_read_back_the_same() {
+    async fn spans_and_bodies_stored_before_the_chunk_migrations_read_back_the_same() {
         use app::canonical::SideEffect;
         for t in TestDb::each_backend_at(12).await {
             let db = &t.db;
@@ -388,8 +397,19 @@ mod ingest_storage {
                 "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)")
                 .bind(&spans_before[0].trace_id).bind(true).execute(pool).await.map(|_| ()))
             .unwrap();
+            // And the call's bodies, a row per span as before migration 0014.
+            app::storage::on_pool!(db, pool => sqlx::query(
+                "INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)")
+                .bind(&spans_before[1].trace_id).bind(&spans_before[1].span_id)
+                .bind(r#"{"gen_ai.tool.call.arguments":"{\"amount\":7}"}"#).execute(pool).await.map(|_| ()))
+            .unwrap();
 
             db.migrate().await.unwrap();
+            let bodies = runs::bodies(db, "migrated").await.unwrap();
+            assert_eq!(bodies.len(), 1, "{}", t.backend());
+            assert_eq!(bodies[0].0, spans_before[1].span_id);
+            assert_eq!(bodies[0].1["gen_ai.tool.call.arguments"], "{\"amount\":7}", "{}", t.backend());
+            assert!(runs::has_bodies(db, "migrated").await.unwrap());
             assert_eq!(spans::count(db).await.unwrap(), 2, "{}", t.backend());
             // Re-sent after the migration: recognised as stored, and the run derived from both.
             let outcome = spans::write(db, &spans_before, BodyPolicy::None).await.unwrap();
@@ -406,6 +426,7 @@ mod ingest_storage {
             assert_eq!(page[0].status_message.as_deref(), Some("boom"));
             let panel = runs::span_panel(db, "migrated", &page[1].trace_id, &page[1].span_id).await.unwrap().unwrap();
             assert!(panel.attributes.contains("\"tool.name\": \"wire_money\""), "{}", panel.attributes);
+            assert!(panel.bodies.as_deref().is_some_and(|b| b.contains("amount")), "{:?}", panel.bodies);
             assert_eq!(panel.kind, spans_before[1].kind);
 
             for term in ["idem-7", "txn-7"] {

@@ -588,7 +588,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                     q.build().execute(&mut *tx).await?;
                 }
                 let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
-                for table in ["span_bodies", "span_chunks", "irreversible_calls", "trace_runs", "run_tools", "runs"] {
+                for table in ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs", "run_tools", "runs"] {
                     let mut q = QueryBuilder::new(format!("DELETE FROM {table} WHERE run_id IN ("));
                     let mut list = q.separated(", ");
                     for run in &old_runs {
@@ -609,15 +609,15 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                 apply_reason_deltas!(tx, reason_deltas);
                 tx.commit().await?;
             }
-            let bodies = sqlx::query(
-                "DELETE FROM span_bodies WHERE run_id IN \
-                 (SELECT run_id FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1)",
+            // Counted in spans whose bodies went, as before bodies were stored per run.
+            let bodies: Vec<i64> = sqlx::query_scalar(
+                "DELETE FROM body_chunks WHERE run_id IN \
+                 (SELECT run_id FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1) RETURNING spans",
             )
             .bind(bodies_before)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok((runs, bodies))
+            .fetch_all(pool)
+            .await?;
+            Ok((runs, bodies.iter().sum::<i64>() as u64))
         }
         .await
     });
@@ -626,9 +626,27 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
 
 /// Bodies stored for a run, keyed by span id (for replay fixtures and the span panel).
 pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
-    let sql = "SELECT span_id, bodies FROM span_bodies WHERE run_id = $1";
-    let rows: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(|(id, b)| (id, serde_json::from_str(&b).unwrap_or_default())).collect())
+    let mut out = Vec::new();
+    for entry in stored_bodies(db, run_id).await? {
+        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(corrupt_chunk)?));
+    }
+    Ok(out)
+}
+
+/// Every span's bodies stored for a run, in the order they were stored.
+async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
+    let sql = "SELECT bodies FROM body_chunks WHERE run_id = $1 ORDER BY id";
+    let chunks: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_all(pool).await)?;
+    let mut out = Vec::new();
+    for chunk in &chunks {
+        out.extend(span_record::decode_bodies(chunk).map_err(corrupt_chunk)?);
+    }
+    Ok(out)
+}
+
+/// A stored chunk that does not parse, as the database error it is.
+fn corrupt_chunk(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
 }
 
 impl From<StoredSpan> for WaterfallSpan {
@@ -696,9 +714,11 @@ fn pretty_bodies(json: &str) -> String {
 pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<Option<SpanPanel>> {
     let found = spans::of_run(db, run_id).await?.into_iter().find(|s| s.trace_id == trace_id && s.span_id == span_id);
     let Some(span) = found else { return Ok(None) };
-    let bodies: Option<String> = on_pool!(db, pool => sqlx::query_scalar(
-        "SELECT bodies FROM span_bodies WHERE trace_id = $1 AND span_id = $2")
-        .bind(trace_id).bind(span_id).fetch_optional(pool).await)?;
+    let bodies = stored_bodies(db, run_id)
+        .await?
+        .into_iter()
+        .find(|b| b.trace_id == trace_id && b.span_id == span_id)
+        .map(|b| b.bodies.get().to_string());
     Ok(Some(SpanPanel {
         kind: span.kind,
         attributes: pretty(span.attributes.get()),
@@ -711,7 +731,7 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 
 /// Whether any bodies of the run are still stored.
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
-    let n: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM span_bodies WHERE run_id = $1")
+    let n: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM body_chunks WHERE run_id = $1")
         .bind(run_id).fetch_one(pool).await)?;
     Ok(n > 0)
 }

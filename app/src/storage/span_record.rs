@@ -142,6 +142,39 @@ pub fn chunk<'a>(records: impl IntoIterator<Item = &'a str, IntoIter: Clone>) ->
     text
 }
 
+/// The bodies of one run's new spans in one write as one `body_chunks` row: a JSON array
+/// of `{"trace_id", "span_id", "bodies"}`, where `bodies` is each span's body object as
+/// normalization wrote it. Ids are hex, so they need no escaping.
+pub fn body_chunk<'a>(spans: impl IntoIterator<Item = (&'a str, &'a str, &'a str), IntoIter: Clone>) -> String {
+    let spans = spans.into_iter();
+    let size: usize = spans.clone().map(|(trace, span, bodies)| trace.len() + span.len() + bodies.len() + 48).sum();
+    let mut text = String::with_capacity(2 + size);
+    text.push('[');
+    for (i, (trace, span, bodies)) in spans.enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        for part in [r#"{"trace_id":""#, trace, r#"","span_id":""#, span, r#"","bodies":"#, bodies, "}"] {
+            text.push_str(part);
+        }
+    }
+    text.push(']');
+    text
+}
+
+/// One span's bodies read back from a body chunk.
+#[derive(Debug, Deserialize)]
+pub struct StoredBodies {
+    pub trace_id: String,
+    pub span_id: String,
+    pub bodies: Box<RawValue>,
+}
+
+/// A body chunk's entries.
+pub fn decode_bodies(chunk: &str) -> serde_json::Result<Vec<StoredBodies>> {
+    serde_json::from_str(chunk)
+}
+
 /// A stored span read back whole (run page, span panel). Attributes, events and
 /// resource stay JSON text until someone shows them.
 #[derive(Debug, Deserialize)]
@@ -203,6 +236,17 @@ mod tests {
         assert_eq!(spans[0].attributes.get(), r#"{"a":1}"#);
         assert_eq!(spans[1].events.get(), r#"[{"name":"e"}]"#);
         assert_eq!(spans[1].parent_span_id, None);
+    }
+
+    #[test]
+    fn body_chunks_read_back_as_written() {
+        let text = body_chunk([("t1", "s1", r#"{"gen_ai.prompt":"hi \"there\""}"#), ("t1", "s2", "{}")]);
+        let entries = decode_bodies(&text).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!((entries[0].trace_id.as_str(), entries[0].span_id.as_str()), ("t1", "s1"));
+        assert_eq!(entries[0].bodies.get(), r#"{"gen_ai.prompt":"hi \"there\""}"#);
+        assert_eq!(entries[1].bodies.get(), "{}");
+        assert_eq!(decode_bodies(&body_chunk(std::iter::empty())).unwrap().len(), 0);
     }
 
     #[test]

@@ -136,12 +136,41 @@ macro_rules! move_trace {
                     .await?;
             }
         }
-        for table in ["irreversible_calls", "span_bodies"] {
-            sqlx::query(&format!("UPDATE {table} SET run_id = $1 WHERE trace_id = $2"))
-                .bind($new)
-                .bind($trace)
-                .execute(&mut *$tx)
-                .await?;
+        sqlx::query("UPDATE irreversible_calls SET run_id = $1 WHERE trace_id = $2")
+            .bind($new)
+            .bind($trace)
+            .execute(&mut *$tx)
+            .await?;
+        // The trace's bodies leave the old run's body chunks the same way.
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT bodies FROM body_chunks WHERE run_id = $1").bind($old).fetch_all(&mut *$tx).await?;
+        let mut staying: Vec<span_record::StoredBodies> = Vec::new();
+        let mut moving: Vec<span_record::StoredBodies> = Vec::new();
+        for (bodies,) in &rows {
+            for entry in span_record::decode_bodies(bodies).map_err(corrupt)? {
+                if entry.trace_id == $trace {
+                    moving.push(entry)
+                } else {
+                    staying.push(entry)
+                }
+            }
+        }
+        if !moving.is_empty() {
+            sqlx::query("DELETE FROM body_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
+            for (run, entries) in [($old, &staying), ($new, &moving)] {
+                if entries.is_empty() {
+                    continue;
+                }
+                let chunk = span_record::body_chunk(
+                    entries.iter().map(|e| (e.trace_id.as_str(), e.span_id.as_str(), e.bodies.get())),
+                );
+                sqlx::query("INSERT INTO body_chunks (run_id, spans, bodies) VALUES ($1, $2, $3)")
+                    .bind(run)
+                    .bind(entries.len() as i64)
+                    .bind(chunk)
+                    .execute(&mut *$tx)
+                    .await?;
+            }
         }
     }};
 }
@@ -443,28 +472,29 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 .map(|d| d.run.run_id.as_str())
                 .collect();
             if body_policy != BodyPolicy::None {
-                // Only spans stored by this write: a re-sent span's bodies are stored already.
-                let with_bodies: Vec<&NormalizedSpan> = new_by_run
+                // Only spans stored by this write (a re-sent span's bodies are stored
+                // already), one chunk per run, like the spans.
+                let body_chunks: Vec<(&str, i64, String)> = new_by_run
                     .iter()
                     .filter(|(run, _)| !completed.contains(**run))
-                    .flat_map(|(_, new)| new.iter().copied())
-                    .filter(|s| !s.json.bodies.is_empty())
+                    .filter_map(|(run, new)| {
+                        let with_bodies = new.iter().filter(|s| !s.json.bodies.is_empty());
+                        let n = with_bodies.clone().count() as i64;
+                        let entries = with_bodies.map(|s| (s.trace_id.as_str(), s.span_id.as_str(), s.json.bodies.as_str()));
+                        (n > 0).then(|| (*run, n, span_record::body_chunk(entries)))
+                    })
                     .collect();
-                for chunk in cacheable_chunks(&with_bodies, ROWS_PER_INSERT) {
-                    let mut q = QueryBuilder::new("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) ");
-                    q.push_values(chunk, |mut row, s| {
-                        row.push_bind(&s.trace_id)
-                            .push_bind(&s.span_id)
-                            .push_bind(&run_of[s.trace_id.as_str()])
-                            .push_bind(&s.json.bodies);
+                for part in cacheable_chunks(&body_chunks, ROWS_PER_INSERT) {
+                    let mut q = QueryBuilder::new("INSERT INTO body_chunks (run_id, spans, bodies) ");
+                    q.push_values(part, |mut row, (run, n, bodies)| {
+                        row.push_bind(*run).push_bind(*n).push_bind(bodies.as_str());
                     });
-                    q.push(" ON CONFLICT (trace_id, span_id) DO NOTHING");
                     q.build().execute(&mut *tx).await?;
                 }
             }
             let stale: Vec<&str> = completed.iter().copied().filter(|run| had_spans.contains(*run)).collect();
             for chunk in cacheable_chunks(&stale, IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new("DELETE FROM span_bodies WHERE run_id IN (");
+                let mut q = QueryBuilder::new("DELETE FROM body_chunks WHERE run_id IN (");
                 let mut list = q.separated(", ");
                 for run in chunk {
                     list.push_bind(*run);
