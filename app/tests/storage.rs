@@ -245,6 +245,23 @@ mod ingest_storage {
         }
     }
 
+    /// The ingest writer's own connection (`Db::dedicated`) writes the database the shared
+    /// pool reads, and the pool sees each commit at once.
+    #[tokio::test]
+    async fn a_dedicated_handle_writes_the_database_the_pool_reads() {
+        for t in TestDb::each_backend().await {
+            let writer = t.db.dedicated();
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            for (trace, run) in [(9, "via-writer-1"), (10, "via-writer-2")] {
+                spans::write(&writer, &run_spans(trace, run, false, now_ns), BodyPolicy::None).await.unwrap();
+                assert!(runs::get(&t.db, run).await.unwrap().is_some(), "{run} on {}", t.backend());
+            }
+            assert_eq!(spans::count(&t.db).await.unwrap(), 4);
+            drop(writer);
+            t.cleanup().await;
+        }
+    }
+
     /// Every page of a query, following the cursors.
     async fn all_pages(db: &app::storage::Db, mut q: runs::RunQuery) -> Vec<String> {
         let mut ids = Vec::new();

@@ -109,6 +109,23 @@ impl Db {
         }
     }
 
+    /// A handle on the same database for one busy task, the ingest writer: on SQLite its
+    /// own one-connection pool, so every transaction runs on the same connection and finds
+    /// the pages it touched last time in that connection's cache. From the shared pool,
+    /// which hands out idle connections in turn, consecutive commits landed on different
+    /// connections with cold caches (end to end about 20 % slower, and a page cache per
+    /// connection held more memory). On PostgreSQL the server keeps the cache, so this is
+    /// the shared pool.
+    pub fn dedicated(&self) -> Db {
+        match self {
+            Db::Sqlite(pool) => {
+                let options = (*pool.connect_options()).clone();
+                Db::Sqlite(SqlitePoolOptions::new().max_connections(1).min_connections(0).connect_lazy_with(options))
+            }
+            Db::Postgres(pool) => Db::Postgres(pool.clone()),
+        }
+    }
+
     /// Applies every pending migration of this backend, then prepares the session table.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self {

@@ -95,7 +95,7 @@ impl IngestService {
         budget_bytes: usize,
     ) -> Self {
         let (queue, jobs) = mpsc::channel(256);
-        tokio::spawn(writer::run(db.clone(), settings.body_policy, jobs));
+        tokio::spawn(writer::run(db.dedicated(), settings.body_policy, jobs));
         let service = IngestService {
             inner: Arc::new(Inner {
                 settings,
