@@ -575,7 +575,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                 let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
                 let mut terms: BTreeSet<(String, String)> = BTreeSet::new();
                 for (run, records) in &chunks {
-                    let facts = span_record::decode_facts(records).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                    let facts = span_record::decode_facts(records).map_err(span_record::corrupt)?;
                     terms.extend(facts.iter().flat_map(|f| span_record::search_terms(f).map(|t| (t.to_string(), run.clone()))));
                 }
                 let terms: Vec<(String, String)> = terms.into_iter().collect();
@@ -628,7 +628,7 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
 pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
     let mut out = Vec::new();
     for entry in stored_bodies(db, run_id).await? {
-        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(corrupt_chunk)?));
+        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(span_record::corrupt)?));
     }
     Ok(out)
 }
@@ -639,14 +639,9 @@ async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::St
     let chunks: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_all(pool).await)?;
     let mut out = Vec::new();
     for chunk in &chunks {
-        out.extend(span_record::decode_bodies(chunk).map_err(corrupt_chunk)?);
+        out.extend(span_record::decode_bodies(chunk).map_err(span_record::corrupt)?);
     }
     Ok(out)
-}
-
-/// A stored chunk that does not parse, as the database error it is.
-fn corrupt_chunk(e: serde_json::Error) -> sqlx::Error {
-    sqlx::Error::Decode(Box::new(e))
 }
 
 impl From<StoredSpan> for WaterfallSpan {

@@ -201,6 +201,11 @@ pub struct StoredSpan {
     pub resource: Box<RawValue>,
 }
 
+/// A stored chunk (spans or bodies) that does not parse, as the database error it is.
+pub fn corrupt(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
+}
+
 /// A chunk's records as derivation's facts (the raw JSON fields are skipped unread).
 pub fn decode_facts(chunk: &str) -> serde_json::Result<Vec<SpanFacts>> {
     serde_json::from_str(chunk)

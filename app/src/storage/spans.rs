@@ -8,7 +8,7 @@
 //! run's stored spans, which derivation reads back anyway, so it is stored once. Readers
 //! of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
-use super::span_record;
+use super::span_record::{self, corrupt};
 use super::{now_ms, on_pool, Db, StoreResult};
 use crate::canonical::{RunDetail, SideEffect, TerminalReason};
 use crate::ingest::derive::{derive_run, SpanFacts};
@@ -67,11 +67,6 @@ macro_rules! lock_in_order {
             q.build().execute(&mut *$tx).await?;
         }
     }};
-}
-
-/// A chunk that does not parse as stored records, as the database error it is.
-fn corrupt(e: serde_json::Error) -> sqlx::Error {
-    sqlx::Error::Decode(Box::new(e))
 }
 
 /// The trace a stored record belongs to, read without the rest of it.
@@ -314,7 +309,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 q.push(")");
                 let rows: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
                 for (run, records) in rows {
-                    let facts = span_record::decode_facts(&records).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                    let facts = span_record::decode_facts(&records).map_err(corrupt)?;
                     facts_by_run.entry(run).or_default().extend(facts);
                 }
             }
