@@ -164,6 +164,66 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
 }
 
 #[tokio::test]
+async fn runs_escalating_in_one_export_each_open_one_and_are_announced_once() {
+    use app::notify::{Event, EventKind, WebhookFormat, WebhookTarget};
+    use app::storage::{escalations, webhooks};
+    for t in TestDb::each_backend().await {
+        // Three escalated runs and one that ended normally, in one export; the API filed
+        // one of the three first, so that one merges instead of opening a second.
+        let s = live(&t).await;
+        let (status, filed) = s.escalate(report("run-b")).await;
+        assert_eq!(status, StatusCode::CREATED);
+        let mut spans = escalated_run(1, "run-a", true);
+        spans.extend(escalated_run(2, "run-b", false));
+        spans.extend(escalated_run(3, "run-c", false));
+        spans.push(span(4, 1, None, "agent.run", vec![kv("run.id", "run-d")]));
+        ingest(&t.db, spans).await;
+        for run in ["run-a", "run-b", "run-c"] {
+            let opened = escalations::for_run(&t.db, run).await.unwrap();
+            assert_eq!(opened.len(), 1, "{run}: {opened:?}");
+            assert!(opened[0].from_trace, "{run}");
+            let timeline = escalations::timeline(&t.db, &opened[0].id).await.unwrap();
+            let kinds: Vec<&str> = timeline.iter().map(|e| e.kind.as_str()).collect();
+            let expected: &[&str] = if run == "run-b" { &["opened", "merged"] } else { &["opened"] };
+            assert_eq!(kinds, expected, "{run}");
+        }
+        assert_eq!(escalations::for_run(&t.db, "run-b").await.unwrap()[0].id, filed["id"].as_str().unwrap());
+        assert_eq!(escalations::for_run(&t.db, "run-a").await.unwrap()[0].what_remains.len(), 2, "event details");
+        assert!(escalations::for_run(&t.db, "run-d").await.unwrap().is_empty());
+
+        // Announcing: each escalation once, its webhook queued with the mark; a second
+        // instance holding the same list announces nothing.
+        let due = escalations::unannounced(&t.db).await.unwrap();
+        assert_eq!(due.len(), 3);
+        let target = WebhookTarget {
+            name: "oncall".into(),
+            url: "http://127.0.0.1:9/hook".into(),
+            format: WebhookFormat::Json,
+            events: None,
+        };
+        let event = |e: &app::escalations::Escalation| Event {
+            kind: EventKind::EscalationOpened,
+            title: format!("Escalation: {}", e.run_id),
+            summary: String::new(),
+            link_path: format!("/escalations/{}", e.id),
+            fields: Vec::new(),
+            data: json!({ "id": e.id }),
+        };
+        let mut announced = escalations::announce(&t.db, &due, event, std::slice::from_ref(&target)).await.unwrap();
+        announced.sort();
+        let mut ids: Vec<String> = due.iter().map(|e| e.id.clone()).collect();
+        ids.sort();
+        assert_eq!(announced, ids);
+        assert!(escalations::announce(&t.db, &due, event, &[target]).await.unwrap().is_empty());
+        assert!(escalations::unannounced(&t.db).await.unwrap().is_empty());
+        let queued = webhooks::list(&t.db, false, 100).await.unwrap();
+        assert_eq!(queued.len(), 3, "{queued:?}");
+        assert!(queued.iter().all(|d| d.event_kind == "escalation.opened" && d.target_name == "oncall"));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
 async fn claims_are_checked_against_the_observed_side_effects() {
     for t in TestDb::each_backend().await {
         let s = live(&t).await;

@@ -345,12 +345,40 @@ pub async fn unannounced(db: &Db) -> StoreResult<Vec<Escalation>> {
     Ok(rows.into_iter().map(Escalation::from).collect())
 }
 
-/// Marks `id` announced; `true` for the one caller (of several instances) that did it.
-pub async fn mark_announced(db: &Db, id: &str) -> StoreResult<bool> {
-    let sql = "UPDATE escalations SET notified_at = $1 WHERE id = $2 AND notified_at IS NULL";
-    let n =
-        on_pool!(db, pool => sqlx::query(sql).bind(now_ms()).bind(id).execute(pool).await.map(|r| r.rows_affected()))?;
-    Ok(n == 1)
+/// Marks the escalations `due` announced and queues the webhook `event` makes of each one
+/// this caller marked (of several instances, one marks each): one transaction, so an
+/// escalation is never marked without its webhook, and one write however many opened
+/// (a write per escalation kept taking the lock from the ingest writer). Returns the ids
+/// this caller announced.
+pub async fn announce(
+    db: &Db,
+    due: &[Escalation],
+    event: impl Fn(&Escalation) -> crate::notify::Event,
+    targets: &[crate::notify::WebhookTarget],
+) -> StoreResult<Vec<String>> {
+    if due.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = now_ms();
+    on_pool!(db, pool => {
+        let mut tx = pool.begin().await?;
+        let mut announced: Vec<String> = Vec::new();
+        for chunk in super::spans::cacheable_chunks(due, 100) {
+            let mut q = sqlx::QueryBuilder::new("UPDATE escalations SET notified_at = ");
+            q.push_bind(now).push(" WHERE notified_at IS NULL AND id IN (");
+            let mut list = q.separated(", ");
+            for e in chunk {
+                list.push_bind(e.id.as_str());
+            }
+            q.push(") RETURNING id");
+            announced.extend(q.build_query_scalar::<String>().fetch_all(&mut *tx).await?);
+        }
+        for e in due.iter().filter(|e| announced.contains(&e.id)) {
+            super::webhooks::enqueue_in(&mut *tx, &event(e), targets).await?;
+        }
+        tx.commit().await?;
+        Ok(announced)
+    })
 }
 
 /// The details an `escalation` span event carries (the same fields as the API), if any.
@@ -386,36 +414,43 @@ pub fn details_from_events(
 /// API-filed one as also seen in the traces.
 macro_rules! open_from_traces {
     ($tx:ident, $derived:expr, $spans:expr, $now:expr) => {{
-        for d in $derived.iter() {
-            let run = &d.run;
-            let escalated = run.terminal_reason == $crate::canonical::TerminalReason::Escalated;
-            if !escalated && run.escalation_reason.is_none() {
-                continue;
+        use $crate::storage::spans::cacheable_chunks;
+        let escalated: Vec<&$crate::canonical::RunSummary> = $derived
+            .iter()
+            .map(|d| &d.run)
+            .filter(|run| {
+                run.terminal_reason == $crate::canonical::TerminalReason::Escalated || run.escalation_reason.is_some()
+            })
+            .collect();
+        // Each run's latest escalation, if it has one: (opened_at, id, from_trace).
+        let mut latest: std::collections::BTreeMap<String, (i64, String, bool)> = std::collections::BTreeMap::new();
+        for chunk in cacheable_chunks(&escalated, 500) {
+            let mut q =
+                sqlx::QueryBuilder::new("SELECT run_id, opened_at, id, from_trace FROM escalations WHERE run_id IN (");
+            let mut list = q.separated(", ");
+            for run in chunk {
+                list.push_bind(run.run_id.as_str());
             }
-            let existing: Option<(String, bool)> = sqlx::query_as(
-                "SELECT id, from_trace FROM escalations WHERE run_id = $1 ORDER BY opened_at DESC LIMIT 1",
-            )
-            .bind(&run.run_id)
-            .fetch_optional(&mut *$tx)
-            .await?;
-            let event_sql = "INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) \
-                             VALUES ($1, $2, NULL, $3, $4)";
-            match existing {
-                Some((_, true)) => {}
-                Some((id, false)) => {
-                    sqlx::query("UPDATE escalations SET from_trace = $1 WHERE id = $2")
-                        .bind(true)
-                        .bind(&id)
-                        .execute(&mut *$tx)
-                        .await?;
-                    sqlx::query(event_sql)
-                        .bind(&id)
-                        .bind($now)
-                        .bind("merged")
-                        .bind("the run's traces report the same escalation")
-                        .execute(&mut *$tx)
-                        .await?;
+            q.push(")");
+            let rows: Vec<(String, i64, String, bool)> = q.build_query_as().fetch_all(&mut *$tx).await?;
+            for (run, opened_at, id, from_trace) in rows {
+                let candidate = (opened_at, id, from_trace);
+                match latest.get(&run) {
+                    Some(kept) if (kept.0, &kept.1) >= (candidate.0, &candidate.1) => {}
+                    _ => {
+                        latest.insert(run, candidate);
+                    }
                 }
+            }
+        }
+        // An API-filed escalation the traces now report too is marked so; a run without
+        // one gets a new one, with the details of an `escalation` span event if one came.
+        let mut merged: Vec<&str> = Vec::new();
+        let mut opened = Vec::new();
+        for run in &escalated {
+            match latest.get(&run.run_id) {
+                Some((_, _, true)) => {}
+                Some((_, id, false)) => merged.push(id.as_str()),
                 None => {
                     let raw = run.escalation_reason.clone().unwrap_or_else(|| "unspecified".into());
                     let (reason, reason_text) = match $crate::escalations::EscalationReason::parse(&raw) {
@@ -427,34 +462,61 @@ macro_rules! open_from_traces {
                         .filter(|s| run.trace_ids.contains(&s.trace_id))
                         .find_map(|s| $crate::storage::escalations::details_from_events(&s.events));
                     let (blocking, done, remains) = details.unwrap_or_default();
-                    let id = $crate::storage::escalations::new_id();
-                    sqlx::query(
-                        "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
-                         what_remains, from_api, from_trace, agent, status, opened_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'open', $11)",
-                    )
-                    .bind(&id)
-                    .bind(&run.run_id)
-                    .bind(reason.as_str())
-                    .bind(reason_text)
-                    .bind(blocking)
-                    .bind($crate::storage::escalations::json(&done))
-                    .bind($crate::storage::escalations::json(&remains))
-                    .bind(false)
-                    .bind(true)
-                    .bind(&run.agent)
-                    .bind($now)
-                    .execute(&mut *$tx)
-                    .await?;
-                    sqlx::query(event_sql)
-                        .bind(&id)
-                        .bind($now)
-                        .bind("opened")
-                        .bind("opened from the run's traces")
-                        .execute(&mut *$tx)
-                        .await?;
+                    opened.push((
+                        $crate::storage::escalations::new_id(),
+                        *run,
+                        reason.as_str(),
+                        reason_text,
+                        blocking,
+                        $crate::storage::escalations::json(&done),
+                        $crate::storage::escalations::json(&remains),
+                    ));
                 }
             }
+        }
+        for chunk in cacheable_chunks(&merged, 500) {
+            let mut q = sqlx::QueryBuilder::new("UPDATE escalations SET from_trace = ");
+            q.push_bind(true).push(" WHERE id IN (");
+            let mut list = q.separated(", ");
+            for id in chunk {
+                list.push_bind(*id);
+            }
+            q.push(")");
+            q.build().execute(&mut *$tx).await?;
+        }
+        for chunk in cacheable_chunks(&opened, 100) {
+            let mut q = sqlx::QueryBuilder::new(
+                "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
+                 what_remains, from_api, from_trace, agent, status, opened_at) ",
+            );
+            q.push_values(chunk, |mut row, (id, run, reason, reason_text, blocking, done, remains)| {
+                row.push_bind(id.as_str())
+                    .push_bind(run.run_id.as_str())
+                    .push_bind(*reason)
+                    .push_bind(reason_text.as_deref())
+                    .push_bind(blocking.as_deref())
+                    .push_bind(done.as_str())
+                    .push_bind(remains.as_str())
+                    .push_bind(false)
+                    .push_bind(true)
+                    .push_bind(run.agent.as_deref())
+                    .push_bind("open")
+                    .push_bind($now);
+            });
+            q.build().execute(&mut *$tx).await?;
+        }
+        // The timeline's first entry for each, after the rows it refers to.
+        let events: Vec<(&str, &str, &str)> = merged
+            .iter()
+            .map(|id| (*id, "merged", "the run's traces report the same escalation"))
+            .chain(opened.iter().map(|(id, ..)| (id.as_str(), "opened", "opened from the run's traces")))
+            .collect();
+        for chunk in cacheable_chunks(&events, 200) {
+            let mut q = sqlx::QueryBuilder::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
+            q.push_values(chunk, |mut row, (id, kind, detail)| {
+                row.push_bind(*id).push_bind($now).push_bind(None::<&str>).push_bind(*kind).push_bind(*detail);
+            });
+            q.build().execute(&mut *$tx).await?;
         }
     }};
 }

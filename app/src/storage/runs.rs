@@ -454,20 +454,21 @@ fn counts_sql(q: &RunQuery) -> Sql {
 }
 
 /// Adds each reason's change in the number of runs (`BTreeMap<String, i64>`) to
-/// `run_reason_counts` inside the transaction `tx` that changed `runs`. One statement per
-/// reason in sorted order, so concurrent writers on PostgreSQL lock the rows in one order
-/// and never deadlock; callers run it last, so the rows are held only until the commit.
+/// `run_reason_counts` inside the transaction `tx` that changed `runs`: one statement
+/// (a round trip per reason added a few to every ingest commit), rows in sorted order, so
+/// concurrent writers on PostgreSQL lock them in one order and never deadlock; callers
+/// run it last, so the rows are held only until the commit.
 macro_rules! apply_reason_deltas {
     ($tx:ident, $deltas:expr) => {
-        for (reason, delta) in $deltas.iter().filter(|(_, d)| **d != 0) {
-            sqlx::query(
-                "INSERT INTO run_reason_counts (terminal_reason, runs) VALUES ($1, $2) \
-                 ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + excluded.runs",
-            )
-            .bind(reason.as_str())
-            .bind(*delta)
-            .execute(&mut *$tx)
-            .await?;
+        let changed: Vec<(&str, i64)> =
+            $deltas.iter().filter(|(_, d)| **d != 0).map(|(reason, d)| (reason.as_str(), *d)).collect();
+        for chunk in $crate::storage::spans::cacheable_chunks(&changed, 64) {
+            let mut q = sqlx::QueryBuilder::new("INSERT INTO run_reason_counts (terminal_reason, runs) ");
+            q.push_values(chunk, |mut row, (reason, delta)| {
+                row.push_bind(*reason).push_bind(*delta);
+            });
+            q.push(" ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + excluded.runs");
+            q.build().execute(&mut *$tx).await?;
         }
     };
 }

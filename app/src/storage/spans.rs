@@ -36,7 +36,7 @@ const IDS_PER_QUERY: usize = 500;
 /// depends on its row count, and with these few counts every statement the writer sends
 /// is prepared once per connection and then found in its cache, instead of a slice of
 /// whatever was left over being parsed anew (and evicting the others) on every commit.
-fn cacheable_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+pub(crate) fn cacheable_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
     let mut rest = items;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -193,6 +193,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             // SQLite: take the write lock up front, so two writers queue on the busy
             // timeout instead of failing when a reader upgrades.
             let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
+            let t_began = std::time::Instant::now();
             if postgres {
                 // Instances sharing PostgreSQL serialize on each trace, then each run,
                 // always in sorted order, so they never deadlock or lose an update.
@@ -502,7 +503,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             let t_runs = std::time::Instant::now();
             tx.commit().await?;
             tracing::debug!(
-                traces_ms = (t_traces - t_begin).as_millis() as u64,
+                begin_ms = (t_began - t_begin).as_millis() as u64,
+                traces_ms = (t_traces - t_began).as_millis() as u64,
                 spans_ms = (t_spans - t_traces).as_millis() as u64,
                 derive_ms = (t_derived - t_spans).as_millis() as u64,
                 runs_ms = (t_runs - t_derived).as_millis() as u64,

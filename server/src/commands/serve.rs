@@ -188,7 +188,7 @@ async fn expire_approvals(db: app::storage::Db, hub: app::approvals::hub::Approv
 }
 
 /// Every two seconds: queues the `escalation.opened` webhook for escalations opened since,
-/// whether by the API or from traces. Marking first makes one instance of several do it.
+/// whether by the API or from traces, in one transaction per pass (see `escalations::announce`).
 async fn announce_escalations(db: app::storage::Db, webhooks: Arc<Vec<app::notify::WebhookTarget>>) {
     use app::storage::escalations;
     let mut every = tokio::time::interval(Duration::from_secs(2));
@@ -201,16 +201,8 @@ async fn announce_escalations(db: app::storage::Db, webhooks: Arc<Vec<app::notif
                 continue;
             }
         };
-        for e in due {
-            match escalations::mark_announced(&db, &e.id).await {
-                Ok(true) => {
-                    if let Err(err) = app::storage::webhooks::enqueue(&db, &opened_event(&e), &webhooks).await {
-                        tracing::warn!(error = %err, escalation = %e.id, "could not queue the escalation webhook");
-                    }
-                }
-                Ok(false) => {}
-                Err(err) => tracing::warn!(error = %err, "could not mark an escalation announced"),
-            }
+        if let Err(e) = escalations::announce(&db, &due, opened_event, &webhooks).await {
+            tracing::warn!(error = %e, "could not queue escalation webhooks; will retry");
         }
     }
 }
