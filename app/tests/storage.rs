@@ -521,21 +521,48 @@ mod ingest_storage {
 }
 
 #[tokio::test]
-async fn the_sqlite_log_is_checkpointed_on_request_and_postgres_has_none() {
+async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_has_none() {
+    use app::storage::{wal, Db};
     for t in TestDb::each_backend().await {
         let db = &t.db;
-        users::create(db, "walter", "$argon2id$fake", &[Role::Viewer]).await.unwrap();
-        let checkpoint = app::storage::wal::checkpoint(db).await.unwrap();
-        match db {
-            app::storage::Db::Sqlite(_) => {
-                let c = checkpoint.expect("SQLite reports its checkpoint");
-                assert!(c.log_pages > 0, "the write went to the log first: {c:?}");
-                assert_eq!((c.busy, c.checkpointed_pages), (false, c.log_pages), "nothing held it back: {c:?}");
-                // Checkpointing moved pages, it did not lose the row.
-                assert!(users::by_username(db, "walter").await.unwrap().is_some());
-            }
-            app::storage::Db::Postgres(_) => assert_eq!(checkpoint, None),
+        for i in 0..50 {
+            users::create(db, &format!("walter{i}"), "$argon2id$fake", &[Role::Viewer]).await.unwrap();
         }
+        let checkpoint = wal::checkpoint(db).await.unwrap();
+        let writer = db.dedicated();
+        match db {
+            Db::Sqlite(pool) => {
+                let c = checkpoint.expect("SQLite reports its checkpoint");
+                assert!(c.log_pages > 0, "the writes went to the log first: {c:?}");
+                assert_eq!((c.busy, c.checkpointed_pages), (false, c.log_pages), "nothing held it back: {c:?}");
+
+                // The writer restarts the log itself: everything copied, and the next
+                // write starts the log from its beginning instead of appending to it.
+                let before = c.log_pages;
+                let r = wal::restart_log(&writer).await.unwrap().expect("SQLite reports the restart");
+                assert_eq!((r.busy, r.checkpointed_pages), (false, r.log_pages), "{r:?}");
+                users::create(&writer, "wendy", "$argon2id$fake", &[Role::Viewer]).await.unwrap();
+                let after = wal::checkpoint(db).await.unwrap().unwrap();
+                assert!(after.log_pages > 0 && after.log_pages < before, "restarted: {after:?} after {before}");
+
+                // Only the writer's connection leaves checkpoints to it; every other keeps
+                // the automatic one as a safety net.
+                let auto = "PRAGMA wal_autocheckpoint";
+                let Db::Sqlite(writer_pool) = &writer else { unreachable!() };
+                let on_writer: i64 = sqlx::query_scalar(auto).fetch_one(writer_pool).await.unwrap();
+                let on_pool: i64 = sqlx::query_scalar(auto).fetch_one(pool).await.unwrap();
+                assert_eq!((on_writer, on_pool), (0, i64::from(wal::AUTOCHECKPOINT_PAGES)));
+
+                // Moving pages lost no row.
+                assert!(users::by_username(db, "walter0").await.unwrap().is_some());
+                assert!(users::by_username(db, "wendy").await.unwrap().is_some());
+            }
+            Db::Postgres(_) => {
+                assert_eq!(checkpoint, None);
+                assert_eq!(wal::restart_log(&writer).await.unwrap(), None);
+            }
+        }
+        drop(writer);
         t.cleanup().await;
     }
 }

@@ -6,8 +6,9 @@
 //!    generator's synthesizer beforehand) decoded and normalized on one thread: what each
 //!    OTLP worker does before a batch reaches the writer;
 //! 2. storage: the normalized spans committed by `spans::write`, the single writer's
-//!    transaction, in commits of a fixed size on a fresh database, with the server's
-//!    background log checkpoint running beside it (SQLite), as in `flightdeck serve`.
+//!    transaction, in commits of a fixed size on a fresh database, on the writer's own
+//!    connection with its log restarts and the server's background log checkpoint
+//!    running beside it (SQLite), as in `flightdeck serve`.
 //!
 //! Prints spans per second and commit times; asserts nothing.
 //!
@@ -101,13 +102,17 @@ async fn store(db: &Db, batches: &[Vec<NormalizedSpan>], per_commit: usize, sett
     // The writer concatenates the waiting exports the same way; done before the clock.
     let commits: Vec<Vec<NormalizedSpan>> =
         batches.chunks(requests_per_commit).map(|group| group.iter().flatten().cloned().collect()).collect();
+    // The writer's own connection and its log restarts, as in `serve`.
+    let writer = db.dedicated();
+    let mut log = flightdeck::otlp::writer::LogRestarter::default();
     let mut commit_times = Vec::new();
     let mut stored = 0u64;
     let started = Instant::now();
     for all in &commits {
         let t = Instant::now();
-        stored += spans::write(db, all, settings.body_policy).await.expect("write").stored;
+        stored += spans::write(&writer, all, settings.body_policy).await.expect("write").stored;
         commit_times.push(t.elapsed());
+        log.after_commit(&writer).await;
     }
     let elapsed = started.elapsed();
     checkpointer.abort();

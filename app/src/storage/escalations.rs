@@ -512,7 +512,8 @@ macro_rules! open_from_traces {
             .chain(opened.iter().map(|(id, ..)| (id.as_str(), "opened", "opened from the run's traces")))
             .collect();
         for chunk in cacheable_chunks(&events, 200) {
-            let mut q = sqlx::QueryBuilder::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
+            let mut q =
+                sqlx::QueryBuilder::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
             q.push_values(chunk, |mut row, (id, kind, detail)| {
                 row.push_bind(*id).push_bind($now).push_bind(None::<&str>).push_bind(*kind).push_bind(*detail);
             });

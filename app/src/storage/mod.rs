@@ -114,12 +114,15 @@ impl Db {
     /// the pages it touched last time in that connection's cache. From the shared pool,
     /// which hands out idle connections in turn, consecutive commits landed on different
     /// connections with cold caches (end to end about 20 % slower, and a page cache per
-    /// connection held more memory). On PostgreSQL the server keeps the cache, so this is
+    /// connection held more memory). Its automatic checkpoint is off: the writer restarts
+    /// the log itself (see `wal`). On PostgreSQL the server keeps the cache, so this is
     /// the shared pool.
     pub fn dedicated(&self) -> Db {
         match self {
             Db::Sqlite(pool) => {
-                let options = (*pool.connect_options()).clone();
+                // It restarts the log itself between commits (`wal::restart_log`), so its
+                // commits never stop to checkpoint.
+                let options = (*pool.connect_options()).clone().pragma("wal_autocheckpoint", "0");
                 Db::Sqlite(SqlitePoolOptions::new().max_connections(1).min_connections(0).connect_lazy_with(options))
             }
             Db::Postgres(pool) => Db::Postgres(pool.clone()),

@@ -1,28 +1,36 @@
-//! SQLite's write-ahead log, checkpointed beside the ingest writer rather than inside it.
+//! SQLite's write-ahead log, kept short beside the ingest writer rather than inside it.
 //!
 //! By default the connection whose commit pushes the log past 1,000 pages copies it back
 //! into the database file during that commit: on the single ingest writer that was about
-//! a quarter of every commit. The server instead checkpoints from its own connection (on
-//! its own thread) every fraction of a second, which a writer does not wait for; the
-//! automatic checkpoint stays on with a higher threshold as the safety net for processes
-//! that do not run the loop (the CLI, tests). PostgreSQL has nothing to do here.
+//! a quarter of every commit. Instead, two parts:
+//!
+//! - [`checkpoint`], from the server's own loop on a pool connection every few tens of
+//!   milliseconds: copies what is committed into the database file (PASSIVE), beside the
+//!   writer, which never waits for it.
+//! - [`restart_log`], from the ingest writer on its own connection between commits a few
+//!   times a second: copies the little the loop has not yet copied and starts the log
+//!   again from its beginning. Under sustained ingest the writer never pauses long enough
+//!   for the log to restart by itself, so something must; when another connection did it
+//!   (as the loop did before), the writer had to wait for that connection's whole
+//!   checkpoint before its next transaction, and the restart then emptied its page cache,
+//!   so the next commit read its indexes back from the file. Measured end to end: the
+//!   wait for the write lock fell from about 3 s to 0.6 s per 15 s, throughput rose
+//!   about 5 %.
+//!
+//! The automatic checkpoint stays on for every other connection, with a higher threshold,
+//! as the safety net for processes that do not run the loop (the CLI, tests); the writer's
+//! connection turns it off, as it restarts the log itself. PostgreSQL has nothing to do
+//! here.
 
 use super::{Db, StoreResult};
 
 /// Pages the log may grow to before a committing connection checkpoints it itself
-/// (64 MiB at 4 KiB pages); the background loop normally keeps it far below.
+/// (64 MiB at 4 KiB pages); the background loop and the writer keep it far below.
 pub const AUTOCHECKPOINT_PAGES: u32 = 16_384;
 
 /// The size the log file is cut back to when it restarts, so a burst does not leave a
 /// file of its peak size behind.
 pub const LOG_FILE_LIMIT_BYTES: u64 = 64 << 20;
-
-/// The log restarts from its beginning only when a writer finds it fully copied; a writer
-/// that never pauses may not. Past this many pages uncopied, or twice as many in the
-/// file, the checkpoint waits for the writer and restarts the log, bounding its size
-/// (under sustained ingest the file stayed between 64 and 100 MiB). While a restart waits
-/// for readers still using the log, writers wait too: at worst one page query's time.
-const RESTART_ABOVE_PAGES: i64 = 8_192;
 
 /// What one checkpoint found and did (SQLite's `wal_checkpoint` result).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,21 +43,22 @@ pub struct Checkpoint {
     pub checkpointed_pages: i64,
 }
 
-/// Copies what it can of the log into the database without blocking the writer; when
-/// the log has grown past [`RESTART_ABOVE_PAGES`], waits for the writer and restarts it.
-/// `None` on PostgreSQL.
+/// Copies what is committed in the log into the database file without blocking the
+/// writer (PASSIVE). `None` on PostgreSQL.
 pub async fn checkpoint(db: &Db) -> StoreResult<Option<Checkpoint>> {
+    run(db, "PRAGMA wal_checkpoint(PASSIVE)").await
+}
+
+/// Copies the rest of the log into the database file and restarts it from its beginning
+/// (RESTART): waits for readers still on the log, and blocks other writers meanwhile.
+/// Meant for the ingest writer's own connection, between its commits (see the module
+/// header). `None` on PostgreSQL.
+pub async fn restart_log(db: &Db) -> StoreResult<Option<Checkpoint>> {
+    run(db, "PRAGMA wal_checkpoint(RESTART)").await
+}
+
+async fn run(db: &Db, sql: &'static str) -> StoreResult<Option<Checkpoint>> {
     let Db::Sqlite(pool) = db else { return Ok(None) };
-    let run = |mode: &'static str| async move {
-        let (busy, log, done): (i64, i64, i64) =
-            sqlx::query_as(&format!("PRAGMA wal_checkpoint({mode})")).fetch_one(pool).await?;
-        Ok::<_, sqlx::Error>(Checkpoint { busy: busy != 0, log_pages: log, checkpointed_pages: done })
-    };
-    let passive = run("PASSIVE").await?;
-    if passive.log_pages - passive.checkpointed_pages > RESTART_ABOVE_PAGES
-        || passive.log_pages > 2 * RESTART_ABOVE_PAGES
-    {
-        return Ok(Some(run("RESTART").await?));
-    }
-    Ok(Some(passive))
+    let (busy, log, done): (i64, i64, i64) = sqlx::query_as(sql).fetch_one(pool).await?;
+    Ok(Some(Checkpoint { busy: busy != 0, log_pages: log, checkpointed_pages: done }))
 }

@@ -235,14 +235,15 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
     }
 }
 
-/// Keeps SQLite's write-ahead log short from a connection of its own, so the ingest
-/// writer's commits do not pay for copying it back (see `storage::wal`). Runs until
-/// dropped; returns at once on PostgreSQL.
+/// Copies SQLite's write-ahead log into the database file from a connection of its own,
+/// so the ingest writer's commits do not pay for it (see `storage::wal`). Often, so the
+/// writer's restarts of the log find little left to copy. Runs until dropped; returns at
+/// once on PostgreSQL.
 pub async fn checkpoint_wal(db: Db) {
     if !matches!(db, Db::Sqlite(_)) {
         return;
     }
-    let mut every = tokio::time::interval(Duration::from_millis(250));
+    let mut every = tokio::time::interval(Duration::from_millis(50));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;

@@ -5,7 +5,8 @@
 
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::BodyPolicy;
-use app::storage::{spans, Db};
+use app::storage::{spans, wal, Db};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
 /// One export's spans, waiting to be committed.
@@ -20,7 +21,41 @@ pub struct Job {
 /// every exporter in them wait longer.
 const MAX_SPANS_PER_COMMIT: usize = 8_000;
 
+/// How often, while commits keep coming, the writer restarts SQLite's log between two of
+/// them (see `app::storage::wal`): at ~40,000 spans/s the log grows ~170 MB/s, so this
+/// keeps it at tens of MB, and each restart (10-15 ms, most of the copying already done
+/// by the checkpoint loop) costs a few percent of the writer's time.
+pub const RESTART_LOG_EVERY: Duration = Duration::from_millis(250);
+
+/// Restarts the log on the writer's own connection when [`RESTART_LOG_EVERY`] has passed.
+pub struct LogRestarter {
+    last: Instant,
+}
+
+impl Default for LogRestarter {
+    fn default() -> Self {
+        Self { last: Instant::now() }
+    }
+}
+
+impl LogRestarter {
+    /// Call after each commit, on the handle the writer commits through.
+    pub async fn after_commit(&mut self, db: &Db) {
+        if self.last.elapsed() < RESTART_LOG_EVERY {
+            return;
+        }
+        self.last = Instant::now();
+        match wal::restart_log(db).await {
+            Ok(c) => tracing::trace!(?c, elapsed_ms = self.last.elapsed().as_millis() as u64, "log restarted"),
+            // Nothing is lost: the log just grows until the next try (or the automatic
+            // checkpoint of another connection).
+            Err(e) => tracing::warn!(error = %e, "could not restart the SQLite log"),
+        }
+    }
+}
+
 pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
+    let mut log = LogRestarter::default();
     while let Some(first) = jobs.recv().await {
         let mut batch = vec![first];
         let mut total = batch[0].spans.len();
@@ -34,7 +69,7 @@ pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>)
             }
         }
         let all: Vec<NormalizedSpan> = batch.iter_mut().flat_map(|j| std::mem::take(&mut j.spans)).collect();
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let result = spans::write(&db, &all, body_policy).await;
         tracing::debug!(
             spans = all.len(),
@@ -52,5 +87,7 @@ pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>)
         for job in batch {
             let _ = job.reply.send(reply.clone());
         }
+        // After the replies: the exporters are not kept waiting for it.
+        log.after_commit(&db).await;
     }
 }
