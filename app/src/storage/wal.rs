@@ -15,7 +15,7 @@
 //!   checkpoint before its next transaction, and the restart then emptied its page cache,
 //!   so the next commit read its indexes back from the file. Measured end to end: the
 //!   wait for the write lock fell from about 3 s to 0.6 s per 15 s, throughput rose
-//!   about 5 %.
+//!   5-10 %.
 //!
 //! The automatic checkpoint stays on for every other connection, with a higher threshold,
 //! as the safety net for processes that do not run the loop (the CLI, tests); the writer's
