@@ -376,6 +376,64 @@ mod ingest_storage {
         }
     }
 
+    /// Idempotency keys and external ids find their run exactly, whatever characters they
+    /// hold (SQLite's full-text index must not read them as query syntax, split them into
+    /// words, fold their case or match a prefix), once per run however many writes brought
+    /// them, and no longer once retention has removed the run.
+    #[tokio::test]
+    async fn search_terms_match_exactly_whatever_they_hold_and_leave_with_their_run() {
+        use runs::RunQuery;
+        let keys = ["idem \"quoted\" AND *", "Caf\u{e9}-42 OR x", "NEAR(a b)", "k:1/2?x=y#z"];
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            let search = |term: &str| RunQuery { search: Some(term.into()), ..Default::default() };
+            let found = |term: &'static str| async move {
+                runs::list(db, &search(term)).await.unwrap().runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>()
+            };
+            // Two writes of one run, each a call with a key and an external id; the second
+            // repeats the first's key.
+            for (i, (key, external)) in [(keys[0], keys[1]), (keys[0], keys[2])].into_iter().enumerate() {
+                let mut spans = tool_run(7, "exact", false, t0, "send");
+                let call = &mut spans[1];
+                call.span_id = format!("{:016x}", 0x70 + i);
+                call.idempotency_key = Some(key.into());
+                call.external_id = Some(external.into());
+                call.refresh_record();
+                let new = if i == 0 { spans } else { vec![spans.remove(1)] };
+                spans::write(db, &new, BodyPolicy::None).await.unwrap();
+            }
+            // An old run holding the fourth term, for retention.
+            let mut old = tool_run(8, "old-exact", false, t0 - 40 * 86_400 * 1_000_000_000, "send");
+            old[1].idempotency_key = Some(keys[3].into());
+            old[1].refresh_record();
+            spans::write(db, &old, BodyPolicy::None).await.unwrap();
+
+            for key in &keys[..3] {
+                assert_eq!(found(key).await, ["exact"], "{key:?} on {}", t.backend());
+            }
+            assert_eq!(found(keys[3]).await, ["old-exact"], "{}", t.backend());
+            for near_miss in
+                ["idem \"quoted\"", "idem", "caf\u{e9}-42 or x", "CAF\u{c9}-42 OR X", "NEAR", "k:1/2?x=y#", "*"]
+            {
+                assert!(found(near_miss).await.is_empty(), "{near_miss:?} matched on {}", t.backend());
+            }
+
+            runs::apply_retention(db, 30, 7).await.unwrap();
+            assert!(found(keys[3]).await.is_empty(), "{}", t.backend());
+            assert_eq!(found(keys[0]).await, ["exact"]);
+            if matches!(db, app::storage::Db::Sqlite(_)) {
+                // The removed run's document went with it; the kept run's two stay.
+                let documents: i64 = app::storage::on_pool!(db, pool => {
+                    sqlx::query_scalar("SELECT COUNT(*) FROM run_terms_fts").fetch_one(pool).await
+                })
+                .unwrap();
+                assert_eq!(documents, 2);
+            }
+            t.cleanup().await;
+        }
+    }
+
     /// Migrations 0013 and 0014 moved spans and bodies from one row each into per-run
     /// chunks: those stored before read back the same through every reader, and spans are
     /// still not stored twice.

@@ -15,6 +15,7 @@ pub mod runs;
 pub mod sessions;
 pub mod span_record;
 pub mod spans;
+pub mod terms;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tokens;

@@ -2,7 +2,7 @@
 
 use super::span_record::{self, StoredSpan};
 use super::spans;
-use super::{from_ms, now_ms, on_pool, Db, StoreResult};
+use super::{from_ms, now_ms, on_pool, terms, Db, StoreResult};
 use crate::canonical::{
     DuplicateView, QueryParams, RunDetail, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
@@ -368,12 +368,13 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
 
 /// The runs a search term names by id: as run id, trace id, idempotency key or external
 /// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
-fn push_runs_named_by(sql: &mut Sql, term: &str) {
+fn push_runs_named_by(sql: &mut Sql, term: &str, postgres: bool) {
     let t = sql.bind(Arg::Text(term.to_string()));
     sql.push(&format!(
         "SELECT run_id FROM runs WHERE run_id = {t} \
          UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
-         UNION SELECT run_id FROM run_terms WHERE term = {t}"
+         UNION {}",
+        terms::runs_with_term_sql(postgres, &t)
     ));
 }
 
@@ -381,7 +382,7 @@ fn push_runs_named_by(sql: &mut Sql, term: &str) {
 /// With one: the first page of the runs it names by id and the first page of the runs
 /// that called it as a tool (walking `run_tools` newest first), each filtered, then the
 /// page of their union in sort order; both arms stop after one page.
-fn list_sql(q: &RunQuery, limit: i64) -> Sql {
+fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
     let mut sql = Sql::default();
     let order = |c: &Cols| format!(" ORDER BY {} DESC, {} DESC", key_sql(q.sort, c), c.run_id);
     let page = |sql: &mut Sql| {
@@ -397,7 +398,7 @@ fn list_sql(q: &RunQuery, limit: i64) -> Sql {
         return sql;
     };
     sql.push("run_id IN (SELECT run_id FROM (SELECT run_id FROM runs WHERE run_id IN (");
-    push_runs_named_by(&mut sql, term);
+    push_runs_named_by(&mut sql, term, postgres);
     sql.push(")");
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
     sql.push(&order(&RUNS));
@@ -422,7 +423,7 @@ fn list_sql(q: &RunQuery, limit: i64) -> Sql {
 /// With a search term, the runs that called it as a tool are counted from `run_tools`
 /// (joining `runs` only when a filter needs it) and the runs it names by id are added
 /// unless they were counted there already.
-fn counts_sql(q: &RunQuery) -> Sql {
+fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
     let mut sql = Sql::default();
     let Some(term) = q.term() else {
         sql.push("SELECT terminal_reason, COUNT(*) FROM runs WHERE 1 = 1");
@@ -444,7 +445,7 @@ fn counts_sql(q: &RunQuery) -> Sql {
         sql.push(" GROUP BY rt.terminal_reason");
     }
     sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
-    push_runs_named_by(&mut sql, term);
+    push_runs_named_by(&mut sql, term, postgres);
     sql.push(&format!(
         ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_id = runs.run_id AND rt.tool_name = {t})"
     ));
@@ -476,7 +477,7 @@ pub(crate) use apply_reason_deltas;
 
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
-    let sql = list_sql(q, limit + 1);
+    let sql = list_sql(q, limit + 1, matches!(db, Db::Postgres(_)));
     let rows: Vec<RunRow> = on_pool!(db, pool => {
         bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
     })?;
@@ -509,7 +510,7 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(Terminal
             sqlx::query_as("SELECT terminal_reason, runs FROM run_reason_counts").fetch_all(pool).await
         })?
     } else {
-        let sql = counts_sql(q);
+        let sql = counts_sql(q, matches!(db, Db::Postgres(_)));
         on_pool!(db, pool => {
             bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
         })?
@@ -567,25 +568,40 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                 if old_runs.is_empty() {
                     break;
                 }
-                let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
-                let mut list = q.separated(", ");
-                for run in &old_runs {
-                    list.push_bind(run.as_str());
-                }
-                q.push(")");
-                let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                let mut terms: BTreeSet<(String, String)> = BTreeSet::new();
-                for (run, records) in &chunks {
-                    let facts = span_record::decode_facts(records).map_err(span_record::corrupt)?;
-                    terms.extend(facts.iter().flat_map(|f| span_record::search_terms(f).map(|t| (t.to_string(), run.clone()))));
-                }
-                let terms: Vec<(String, String)> = terms.into_iter().collect();
-                for part in terms.chunks(400) {
-                    let mut q = QueryBuilder::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
-                    q.push_values(part, |mut row, (term, run)| {
-                        row.push_bind(term.as_str()).push_bind(run.as_str());
-                    });
+                if postgres {
+                    let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+                    let mut list = q.separated(", ");
+                    for run in &old_runs {
+                        list.push_bind(run.as_str());
+                    }
                     q.push(")");
+                    let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                    let mut terms: BTreeSet<(String, String)> = BTreeSet::new();
+                    for (run, records) in &chunks {
+                        let facts = span_record::decode_facts(records).map_err(span_record::corrupt)?;
+                        terms.extend(
+                            facts.iter().flat_map(|f| span_record::search_terms(f).map(|t| (t.to_string(), run.clone()))),
+                        );
+                    }
+                    let terms: Vec<(String, String)> = terms.into_iter().collect();
+                    for part in terms.chunks(400) {
+                        let mut q = QueryBuilder::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
+                        q.push_values(part, |mut row, (term, run)| {
+                            row.push_bind(term.as_str()).push_bind(run.as_str());
+                        });
+                        q.push(")");
+                        q.build().execute(&mut *tx).await?;
+                    }
+                } else {
+                    // The chunks' term documents go before the chunks.
+                    let mut q = QueryBuilder::new(
+                        "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_id IN (",
+                    );
+                    let mut list = q.separated(", ");
+                    for run in &old_runs {
+                        list.push_bind(run.as_str());
+                    }
+                    q.push("))");
                     q.build().execute(&mut *tx).await?;
                 }
                 let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();

@@ -5,8 +5,8 @@
 //! entry in each of several indexes keyed by random ids (trace id, run id, idempotency
 //! key), and that bounded ingest near 21,000 spans/s with a core to itself. A chunk costs
 //! one row and one index entry for all of a run's spans in a write, and the span-level
-//! lookups that need an index get small tables of their own (`run_terms`,
-//! `irreversible_calls`). Everything reading spans reads a whole run, which a chunk
+//! lookups that need an index get their own (`irreversible_calls`, the search-term index
+//! of `terms`). Everything reading spans reads a whole run, which a chunk
 //! serves well.
 //!
 //! The text of each object is made by normalization ([`encode`]), which runs on many
@@ -216,8 +216,8 @@ pub fn decode_spans(chunk: &str) -> serde_json::Result<Vec<StoredSpan>> {
     serde_json::from_str(chunk)
 }
 
-/// The terms a span can be searched by (idempotency key, external resource id): what
-/// `run_terms` holds for its run.
+/// The terms a span can be searched by (idempotency key, external resource id): what the
+/// search-term index (`terms`) holds for its run.
 pub fn search_terms(facts: &SpanFacts) -> impl Iterator<Item = &str> {
     facts.idempotency_key.as_deref().into_iter().chain(facts.external_id.as_deref())
 }

@@ -3,13 +3,13 @@
 //! export only after this returns, so an acknowledged span is durable.
 //!
 //! Spans are stored per run: each write adds one `span_chunks` row for each run it brings
-//! new spans to (see `span_record` for why), plus the span-level lookup rows
-//! (`run_terms`, `irreversible_calls`) and bodies. A re-sent span is recognised against the
-//! run's stored spans, which derivation reads back anyway, so it is stored once. Readers
-//! of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
+//! new spans to (see `span_record` for why), plus the span-level lookups (`irreversible_calls`,
+//! the search-term index of [`terms`]) and bodies. A re-sent span is recognised against
+//! the run's stored spans, which derivation reads back anyway, so it is stored once.
+//! Readers of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
 use super::span_record::{self, corrupt};
-use super::{now_ms, on_pool, Db, StoreResult};
+use super::{now_ms, on_pool, terms, Db, StoreResult};
 use crate::canonical::{RunDetail, SideEffect, TerminalReason};
 use crate::ingest::derive::{derive_run, SpanFacts};
 use crate::ingest::normalize::NormalizedSpan;
@@ -80,7 +80,7 @@ struct TraceOf<'a> {
 /// run `$new` (its earlier spans named no run and now one does), with their search terms,
 /// irreversible calls and bodies. Rare, so it simply rewrites the old run's chunks.
 macro_rules! move_trace {
-    ($tx:ident, $trace:expr, $old:expr, $new:expr, $now:expr) => {{
+    ($tx:ident, $postgres:expr, $trace:expr, $old:expr, $new:expr, $now:expr) => {{
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT records FROM span_chunks WHERE run_id = $1").bind($old).fetch_all(&mut *$tx).await?;
         let mut staying: Vec<Box<RawValue>> = Vec::new();
@@ -95,7 +95,7 @@ macro_rules! move_trace {
                 }
             }
         }
-        let terms = |records: &[Box<RawValue>]| -> Result<BTreeSet<String>, sqlx::Error> {
+        let terms_in = |records: &[Box<RawValue>]| -> Result<BTreeSet<String>, sqlx::Error> {
             let mut terms = BTreeSet::new();
             for record in records {
                 let facts: SpanFacts = serde_json::from_str(record.get()).map_err(corrupt)?;
@@ -103,21 +103,39 @@ macro_rules! move_trace {
             }
             Ok(terms)
         };
-        let (staying_terms, moving_terms) = (terms(&staying)?, terms(&moving)?);
-        sqlx::query("DELETE FROM span_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
-        for (run, records) in [($old, &staying), ($new, &moving)] {
-            if records.is_empty() {
-                continue;
-            }
-            sqlx::query("INSERT INTO span_chunks (run_id, spans, received_at, records) VALUES ($1, $2, $3, $4)")
-                .bind(run)
-                .bind(records.len() as i64)
-                .bind($now)
-                .bind(span_record::chunk(records.iter().map(|r| r.get())))
+        let (staying_terms, moving_terms) = (terms_in(&staying)?, terms_in(&moving)?);
+        if !$postgres {
+            // The old chunks' term documents go with them.
+            sqlx::query("DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_id = $1)")
+                .bind($old)
                 .execute(&mut *$tx)
                 .await?;
         }
-        for term in &moving_terms {
+        sqlx::query("DELETE FROM span_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
+        for (run, records, run_terms) in [($old, &staying, &staying_terms), ($new, &moving, &moving_terms)] {
+            if records.is_empty() {
+                continue;
+            }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO span_chunks (run_id, spans, received_at, records) VALUES ($1, $2, $3, $4) RETURNING id",
+            )
+            .bind(run)
+            .bind(records.len() as i64)
+            .bind($now)
+            .bind(span_record::chunk(records.iter().map(|r| r.get())))
+            .fetch_one(&mut *$tx)
+            .await?;
+            let document = terms::document(run_terms.iter().map(String::as_str));
+            if !$postgres && !document.is_empty() {
+                sqlx::query("INSERT INTO run_terms_fts (rowid, terms) VALUES ($1, $2)")
+                    .bind(id)
+                    .bind(document)
+                    .execute(&mut *$tx)
+                    .await?;
+            }
+        }
+        // PostgreSQL's `run_terms` rows follow the moving terms.
+        for term in moving_terms.iter().filter(|_| $postgres) {
             sqlx::query("INSERT INTO run_terms (term, run_id) VALUES ($1, $2) ON CONFLICT (term, run_id) DO NOTHING")
                 .bind(term)
                 .bind($new)
@@ -257,7 +275,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     .bind(*trace)
                     .execute(&mut *tx)
                     .await?;
-                move_trace!(tx, *trace, old, new, received_at);
+                move_trace!(tx, postgres, *trace, old, new, received_at);
                 sqlx::query("DELETE FROM run_tools WHERE run_id = $1").bind(old).execute(&mut *tx).await?;
                 let gone: Option<String> =
                     sqlx::query_scalar("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason")
@@ -339,26 +357,46 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 .iter()
                 .map(|(run, new)| (*run, new.len() as i64, span_record::chunk(new.iter().map(|s| s.json.record.as_str()))))
                 .collect();
+            // Each run's new chunk id, for the SQLite term index's documents.
+            let mut chunk_ids: Vec<(i64, String)> = Vec::with_capacity(chunks.len());
             for part in cacheable_chunks(&chunks, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO span_chunks (run_id, spans, received_at, records) ");
                 q.push_values(part, |mut row, (run, n, records)| {
                     row.push_bind(*run).push_bind(*n).push_bind(received_at).push_bind(records.as_str());
                 });
-                q.build().execute(&mut *tx).await?;
+                q.push(" RETURNING id, run_id");
+                chunk_ids.extend(q.build_query_as::<(i64, String)>().fetch_all(&mut *tx).await?);
             }
             // The lookups that need an index of their own.
             let new_spans = || new_by_run.iter().flat_map(|(run, new)| new.iter().map(move |s| (*run, *s)));
-            let terms: BTreeSet<(&str, &str)> = new_spans()
-                .flat_map(|(run, s)| s.idempotency_key.iter().chain(&s.external_id).map(move |t| (t.as_str(), run)))
-                .collect();
-            let terms: Vec<(&str, &str)> = terms.into_iter().collect();
-            for part in cacheable_chunks(&terms, ROWS_PER_INSERT) {
-                let mut q = QueryBuilder::new("INSERT INTO run_terms (term, run_id) ");
-                q.push_values(part, |mut row, (term, run)| {
-                    row.push_bind(*term).push_bind(*run);
-                });
-                q.push(" ON CONFLICT (term, run_id) DO NOTHING");
-                q.build().execute(&mut *tx).await?;
+            fn terms_of<'a>(s: &&'a NormalizedSpan) -> impl Iterator<Item = &'a str> {
+                s.idempotency_key.iter().chain(&s.external_id).map(String::as_str)
+            }
+            if postgres {
+                let terms: BTreeSet<(&str, &str)> =
+                    new_spans().flat_map(|(run, s)| terms_of(&s).map(move |t| (t, run))).collect();
+                let terms: Vec<(&str, &str)> = terms.into_iter().collect();
+                for part in cacheable_chunks(&terms, ROWS_PER_INSERT) {
+                    let mut q = QueryBuilder::new("INSERT INTO run_terms (term, run_id) ");
+                    q.push_values(part, |mut row, (term, run)| {
+                        row.push_bind(*term).push_bind(*run);
+                    });
+                    q.push(" ON CONFLICT (term, run_id) DO NOTHING");
+                    q.build().execute(&mut *tx).await?;
+                }
+            } else {
+                let documents: Vec<(i64, String)> = chunk_ids
+                    .iter()
+                    .map(|(id, run)| (*id, terms::document(new_by_run[run.as_str()].iter().flat_map(terms_of))))
+                    .filter(|(_, doc)| !doc.is_empty())
+                    .collect();
+                for part in cacheable_chunks(&documents, ROWS_PER_INSERT) {
+                    let mut q = QueryBuilder::new("INSERT INTO run_terms_fts (rowid, terms) ");
+                    q.push_values(part, |mut row, (id, doc)| {
+                        row.push_bind(*id).push_bind(doc.as_str());
+                    });
+                    q.build().execute(&mut *tx).await?;
+                }
             }
             let irreversible: Vec<(&str, &NormalizedSpan)> =
                 new_spans().filter(|(_, s)| s.side_effect == Some(SideEffect::Irreversible)).collect();
