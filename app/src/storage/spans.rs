@@ -357,15 +357,19 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 .iter()
                 .map(|(run, new)| (*run, new.len() as i64, span_record::chunk(new.iter().map(|s| s.json.record.as_str()))))
                 .collect();
-            // Each run's new chunk id, for the SQLite term index's documents.
-            let mut chunk_ids: Vec<(i64, String)> = Vec::with_capacity(chunks.len());
+            // SQLite: each run's new chunk id, which its term document is keyed by.
+            let mut chunk_ids: Vec<(i64, String)> = Vec::new();
             for part in cacheable_chunks(&chunks, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO span_chunks (run_id, spans, received_at, records) ");
                 q.push_values(part, |mut row, (run, n, records)| {
                     row.push_bind(*run).push_bind(*n).push_bind(received_at).push_bind(records.as_str());
                 });
-                q.push(" RETURNING id, run_id");
-                chunk_ids.extend(q.build_query_as::<(i64, String)>().fetch_all(&mut *tx).await?);
+                if postgres {
+                    q.build().execute(&mut *tx).await?;
+                } else {
+                    q.push(" RETURNING id, run_id");
+                    chunk_ids.extend(q.build_query_as::<(i64, String)>().fetch_all(&mut *tx).await?);
+                }
             }
             // The lookups that need an index of their own.
             let new_spans = || new_by_run.iter().flat_map(|(run, new)| new.iter().map(move |s| (*run, *s)));
