@@ -121,8 +121,6 @@ impl Db {
     pub fn dedicated(&self) -> Db {
         match self {
             Db::Sqlite(pool) => {
-                // It restarts the log itself between commits (`wal::restart_log`), so its
-                // commits never stop to checkpoint.
                 let options = (*pool.connect_options()).clone().pragma("wal_autocheckpoint", "0");
                 Db::Sqlite(SqlitePoolOptions::new().max_connections(1).min_connections(0).connect_lazy_with(options))
             }

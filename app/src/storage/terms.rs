@@ -28,9 +28,7 @@ pub fn document<'a>(terms: impl IntoIterator<Item = &'a str>) -> String {
         if !doc.is_empty() {
             doc.push(' ');
         }
-        for byte in term.as_bytes() {
-            doc.push_str(&format!("{byte:02X}"));
-        }
+        doc.push_str(&hex::encode_upper(term));
     }
     doc
 }
