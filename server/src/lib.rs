@@ -9,6 +9,7 @@ pub mod config;
 pub mod health;
 pub mod metrics;
 pub mod otlp;
+pub mod priority;
 pub mod shutdown;
 pub mod telemetry;
 pub mod web;

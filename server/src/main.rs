@@ -5,11 +5,24 @@ use clap::Parser;
 use flightdeck::cli::{Cli, Command, TokenCommand, UserCommand};
 use flightdeck::commands::{self, serve, tokens, users};
 use flightdeck::config::Config;
+use flightdeck::priority;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let config = match Config::resolve(cli.settings, cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(e) => return failed(e),
+    };
+    let command = cli.command.unwrap_or(Command::Serve);
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if matches!(command, Command::Serve) && config.is_sqlite() {
+        // The SQLite ingest writer's thread comes first (see `priority`); this thread,
+        // which starts it, keeps its priority.
+        runtime.on_thread_start(priority::lower_this_thread);
+    }
+    let runtime = match runtime.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("flightdeck: cannot start the async runtime: {e}");
@@ -18,8 +31,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         let _telemetry = flightdeck::telemetry::init();
-        let config = Config::resolve(cli.settings, cli.config.as_deref())?;
-        match cli.command.unwrap_or(Command::Serve) {
+        match command {
             Command::Serve => serve::run(config).await,
             Command::Config => {
                 println!("{config}");
@@ -54,9 +66,11 @@ fn main() -> ExitCode {
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("flightdeck: error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => failed(e),
     }
+}
+
+fn failed(e: anyhow::Error) -> ExitCode {
+    eprintln!("flightdeck: error: {e:#}");
+    ExitCode::FAILURE
 }

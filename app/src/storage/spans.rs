@@ -38,14 +38,32 @@ const IDS_PER_QUERY: usize = 500;
 /// whatever was left over being parsed anew (and evicting the others) on every commit.
 pub(crate) fn cacheable_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
     let mut rest = items;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let n = if rest.len() >= max { max } else { 1 << rest.len().ilog2() };
+    chunk_sizes(items.len(), max).map(move |n| {
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
-        Some(chunk)
+        chunk
+    })
+}
+
+/// [`cacheable_chunks`] by value, for rows holding large texts: a bound `String` moves
+/// into the statement, where a bound `&str` would be copied once more to reach SQLite's
+/// thread.
+fn cacheable_parts<T>(items: Vec<T>, max: usize) -> impl Iterator<Item = Vec<T>> {
+    let sizes = chunk_sizes(items.len(), max);
+    let mut rest = items.into_iter();
+    sizes.map(move |n| rest.by_ref().take(n).collect())
+}
+
+/// The sizes [`cacheable_chunks`] splits `len` items into.
+fn chunk_sizes(len: usize, max: usize) -> impl Iterator<Item = usize> {
+    let mut left = len;
+    std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let n = if left >= max { max } else { 1 << left.ilog2() };
+        left -= n;
+        Some(n)
     })
 }
 
@@ -359,10 +377,10 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 .collect();
             // SQLite: each run's new chunk id, which its term document is keyed by.
             let mut chunk_ids: Vec<(i64, String)> = Vec::new();
-            for part in cacheable_chunks(&chunks, ROWS_PER_INSERT) {
+            for part in cacheable_parts(chunks, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new("INSERT INTO span_chunks (run_id, spans, received_at, records) ");
                 q.push_values(part, |mut row, (run, n, records)| {
-                    row.push_bind(*run).push_bind(*n).push_bind(received_at).push_bind(records.as_str());
+                    row.push_bind(run).push_bind(n).push_bind(received_at).push_bind(records);
                 });
                 if postgres {
                     q.build().execute(&mut *tx).await?;
@@ -394,10 +412,10 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     .map(|(id, run)| (*id, terms::document(new_by_run[run.as_str()].iter().flat_map(terms_of))))
                     .filter(|(_, doc)| !doc.is_empty())
                     .collect();
-                for part in cacheable_chunks(&documents, ROWS_PER_INSERT) {
+                for part in cacheable_parts(documents, ROWS_PER_INSERT) {
                     let mut q = QueryBuilder::new("INSERT INTO run_terms_fts (rowid, terms) ");
                     q.push_values(part, |mut row, (id, doc)| {
-                        row.push_bind(*id).push_bind(doc.as_str());
+                        row.push_bind(id).push_bind(doc);
                     });
                     q.build().execute(&mut *tx).await?;
                 }
@@ -522,10 +540,10 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         (n > 0).then(|| (*run, n, span_record::body_chunk(entries)))
                     })
                     .collect();
-                for part in cacheable_chunks(&body_chunks, ROWS_PER_INSERT) {
+                for part in cacheable_parts(body_chunks, ROWS_PER_INSERT) {
                     let mut q = QueryBuilder::new("INSERT INTO body_chunks (run_id, spans, bodies) ");
                     q.push_values(part, |mut row, (run, n, bodies)| {
-                        row.push_bind(*run).push_bind(*n).push_bind(bodies.as_str());
+                        row.push_bind(run).push_bind(n).push_bind(bodies);
                     });
                     q.build().execute(&mut *tx).await?;
                 }
@@ -601,7 +619,7 @@ pub async fn count(db: &Db) -> StoreResult<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::cacheable_chunks;
+    use super::{cacheable_chunks, cacheable_parts};
 
     #[test]
     fn chunks_come_in_few_sizes_and_cover_everything_once() {
@@ -612,5 +630,14 @@ mod tests {
         assert_eq!(joined, items);
         assert_eq!(cacheable_chunks(&items[..0], 400).count(), 0);
         assert_eq!(cacheable_chunks(&items[..7], 400).map(<[u32]>::len).collect::<Vec<_>>(), vec![4, 2, 1]);
+    }
+
+    #[test]
+    fn parts_by_value_are_the_same_chunks() {
+        let items: Vec<String> = (0..1_234).map(|i| i.to_string()).collect();
+        let parts: Vec<Vec<String>> = cacheable_parts(items.clone(), 400).collect();
+        let chunks: Vec<Vec<String>> = cacheable_chunks(&items, 400).map(<[String]>::to_vec).collect();
+        assert_eq!(parts, chunks);
+        assert_eq!(cacheable_parts(Vec::<String>::new(), 400).count(), 0);
     }
 }

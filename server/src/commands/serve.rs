@@ -50,7 +50,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.ingest_auth,
         config.max_body_bytes,
         config.ingest_queue_bytes,
-    );
+    )
+    .context("cannot start the ingest writer")?;
     ingest.refresh_policies().await;
     if config.ingest_auth == IngestAuth::None {
         tracing::warn!("OTLP ingest accepts exports without a token (--ingest-auth none): local development only");

@@ -86,16 +86,16 @@ pub const MEMORY_PER_WIRE_BYTE: usize = 8;
 pub const RETRY_AFTER_SECS: u64 = 1;
 
 impl IngestService {
-    /// Starts the writer task and the policy refresher; the service is ready at once.
+    /// Starts the writer and the policy refresher; the service is ready at once.
     pub fn start(
         db: Db,
         settings: IngestSettings,
         auth: IngestAuth,
         max_body_bytes: usize,
         budget_bytes: usize,
-    ) -> Self {
+    ) -> std::io::Result<Self> {
         let (queue, jobs) = mpsc::channel(256);
-        tokio::spawn(writer::run(db.dedicated(), settings.body_policy, jobs));
+        writer::start(db.clone(), settings.body_policy, jobs)?;
         let service = IngestService {
             inner: Arc::new(Inner {
                 settings,
@@ -119,7 +119,7 @@ impl IngestService {
                 refresher.refresh_policies().await;
             }
         });
-        service
+        Ok(service)
     }
 
     pub fn max_body_bytes(&self) -> usize {

@@ -54,7 +54,32 @@ impl LogRestarter {
     }
 }
 
-pub async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
+/// Starts the writer for `db`. On SQLite it gets an OS thread of its own, with a
+/// single-threaded runtime and its own connection (whose SQLite thread it starts, so that
+/// thread shares its priority): it is the one stage of ingest that cannot run in
+/// parallel, and on a busy machine every statement's hand-off between the writer task
+/// and SQLite's thread used to wait behind the threads decoding and normalizing exports.
+/// With those at a lower priority (see `crate::priority`) the writer's two threads run
+/// first. On PostgreSQL the database server does the writing; the writer stays a task on
+/// the shared runtime, whose pool it shares.
+pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std::io::Result<()> {
+    match db {
+        Db::Postgres(_) => {
+            tokio::spawn(run(db.dedicated(), body_policy, jobs));
+        }
+        Db::Sqlite(_) => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            std::thread::Builder::new().name("ingest-writer".into()).spawn(move || {
+                // The connection is opened from this thread, so its pool's tasks live on
+                // this runtime; the writer ends when every sender of `jobs` is gone.
+                runtime.block_on(async move { run(db.dedicated(), body_policy, jobs).await })
+            })?;
+        }
+    }
+    Ok(())
+}
+
+async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
     let mut log = LogRestarter::default();
     while let Some(first) = jobs.recv().await {
         let mut batch = vec![first];
