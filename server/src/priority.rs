@@ -12,6 +12,22 @@
 //! contended, and then a thread of lower priority still gets a share of them. On
 //! PostgreSQL the database server does the serial work, so nothing is lowered.
 
+/// Runs the future `make` returns on an OS thread of its own named `name`, with a
+/// single-threaded runtime, at the priority of the calling thread (which for the SQLite
+/// ingest writer and the log checkpoint must be one not lowered: `serve` runs on the
+/// main thread). The future is made on that thread, so anything it opens there (a
+/// database pool, SQLite's thread for a connection) belongs to that runtime and, for
+/// threads, starts at that priority.
+pub fn spawn_on_own_thread<F, Fut>(name: &str, make: F) -> std::io::Result<()>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name(name.to_string()).spawn(move || runtime.block_on(async move { make().await }))?;
+    Ok(())
+}
+
 /// How much lower: `nice` 10 against the writer's 0, a weight of 110 against 1024 when
 /// both want the same core.
 const NICE_INCREMENT: i32 = 10;

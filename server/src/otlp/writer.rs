@@ -67,14 +67,11 @@ pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std:
         Db::Postgres(_) => {
             tokio::spawn(run(db.dedicated(), body_policy, jobs));
         }
-        Db::Sqlite(_) => {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            std::thread::Builder::new().name("ingest-writer".into()).spawn(move || {
-                // The connection is opened from this thread, so its pool's tasks live on
-                // this runtime; the writer ends when every sender of `jobs` is gone.
-                runtime.block_on(async move { run(db.dedicated(), body_policy, jobs).await })
-            })?;
-        }
+        // Its connection is opened on that thread; it ends when every sender of `jobs`
+        // is gone.
+        Db::Sqlite(_) => crate::priority::spawn_on_own_thread("ingest-writer", move || {
+            run(db.dedicated(), body_policy, jobs)
+        })?,
     }
     Ok(())
 }
