@@ -370,24 +370,38 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             }
             let stored: u64 = new_by_run.values().map(|v| v.len() as u64).sum();
 
-            // One chunk per run with new spans.
-            let chunks: Vec<(&str, i64, String)> = new_by_run
+            // One chunk per run with new spans. On SQLite each chunk's id, which its term
+            // document is keyed by, is given here (this transaction holds the write lock)
+            // rather than returned by the insert, whose rows came back one wake-up of the
+            // writer each.
+            let next_id: i64 = if postgres {
+                0
+            } else {
+                sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM span_chunks").fetch_one(&mut *tx).await?
+            };
+            let chunks: Vec<(i64, &str, i64, String)> = new_by_run
                 .iter()
-                .map(|(run, new)| (*run, new.len() as i64, span_record::chunk(new.iter().map(|s| s.json.record.as_str()))))
+                .enumerate()
+                .map(|(i, (run, new))| {
+                    let records = span_record::chunk(new.iter().map(|s| s.json.record.as_str()));
+                    (next_id + i as i64, *run, new.len() as i64, records)
+                })
                 .collect();
-            // SQLite: each run's new chunk id, which its term document is keyed by.
-            let mut chunk_ids: Vec<(i64, String)> = Vec::new();
+            let chunk_ids: Vec<(i64, &str)> =
+                if postgres { Vec::new() } else { chunks.iter().map(|(id, run, _, _)| (*id, *run)).collect() };
             for part in cacheable_parts(chunks, ROWS_PER_INSERT) {
-                let mut q = QueryBuilder::new("INSERT INTO span_chunks (run_id, spans, received_at, records) ");
-                q.push_values(part, |mut row, (run, n, records)| {
+                let mut q = QueryBuilder::new(if postgres {
+                    "INSERT INTO span_chunks (run_id, spans, received_at, records) "
+                } else {
+                    "INSERT INTO span_chunks (id, run_id, spans, received_at, records) "
+                });
+                q.push_values(part, |mut row, (id, run, n, records)| {
+                    if !postgres {
+                        row.push_bind(id);
+                    }
                     row.push_bind(run).push_bind(n).push_bind(received_at).push_bind(records);
                 });
-                if postgres {
-                    q.build().execute(&mut *tx).await?;
-                } else {
-                    q.push(" RETURNING id, run_id");
-                    chunk_ids.extend(q.build_query_as::<(i64, String)>().fetch_all(&mut *tx).await?);
-                }
+                q.build().execute(&mut *tx).await?;
             }
             // The lookups that need an index of their own.
             let new_spans = || new_by_run.iter().flat_map(|(run, new)| new.iter().map(move |s| (*run, *s)));
@@ -409,7 +423,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             } else {
                 let documents: Vec<(i64, String)> = chunk_ids
                     .iter()
-                    .map(|(id, run)| (*id, terms::document(new_by_run[run.as_str()].iter().flat_map(terms_of))))
+                    .map(|(id, run)| (*id, terms::document(new_by_run[run].iter().flat_map(terms_of))))
                     .filter(|(_, doc)| !doc.is_empty())
                     .collect();
                 for part in cacheable_parts(documents, ROWS_PER_INSERT) {
