@@ -197,6 +197,71 @@ mod ingest_storage {
         prepare(&request, &IngestSettings::default(), &[]).spans
     }
 
+    /// Runs `first..first + n` in one export, each its own trace: a root span and one
+    /// tool call (`tool-{i % 7}`); every even-numbered run fails after its tool failed.
+    fn failing_runs(first: u32, n: u32, start_ns: u64) -> Vec<app::ingest::normalize::NormalizedSpan> {
+        let mut spans = Vec::new();
+        for i in first..first + n {
+            let failed = i % 2 == 0;
+            let mut trace_id = vec![7u8; 16];
+            trace_id[..4].copy_from_slice(&i.to_be_bytes());
+            spans.push(Span {
+                trace_id: trace_id.clone(),
+                span_id: vec![1; 8],
+                name: "agent.run".into(),
+                start_time_unix_nano: start_ns,
+                end_time_unix_nano: start_ns + 1_000,
+                attributes: vec![kv("run.id", &format!("run-{i:04}"))],
+                status: failed.then(|| Status { code: 2, message: "boom".into() }),
+                ..Default::default()
+            });
+            spans.push(Span {
+                trace_id,
+                span_id: vec![2; 8],
+                parent_span_id: vec![1; 8],
+                name: "tool call".into(),
+                start_time_unix_nano: start_ns + 10,
+                end_time_unix_nano: start_ns + 20,
+                attributes: vec![
+                    kv("tool.name", &format!("tool-{}", i % 7)),
+                    kv("tool.outcome", if failed { "error" } else { "ok" }),
+                ],
+                ..Default::default()
+            });
+        }
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+                ..Default::default()
+            }],
+        };
+        prepare(&request, &IngestSettings::default(), &[]).spans
+    }
+
+    #[tokio::test]
+    async fn the_failed_to_recover_window_finds_every_failed_run_however_many() {
+        use app::storage::alerts;
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            // More failed runs than one read takes (500), so they are read in batches.
+            for first in [0, 600] {
+                spans::write(db, &failing_runs(first, 600, now_ns), BodyPolicy::None).await.unwrap();
+            }
+            let mut found: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| (f.run_id, f.failed_tool))
+                .collect();
+            found.sort();
+            let expected: Vec<(String, String)> =
+                (0..1_200u32).filter(|i| i % 2 == 0).map(|i| (format!("run-{i:04}"), format!("tool-{}", i % 7))).collect();
+            assert_eq!(found, expected, "{}", t.backend());
+            t.cleanup().await;
+        }
+    }
+
     #[tokio::test]
     async fn bodies_follow_the_policy_and_retention_removes_old_runs() {
         for t in TestDb::each_backend().await {

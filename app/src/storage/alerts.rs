@@ -109,11 +109,14 @@ pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> 
     let sql = "SELECT run_id, ended_ns FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
     let rows: Vec<(String, i64)> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
-    let ids: Vec<&str> = rows.iter().map(|(run, _)| run.as_str()).collect();
-    let facts = super::spans::facts_of_runs(db, &ids).await?;
-    Ok(rows
-        .iter()
-        .filter_map(|(run_id, ended_ns)| {
+    let mut failed = Vec::new();
+    // A few hundred runs' spans at a time: under sustained ingest the window holds tens
+    // of thousands of failed runs, and reading all their spans at once grew the server
+    // by ~90 MB at every evaluation (memory the allocator then kept).
+    for batch in rows.chunks(FAILED_RUNS_PER_READ) {
+        let ids: Vec<&str> = batch.iter().map(|(run, _)| run.as_str()).collect();
+        let facts = super::spans::facts_of_runs(db, &ids).await?;
+        failed.extend(batch.iter().filter_map(|(run_id, ended_ns)| {
             let first_failed = facts
                 .get(run_id)?
                 .iter()
@@ -124,9 +127,13 @@ pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> 
                 failed_tool: first_failed.tool_name.clone()?,
                 ended_ms: ended_ns / 1_000_000,
             })
-        })
-        .collect())
+        }));
+    }
+    Ok(failed)
 }
+
+/// Failed runs whose spans [`failed_runs`] reads at once.
+const FAILED_RUNS_PER_READ: usize = 500;
 
 // ---- alerts -----------------------------------------------------------------------------
 
