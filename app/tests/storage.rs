@@ -255,8 +255,10 @@ mod ingest_storage {
                 .map(|f| (f.run_id, f.failed_tool))
                 .collect();
             found.sort();
-            let expected: Vec<(String, String)> =
-                (0..1_200u32).filter(|i| i % 2 == 0).map(|i| (format!("run-{i:04}"), format!("tool-{}", i % 7))).collect();
+            let expected: Vec<(String, String)> = (0..1_200u32)
+                .filter(|i| i % 2 == 0)
+                .map(|i| (format!("run-{i:04}"), format!("tool-{}", i % 7)))
+                .collect();
             assert_eq!(found, expected, "{}", t.backend());
             t.cleanup().await;
         }

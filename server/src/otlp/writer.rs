@@ -69,9 +69,9 @@ pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std:
         }
         // Its connection is opened on that thread; it ends when every sender of `jobs`
         // is gone.
-        Db::Sqlite(_) => crate::priority::spawn_on_own_thread("ingest-writer", move || {
-            run(db.dedicated(), body_policy, jobs)
-        })?,
+        Db::Sqlite(_) => {
+            crate::priority::spawn_on_own_thread("ingest-writer", move || run(db.dedicated(), body_policy, jobs))?
+        }
     }
     Ok(())
 }
