@@ -14,8 +14,7 @@
 
 /// Runs the future `make` returns on an OS thread of its own named `name`, with a
 /// single-threaded runtime, at the priority of the calling thread (which for the SQLite
-/// ingest writer and the log checkpoint must be one not lowered: `serve` runs on the
-/// main thread). The future is made on that thread, so anything it opens there (a
+/// ingest writer must be one not lowered: `serve` runs on the main thread). The future is made on that thread, so anything it opens there (a
 /// database pool, SQLite's thread for a connection) belongs to that runtime and, for
 /// threads, starts at that priority.
 pub fn spawn_on_own_thread<F, Fut>(name: &str, make: F) -> std::io::Result<()>
@@ -39,10 +38,13 @@ pub fn lower_this_thread() {
     #[cfg(target_os = "linux")]
     {
         // On Linux the nice value belongs to each thread, and `who` = 0 names the
-        // calling one. Failing is harmless: the thread keeps its priority.
-        // SAFETY: plain system call, no memory is passed.
+        // calling one. `setpriority` sets a value rather than adding to it, so add to
+        // the one inherited (a server started under `nice` stays below it). Failing is
+        // harmless: the thread keeps its priority.
+        // SAFETY: plain system calls, no memory is passed.
         unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, NICE_INCREMENT);
+            let inherited = libc::getpriority(libc::PRIO_PROCESS, 0);
+            libc::setpriority(libc::PRIO_PROCESS, 0, (inherited + NICE_INCREMENT).min(19));
         }
     }
 }
