@@ -16,8 +16,8 @@ use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
-use std::sync::Arc;
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
+use std::sync::{Arc, OnceLock};
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -48,7 +48,7 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
     };
     let pages = Router::new()
         .route("/runs/{run_id}/replay.json", get(replay_download))
-        .leptos_routes_with_context(&state, generate_route_list(App), context.clone(), {
+        .leptos_routes_with_context(&state, page_routes(), context.clone(), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
@@ -67,6 +67,19 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         .layer(from_fn(csrf::refuse_cross_site))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The page routes, worked out once per process.
+///
+/// Leptos lists the routes by rendering the app with resource loading switched off
+/// through a flag that is global to the process, and a resource that first runs while
+/// the flag is up waits forever (leptos issue 4773). A page served on another thread
+/// during a second listing therefore hung: tests build a router each, and in CI one
+/// request in a few hundred never answered. Listing once, before the first router can
+/// serve anything, keeps the listing and every page render apart.
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
 /// `GET /runs/{run_id}/replay.json`: the replay fixture as a download, for signed-in
