@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -68,6 +68,61 @@ fn check(cmd: &mut Command) -> Result<()> {
         bail!("{cmd:?} failed with {status}");
     }
     Ok(())
+}
+
+/// Like [`check`], but gives up after `limit`: a test that never finishes must fail the
+/// suite in minutes, not hold CI until its own deadline. On time-out it kills the command
+/// and everything it started (cargo and the test binaries, or npx, node and the browser).
+/// The command stays in our process group so Ctrl-C still reaches all of it.
+fn check_within(cmd: &mut Command, limit: Duration) -> Result<()> {
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {cmd:?}"))?;
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                bail!("{cmd:?} failed with {status}");
+            }
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            // Children first, so none is re-parented and missed.
+            for pid in descendants(child.id()).into_iter().rev() {
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "{cmd:?} did not finish within {} minutes and was stopped; the output above \
+                 names any test that ran for over 60 seconds",
+                limit.as_secs() / 60
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Every process below `root`, parents before their children, read from `/proc`.
+fn descendants(root: u32) -> Vec<u32> {
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid ...`; comm may hold spaces, so split after its `)`.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .map(|dir| dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect::<Vec<u32>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|pid| Some((pid, parent_of(pid)?)))
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(all.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
+        i += 1;
+    }
+    found.remove(0);
+    found
 }
 
 fn ensure_wasm_target() -> Result<()> {
@@ -176,6 +231,9 @@ fn chromium() -> Option<PathBuf> {
     path.exists().then_some(path)
 }
 
+/// How long each test suite may run once built: they take two to three minutes here.
+const TEST_RUN_LIMIT: Duration = Duration::from_secs(15 * 60);
+
 fn test() -> Result<()> {
     let started = Instant::now();
     let binary = build(false)?;
@@ -188,6 +246,9 @@ fn test() -> Result<()> {
              (`su postgres -c 'createuser -s root'`), or set FLIGHTDECK_TEST_PG_URL",
         )?;
     }
+    // Compiling has no time limit (a cold build is slow but cannot hang); running does.
+    step("building the tests (cargo test --workspace --no-run)");
+    check(cargo().args(["test", "--workspace", "--no-run"]))?;
     step("unit, HTTP and storage tests (cargo test --workspace)");
     let mut tests = cargo();
     tests.args(["test", "--workspace"]);
@@ -196,7 +257,7 @@ fn test() -> Result<()> {
         None => tests.env_remove("FLIGHTDECK_TEST_PG_URL"),
     };
     tests.env("FLIGHTDECK_BIN", &binary);
-    check(&mut tests)?;
+    check_within(&mut tests, TEST_RUN_LIMIT)?;
 
     match chromium() {
         None => missing("Chromium", "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM")?,
@@ -207,13 +268,14 @@ fn test() -> Result<()> {
                 check(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&e2e))?;
             }
             step("browser tests (Playwright, headless Chromium)");
-            check(
+            check_within(
                 Command::new("npx")
                     .args(["playwright", "test"])
                     .current_dir(&e2e)
                     .env("FLIGHTDECK_BIN", &binary)
                     .env("FLIGHTDECK_SITE_ROOT", site_root())
                     .env("FLIGHTDECK_CHROMIUM", browser),
+                TEST_RUN_LIMIT,
             )?;
         }
     }
