@@ -56,7 +56,7 @@ struct Harness {
 
 async fn harness(t: &TestDb, max_body: usize) -> Harness {
     let service =
-        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, 64 << 20).unwrap();
+        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, 64 << 20).unwrap().0;
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),

@@ -33,7 +33,7 @@ struct Server {
 async fn serve(t: &TestDb) -> Server {
     let config = Config::resolve(Overrides::default(), None).unwrap();
     let ingest =
-        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, 20 << 20, 64 << 20).unwrap();
+        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, 20 << 20, 64 << 20).unwrap().0;
     let state = AppState {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),

@@ -44,7 +44,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         webhooks: Arc::new(config.webhooks.clone()),
     };
     // Started before the router so `/metrics` can report the receivers' counters.
-    let ingest = IngestService::start(
+    let (ingest, writer_gone) = IngestService::start(
         db.clone(),
         ingest_settings,
         config.ingest_auth,
@@ -79,6 +79,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // One signal stops all three listeners and the webhook worker; each finishes what it
     // has in flight.
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let stopped_flag = stopped.clone();
     // Runs even with no webhooks configured: deliveries queued before a target was removed
     // from the config, or by another instance, are still owed.
     let worker = crate::webhooks::Worker::new(
@@ -109,13 +110,23 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let grpc_receiver = tonic::transport::Server::builder()
         .add_service(crate::otlp::grpc::server(ingest.clone()))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc), until_stopped());
-    let hub = approval_hub.clone();
-    tokio::spawn(async move {
-        crate::shutdown::signal().await;
-        let _ = stop.send(true);
-        // Long polls answer with the current status instead of holding shutdown up.
-        hub.close();
+    let stop = Arc::new(stop);
+    let stop_all = {
+        let hub = approval_hub.clone();
+        move || {
+            stop.send_replace(true);
+            // Long polls answer with the current status instead of holding shutdown up.
+            hub.close();
+        }
+    };
+    tokio::spawn({
+        let stop_all = stop_all.clone();
+        async move {
+            crate::shutdown::signal().await;
+            stop_all();
+        }
     });
+    let writer_watch = tokio::spawn(stop_if_the_writer_ends(writer_gone, stopped_flag, stop_all));
     tracing::info!(
         ui = %format!("http://{}", config.listen),
         otlp_http = %format!("http://{}/v1/traces", config.otlp_http_listen),
@@ -131,9 +142,39 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let _ = webhook_worker.await;
     let _ = alert_evaluator.await;
+    // On a normal stop the writer is still running (`ingest` holds its queue), so the
+    // watch is still waiting; when the writer died, the watch finished in the same step
+    // that asked everything to stop.
+    let writer_failed = writer_watch.is_finished() && writer_watch.await.unwrap_or(false);
     db.close().await;
+    if writer_failed {
+        anyhow::bail!(
+            "stopped because the ingest writer ended unexpectedly (its error is logged above); \
+             every acknowledged span is stored, and exporters retry the rest once Flightdeck \
+             is restarted"
+        );
+    }
     tracing::info!("flightdeck stopped");
     Ok(())
+}
+
+/// Stops the whole server if the ingest writer ends before shutdown was asked for (it
+/// only can by panicking), and says whether it did. Without the writer every export
+/// would be refused while health checks and pages still looked fine; stopping with an
+/// error lets a supervisor (systemd, Kubernetes) restart Flightdeck, and exporters keep
+/// what they could not deliver and retry.
+async fn stop_if_the_writer_ends(
+    writer_gone: crate::otlp::writer::WriterGone,
+    stopped: tokio::sync::watch::Receiver<bool>,
+    stop_all: impl FnOnce(),
+) -> bool {
+    writer_gone.wait().await;
+    if *stopped.borrow() {
+        return false;
+    }
+    tracing::error!("the ingest writer ended unexpectedly: no export can be stored, so Flightdeck is stopping");
+    stop_all();
+    true
 }
 
 /// Leptos' options from Flightdeck's own configuration (no cargo-leptos metadata needed):
@@ -263,5 +304,48 @@ async fn delete_expired_sessions(store: SessionStoreAny) {
         if let Err(e) = store.delete_expired().await {
             tracing::warn!(error = %e, "could not delete expired sessions");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stop_if_the_writer_ends;
+    use crate::otlp::writer::WriterGone;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use tokio::sync::{oneshot, watch};
+
+    fn writer() -> (oneshot::Sender<()>, WriterGone) {
+        let (alive, gone) = oneshot::channel();
+        (alive, WriterGone::from_receiver(gone))
+    }
+
+    #[tokio::test]
+    async fn a_writer_ending_before_shutdown_stops_everything_as_a_failure() {
+        let (alive, gone) = writer();
+        let (_stop, stopped) = watch::channel(false);
+        let asked = Arc::new(AtomicBool::new(false));
+        let watch = tokio::spawn(stop_if_the_writer_ends(gone, stopped, {
+            let asked = asked.clone();
+            move || asked.store(true, Ordering::SeqCst)
+        }));
+        drop(alive);
+        assert!(watch.await.unwrap(), "reported as a failure");
+        assert!(asked.load(Ordering::SeqCst), "everything was asked to stop");
+    }
+
+    #[tokio::test]
+    async fn a_writer_ending_after_shutdown_is_not_a_failure() {
+        let (alive, gone) = writer();
+        let (stop, stopped) = watch::channel(false);
+        let asked = Arc::new(AtomicBool::new(false));
+        let watch = tokio::spawn(stop_if_the_writer_ends(gone, stopped, {
+            let asked = asked.clone();
+            move || asked.store(true, Ordering::SeqCst)
+        }));
+        stop.send_replace(true);
+        drop(alive);
+        assert!(!watch.await.unwrap());
+        assert!(!asked.load(Ordering::SeqCst), "shutdown was already under way");
     }
 }

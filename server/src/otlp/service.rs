@@ -1,7 +1,7 @@
 //! The ingest service both receivers call: authenticate, bound memory, normalize, queue
 //! for the writer, wait for the commit.
 
-use super::writer::{self, Job};
+use super::writer::{self, Job, WriterGone};
 use crate::api::{AgentToken, ApiError, TokenAuth};
 use crate::config::IngestAuth;
 use app::access::Scope;
@@ -86,16 +86,18 @@ pub const MEMORY_PER_WIRE_BYTE: usize = 8;
 pub const RETRY_AFTER_SECS: u64 = 1;
 
 impl IngestService {
-    /// Starts the writer and the policy refresher; the service is ready at once.
+    /// Starts the writer and the policy refresher; the service is ready at once. The
+    /// second value resolves if the writer ends; `serve` stops the process when that
+    /// happens before shutdown, since no export could be stored any more.
     pub fn start(
         db: Db,
         settings: IngestSettings,
         auth: IngestAuth,
         max_body_bytes: usize,
         budget_bytes: usize,
-    ) -> std::io::Result<Self> {
+    ) -> std::io::Result<(Self, WriterGone)> {
         let (queue, jobs) = mpsc::channel(256);
-        writer::start(db.clone(), settings.body_policy, jobs)?;
+        let writer_gone = writer::start(db.clone(), settings.body_policy, jobs)?;
         let service = IngestService {
             inner: Arc::new(Inner {
                 settings,
@@ -119,7 +121,7 @@ impl IngestService {
                 refresher.refresh_policies().await;
             }
         });
-        Ok(service)
+        Ok((service, writer_gone))
     }
 
     pub fn max_body_bytes(&self) -> usize {
@@ -206,9 +208,12 @@ impl IngestService {
             message: prepared.error_message(),
         };
         let job = Job { spans: prepared.spans, reply, _permit: permit };
-        self.inner.queue.try_send(job).map_err(|_| {
-            counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
-            IngestError::Unavailable("the ingest queue is full; retry after the delay".into())
+        self.inner.queue.try_send(job).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
+                IngestError::Unavailable("the ingest queue is full; retry after the delay".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => IngestError::Unavailable("the ingest writer stopped; retry".into()),
         })?;
         match done.await {
             Ok(Ok(())) => {

@@ -54,6 +54,25 @@ impl LogRestarter {
     }
 }
 
+/// Resolves when the writer has ended, whether because every sender of its queue is
+/// gone (shutdown) or because it panicked: either way nothing more will be committed, and
+/// exports still queued are answered "retry" (their reply channels close unanswered).
+pub struct WriterGone(oneshot::Receiver<()>);
+
+impl WriterGone {
+    /// For tests of what waits on it: resolves when `alive`'s sender is dropped.
+    #[cfg(test)]
+    pub fn from_receiver(alive: oneshot::Receiver<()>) -> Self {
+        WriterGone(alive)
+    }
+
+    pub async fn wait(self) {
+        // Nothing is ever sent: the sender is dropped when the writer's future is, which
+        // unwinding after a panic does too.
+        let _ = self.0.await;
+    }
+}
+
 /// Starts the writer for `db`. On SQLite it gets an OS thread of its own, with a
 /// single-threaded runtime and its own connection (whose SQLite thread it starts, so that
 /// thread shares its priority): it is the one stage of ingest that cannot run in
@@ -62,21 +81,23 @@ impl LogRestarter {
 /// With those at a lower priority (see `crate::priority`) the writer's two threads run
 /// first. On PostgreSQL the database server does the writing; the writer stays a task on
 /// the shared runtime, whose pool it shares.
-pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std::io::Result<()> {
+pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std::io::Result<WriterGone> {
+    let (alive, gone) = oneshot::channel();
     match db {
         Db::Postgres(_) => {
-            tokio::spawn(run(db.dedicated(), body_policy, jobs));
+            tokio::spawn(run(db.dedicated(), body_policy, jobs, alive));
         }
         // Its connection is opened on that thread; it ends when every sender of `jobs`
         // is gone.
-        Db::Sqlite(_) => {
-            crate::priority::spawn_on_own_thread("ingest-writer", move || run(db.dedicated(), body_policy, jobs))?
-        }
+        Db::Sqlite(_) => crate::priority::spawn_on_own_thread("ingest-writer", move || {
+            run(db.dedicated(), body_policy, jobs, alive)
+        })?,
     }
-    Ok(())
+    Ok(WriterGone(gone))
 }
 
-async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
+/// `_alive` is dropped when this future is, which is what [`WriterGone`] waits for.
+async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>, _alive: oneshot::Sender<()>) {
     let mut log = LogRestarter::default();
     while let Some(first) = jobs.recv().await {
         let mut batch = vec![first];
@@ -111,5 +132,28 @@ async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>) {
         }
         // After the replies: the exporters are not kept waiting for it.
         log.after_commit(&db).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriterGone;
+    use std::time::Duration;
+    use tokio::sync::oneshot;
+
+    #[tokio::test]
+    async fn a_writer_that_panics_on_its_thread_is_seen_gone() {
+        let (alive, gone) = oneshot::channel::<()>();
+        let (started, running) = oneshot::channel::<()>();
+        crate::priority::spawn_on_own_thread("panicking-writer", move || async move {
+            let _alive = alive;
+            let _ = started.send(());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            panic!("a bug in the writer");
+        })
+        .unwrap();
+        running.await.unwrap();
+        // A hang guard only: it resolves within milliseconds.
+        tokio::time::timeout(Duration::from_secs(30), WriterGone(gone).wait()).await.expect("the panic is noticed");
     }
 }
