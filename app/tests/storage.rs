@@ -264,6 +264,75 @@ mod ingest_storage {
         }
     }
 
+    /// One finished run per cost, ids `cost-{first + i}`, each its own trace, started at
+    /// `start_ns`; the root carries the cost the agent reports.
+    fn costed_runs(first: u32, costs: &[f64], start_ns: u64) -> Vec<app::ingest::normalize::NormalizedSpan> {
+        let spans = (first..).zip(costs).map(|(i, &cost)| {
+            let mut trace_id = vec![9u8; 16];
+            trace_id[..4].copy_from_slice(&i.to_be_bytes());
+            let cost = KeyValue {
+                key: "budget.cost_spent".into(),
+                value: Some(AnyValue { value: Some(any_value::Value::DoubleValue(cost)) }),
+                ..Default::default()
+            };
+            Span {
+                trace_id,
+                span_id: vec![1; 8],
+                name: "agent.run".into(),
+                start_time_unix_nano: start_ns,
+                end_time_unix_nano: start_ns + 1_000,
+                attributes: vec![kv("run.id", &format!("cost-{i:04}")), kv("run.terminal_reason", "completed"), cost],
+                ..Default::default()
+            }
+        });
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans { spans: spans.collect(), ..Default::default() }],
+                ..Default::default()
+            }],
+        };
+        prepare(&request, &IngestSettings::default(), &[]).spans
+    }
+
+    #[tokio::test]
+    async fn the_cost_rule_reads_exact_quantiles_from_a_bounded_tail() {
+        use app::alerts::rules::{CostTail, COST_QUANTILES};
+        use app::stats::quantile_sorted;
+        use app::storage::alerts;
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let now = now_ms();
+            let ns = |ms: i64| (ms as u64) * 1_000_000;
+            // Distinct costs in a scrambled order: 137 runs in the window, 61 before it.
+            let window: Vec<f64> = (0..137u32).map(|i| f64::from((i * 37) % 137) / 100.0).collect();
+            let baseline: Vec<f64> = (0..61u32).map(|i| f64::from((i * 17) % 61) / 1000.0).collect();
+            spans::write(db, &costed_runs(0, &window, ns(now - 10 * 60_000)), BodyPolicy::None).await.unwrap();
+            spans::write(db, &costed_runs(1_000, &baseline, ns(now - 2 * 3_600_000)), BodyPolicy::None).await.unwrap();
+            let hour_ago = now - 3_600_000;
+
+            for (from, to, costs) in [(hour_ago, now, &window), (now - 25 * 3_600_000, hour_ago, &baseline)] {
+                let tail = alerts::cost_tail(db, from, to).await.unwrap();
+                assert_eq!(tail.runs, costs.len(), "{}", t.backend());
+                assert_eq!(tail.highest.len(), CostTail::needed(costs.len()), "only the tail is read");
+                let mut sorted = costs.clone();
+                sorted.sort_by(|a, b| a.total_cmp(b));
+                for (name, q) in COST_QUANTILES {
+                    assert_eq!(tail.quantile(q), quantile_sorted(&sorted, q), "{name} on {}", t.backend());
+                }
+            }
+
+            // The alert's items: the window's runs above a limit, costliest first.
+            let costliest = alerts::costliest_runs(db, hour_ago, now, 1.30, 50).await.unwrap();
+            let listed: Vec<(String, f64)> = costliest.into_iter().map(|r| (r.run_id, r.cost)).collect();
+            let mut expected: Vec<(String, f64)> =
+                (0u32..).zip(&window).filter(|(_, &c)| c > 1.30).map(|(i, &c)| (format!("cost-{i:04}"), c)).collect();
+            expected.sort_by(|a, b| b.1.total_cmp(&a.1));
+            assert_eq!(listed, expected, "{}", t.backend());
+            assert_eq!(listed.len(), 6, "1.31 to 1.36");
+            t.cleanup().await;
+        }
+    }
+
     #[tokio::test]
     async fn bodies_follow_the_policy_and_retention_removes_old_runs() {
         for t in TestDb::each_backend().await {

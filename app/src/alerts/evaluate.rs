@@ -67,7 +67,16 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
         AlertRule::EscalationBacklog => rules::escalation_backlog(s, now_ms, &store::open_escalations(db).await?),
         AlertRule::CostPerRunJump => {
             let baseline_start = window_start - s.baseline_seconds * 1000;
-            rules::cost_per_run_jump(s, now_ms, &store::run_costs(db, baseline_start).await?)
+            let window = store::cost_tail(db, window_start, now_ms).await?;
+            let baseline = store::cost_tail(db, baseline_start, window_start).await?;
+            match rules::cost_per_run_jump(s, &window, &baseline) {
+                None => Vec::new(),
+                Some(jump) => {
+                    let costliest =
+                        store::costliest_runs(db, window_start, now_ms, jump.limit, rules::MAX_ITEMS).await?;
+                    vec![rules::cost_jump_finding(s, &jump, &costliest)]
+                }
+            }
         }
         AlertRule::FailedToRecover => rules::failed_to_recover(s, now_ms, &store::failed_runs(db, window_start).await?),
     })

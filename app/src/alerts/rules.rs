@@ -8,7 +8,6 @@
 
 use super::settings::RuleSettings;
 use super::{window_text, AlertItem, ItemKind, Unit};
-use crate::stats::quantile_sorted;
 use std::collections::BTreeMap;
 
 /// The most items an alert lists; the value still counts them all.
@@ -254,57 +253,111 @@ pub struct RunCost {
     pub started_ms: i64,
 }
 
+/// The upper tail of the costs of the finished runs started in one span of time: how
+/// many there are, and the highest of their costs (highest first), as many as reading
+/// [`COST_QUANTILES`] by nearest rank needs. Storage reads it with a count and a
+/// bounded sort (`storage::alerts::cost_tail`): a day's baseline under sustained ingest
+/// holds millions of runs, far too many to read into the server every evaluation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CostTail {
+    pub runs: usize,
+    pub highest: Vec<f64>,
+}
+
+/// The quantiles rule 5 compares, lowest first.
+pub const COST_QUANTILES: [(&str, f64); 2] = [("p95", 0.95), ("p99", 0.99)];
+
+impl CostTail {
+    /// How many of the highest costs of `runs` runs the quantiles need: from the nearest
+    /// rank of the lowest quantile to the top.
+    pub fn needed(runs: usize) -> usize {
+        match runs {
+            0 => 0,
+            n => n - nearest_rank(COST_QUANTILES[0].1, n) + 1,
+        }
+    }
+
+    /// From every cost (tests, and small windows): the same tail storage reads.
+    pub fn of(mut costs: Vec<f64>) -> CostTail {
+        let runs = costs.len();
+        costs.sort_by(|a, b| b.total_cmp(a));
+        costs.truncate(Self::needed(runs));
+        CostTail { runs, highest: costs }
+    }
+
+    /// The nearest-rank quantile `q` (as `stats::quantile_sorted`), or `None` without
+    /// runs or when the tail is short (runs arrived between the count and the read).
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.runs == 0 {
+            return None;
+        }
+        self.highest.get(self.runs - nearest_rank(q, self.runs)).copied()
+    }
+}
+
+/// The 1-based rank of quantile `q` among `n` sorted values, by nearest rank.
+fn nearest_rank(q: f64, n: usize) -> usize {
+    ((q.clamp(0.0, 1.0) * n as f64).ceil() as usize).clamp(1, n)
+}
+
+/// What rule 5 found: a percentile of the window's cost per run above `factor` times the
+/// same percentile of the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostJump {
+    pub percentile: &'static str,
+    pub value: f64,
+    pub limit: f64,
+    pub baseline: f64,
+}
+
 /// Rule 5: p95 or p99 cost per run of the runs started in the window above `factor`
 /// times the same percentile of the runs started in the baseline before it. Each side
 /// needs `min_samples` runs, and a baseline percentile of zero compares with nothing.
-pub fn cost_per_run_jump(s: &RuleSettings, now_ms: i64, runs: &[RunCost]) -> Vec<Finding> {
-    let window_start = now_ms - s.window_seconds * 1000;
-    let baseline_start = window_start - s.baseline_seconds * 1000;
-    let mut window: Vec<&RunCost> =
-        runs.iter().filter(|r| r.started_ms > window_start && r.started_ms <= now_ms).collect();
-    let mut baseline: Vec<f64> =
-        runs.iter().filter(|r| r.started_ms > baseline_start && r.started_ms <= window_start).map(|r| r.cost).collect();
+/// The breaching percentile furthest above its limit speaks for the alert; the runs above
+/// the limit, read next, are its items ([`cost_jump_finding`]).
+pub fn cost_per_run_jump(s: &RuleSettings, window: &CostTail, baseline: &CostTail) -> Option<CostJump> {
     let min = s.min_samples.max(1) as usize;
-    if window.len() < min || baseline.len() < min {
-        return Vec::new();
+    if window.runs < min || baseline.runs < min {
+        return None;
     }
-    window.sort_by(|a, b| a.cost.total_cmp(&b.cost));
-    baseline.sort_by(|a, b| a.total_cmp(b));
-    let costs: Vec<f64> = window.iter().map(|r| r.cost).collect();
-    // The breaching percentile furthest above its limit speaks for the alert.
-    let mut worst: Option<(&str, f64, f64, f64)> = None;
-    for (name, q) in [("p95", 0.95), ("p99", 0.99)] {
-        let (Some(now), Some(before)) = (quantile_sorted(&costs, q), quantile_sorted(&baseline, q)) else { continue };
+    let mut worst: Option<CostJump> = None;
+    for (percentile, q) in COST_QUANTILES {
+        let (Some(value), Some(before)) = (window.quantile(q), baseline.quantile(q)) else { continue };
         if before <= 0.0 {
             continue;
         }
         let limit = s.factor * before;
-        if now > limit && worst.is_none_or(|(_, v, l, _)| now / limit > v / l) {
-            worst = Some((name, now, limit, before));
+        if value > limit && worst.as_ref().is_none_or(|w| value / limit > w.value / w.limit) {
+            worst = Some(CostJump { percentile, value, limit, baseline: before });
         }
     }
-    let Some((name, value, limit, before)) = worst else { return Vec::new() };
-    vec![Finding {
+    worst
+}
+
+/// The finding for a cost jump; `costliest` are the window's runs above the limit,
+/// costliest first (at most [`MAX_ITEMS`] are listed).
+pub fn cost_jump_finding(s: &RuleSettings, jump: &CostJump, costliest: &[RunCost]) -> Finding {
+    Finding {
         subject: String::new(),
         title: format!(
-            "{name} cost per run {} in {} is {:.1}× the baseline {} (limit {:.1}×)",
-            Unit::Usd.format(value),
+            "{} cost per run {} in {} is {:.1}× the baseline {} (limit {:.1}×)",
+            jump.percentile,
+            Unit::Usd.format(jump.value),
             window_text(s.window_seconds),
-            value / before,
-            Unit::Usd.format(before),
+            jump.value / jump.baseline,
+            Unit::Usd.format(jump.baseline),
             s.factor
         ),
-        value,
-        threshold: limit,
+        value: jump.value,
+        threshold: jump.limit,
         unit: Unit::Usd,
-        items: window
+        items: costliest
             .iter()
-            .rev()
-            .filter(|r| r.cost > limit)
+            .filter(|r| r.cost > jump.limit)
             .take(MAX_ITEMS)
             .map(|r| item(ItemKind::Run, &r.run_id, format!("cost {}", Unit::Usd.format(r.cost))))
             .collect(),
-    }]
+    }
 }
 
 /// A run that ended in `error` after one of its tool calls failed.
@@ -346,6 +399,7 @@ mod tests {
     use super::super::settings::ToolLimit;
     use super::super::AlertRule;
     use super::*;
+    use crate::stats::quantile_sorted;
 
     const NOW: i64 = 1_800_000_000_000;
     const MIN: i64 = 60_000;
@@ -466,36 +520,52 @@ mod tests {
         assert!(f.is_empty(), "a claimed escalation is being worked on");
     }
 
-    fn costs(n: usize, cost: f64, started_ms: i64) -> Vec<RunCost> {
-        (0..n).map(|i| RunCost { run_id: format!("c{started_ms}-{i}"), cost, started_ms }).collect()
+    fn tail(groups: &[(usize, f64)]) -> CostTail {
+        CostTail::of(groups.iter().flat_map(|&(n, cost)| std::iter::repeat_n(cost, n)).collect())
     }
 
     #[test]
     fn cost_jump_uses_upper_percentiles_not_the_mean() {
         let s = settings(AlertRule::CostPerRunJump); // 1 h window, 24 h baseline, 2×, 20 runs
-        let mut runs = costs(200, 0.10, NOW - 5 * 3_600_000); // baseline p95 = p99 = 0.10
-        runs.extend(costs(100, 0.10, NOW - MIN));
-        assert!(cost_per_run_jump(&s, NOW, &runs).is_empty(), "no change");
-        // Two runaway runs among 100 leave the mean almost unchanged but move p99.
-        runs.extend(costs(2, 5.00, NOW - MIN));
-        let f = cost_per_run_jump(&s, NOW, &runs);
-        assert_eq!(f.len(), 1);
-        assert!(f[0].title.starts_with("p99"), "{}", f[0].title);
-        assert_eq!((f[0].value, f[0].threshold), (5.0, 0.2));
-        assert_eq!(f[0].items.len(), 2, "the runaway runs");
+        let baseline = tail(&[(200, 0.10)]); // p95 = p99 = 0.10
+        assert_eq!(cost_per_run_jump(&s, &tail(&[(100, 0.10)]), &baseline), None, "no change");
+        // Two runaway runs among 102 leave the mean almost unchanged but move p99.
+        let jump = cost_per_run_jump(&s, &tail(&[(100, 0.10), (2, 5.00)]), &baseline).expect("fires");
+        assert_eq!((jump.percentile, jump.value, jump.limit), ("p99", 5.0, 0.2));
+        let runaway = |id: &str, cost| RunCost { run_id: id.into(), cost, started_ms: NOW - MIN };
+        let f = cost_jump_finding(&s, &jump, &[runaway("r1", 5.0), runaway("r2", 5.0), runaway("cheap", 0.1)]);
+        assert!(f.title.starts_with("p99"), "{}", f.title);
+        assert_eq!((f.value, f.threshold), (5.0, 0.2));
+        assert_eq!(f.items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["r1", "r2"], "the runaway runs");
     }
 
     #[test]
     fn cost_jump_at_the_edge_and_with_too_few_runs() {
         let s = settings(AlertRule::CostPerRunJump);
-        let mut runs = costs(100, 0.10, NOW - 5 * 3_600_000);
-        runs.extend(costs(100, 0.20, NOW - MIN));
-        assert!(cost_per_run_jump(&s, NOW, &runs).is_empty(), "exactly 2× does not fire");
-        let mut few = costs(100, 0.10, NOW - 5 * 3_600_000);
-        few.extend(costs(19, 9.0, NOW - MIN));
-        assert!(cost_per_run_jump(&s, NOW, &few).is_empty(), "19 runs decide nothing");
-        let free = [costs(100, 0.0, NOW - 5 * 3_600_000), costs(100, 1.0, NOW - MIN)].concat();
-        assert!(cost_per_run_jump(&s, NOW, &free).is_empty(), "no multiple of zero");
+        let baseline = tail(&[(100, 0.10)]);
+        assert_eq!(cost_per_run_jump(&s, &tail(&[(100, 0.20)]), &baseline), None, "exactly 2× does not fire");
+        assert_eq!(cost_per_run_jump(&s, &tail(&[(19, 9.0)]), &baseline), None, "19 runs decide nothing");
+        assert_eq!(cost_per_run_jump(&s, &tail(&[(100, 1.0)]), &tail(&[(100, 0.0)])), None, "no multiple of zero");
+    }
+
+    #[test]
+    fn the_tail_reads_the_same_quantiles_as_every_value() {
+        for n in [1usize, 2, 19, 20, 21, 99, 100, 101, 1_000, 1_237] {
+            // Distinct costs in a scrambled order.
+            let costs: Vec<f64> = (0..n).map(|i| ((i * 7_919) % n) as f64 / 10.0).collect();
+            let mut sorted = costs.clone();
+            sorted.sort_by(|a, b| a.total_cmp(b));
+            let t = CostTail::of(costs);
+            assert_eq!(t.highest.len(), CostTail::needed(n));
+            for (_, q) in COST_QUANTILES {
+                assert_eq!(t.quantile(q), quantile_sorted(&sorted, q), "n = {n}, q = {q}");
+            }
+        }
+        assert_eq!(CostTail::default().quantile(0.95), None);
+        let short = CostTail { runs: 100, highest: vec![9.0] };
+        assert_eq!(short.quantile(0.95), None, "a tail cut short reads nothing");
+        assert_eq!(short.quantile(0.99), None);
+        assert_eq!(short.quantile(1.0), Some(9.0), "the top is there");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::alerts::lifecycle::{OpenAlert, Transition};
-use crate::alerts::rules::{DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
+use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
 use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, Severity, Unit};
 use crate::notify::{EventKind, WebhookTarget};
@@ -92,11 +92,49 @@ pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
         .collect())
 }
 
-/// The cost of every finished run started after `since_ms`.
-pub async fn run_costs(db: &Db, since_ms: i64) -> StoreResult<Vec<RunCost>> {
-    let sql = "SELECT run_id, cost, started_ns FROM runs WHERE started_ns > $1 AND terminal_reason <> 'running'";
-    let rows: Vec<(String, f64, i64)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+/// Finished runs started in `(from_ms, to_ms]`: the range rule 5 reads on either side.
+const COST_RANGE: &str = "started_ns > $1 AND started_ns <= $2 AND terminal_reason <> 'running'";
+
+/// The upper tail of the costs of the finished runs started in `(from_ms, to_ms]`: their
+/// number, then their highest costs, as many as [`CostTail::needed`] says (5 % and one).
+/// The database keeps only those while it sorts (a top-N sort under `LIMIT`), so a day's
+/// baseline of millions of runs costs the server a few kilobytes per thousand runs
+/// instead of a row for each. Run in two statements: runs that arrive in between can
+/// leave the tail one short, which reads as no quantile until the next evaluation.
+pub async fn cost_tail(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<CostTail> {
+    let (from_ns, to_ns) = (from_ms.saturating_mul(1_000_000), to_ms.saturating_mul(1_000_000));
+    let count_sql = format!("SELECT COUNT(*) FROM runs WHERE {COST_RANGE}");
+    let runs: i64 =
+        on_pool!(db, pool => sqlx::query_scalar(&count_sql).bind(from_ns).bind(to_ns).fetch_one(pool).await)?;
+    let runs = usize::try_from(runs).unwrap_or(0);
+    let needed = CostTail::needed(runs);
+    if needed == 0 {
+        return Ok(CostTail { runs, highest: Vec::new() });
+    }
+    let tail_sql = format!("SELECT cost FROM runs WHERE {COST_RANGE} ORDER BY cost DESC LIMIT $3");
+    let highest: Vec<f64> = on_pool!(db, pool => sqlx::query_scalar(&tail_sql)
+        .bind(from_ns)
+        .bind(to_ns)
+        .bind(needed as i64)
+        .fetch_all(pool)
+        .await)?;
+    Ok(CostTail { runs, highest })
+}
+
+/// The costliest finished runs started in `(from_ms, to_ms]` that cost more than `above`,
+/// costliest first, at most `limit`: the items of a cost-per-run alert.
+pub async fn costliest_runs(db: &Db, from_ms: i64, to_ms: i64, above: f64, limit: usize) -> StoreResult<Vec<RunCost>> {
+    let sql = format!(
+        "SELECT run_id, cost, started_ns FROM runs WHERE {COST_RANGE} AND cost > $3 \
+         ORDER BY cost DESC, run_id LIMIT $4"
+    );
+    let rows: Vec<(String, f64, i64)> = on_pool!(db, pool => sqlx::query_as(&sql)
+        .bind(from_ms.saturating_mul(1_000_000))
+        .bind(to_ms.saturating_mul(1_000_000))
+        .bind(above)
+        .bind(limit as i64)
+        .fetch_all(pool)
+        .await)?;
     Ok(rows
         .into_iter()
         .map(|(run_id, cost, started_ns)| RunCost { run_id, cost, started_ms: started_ns / 1_000_000 })
