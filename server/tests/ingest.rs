@@ -55,8 +55,13 @@ struct Harness {
 }
 
 async fn harness(t: &TestDb, max_body: usize) -> Harness {
+    harness_with_budget(t, max_body, 64 << 20).await
+}
+
+/// A harness whose exports in flight may hold at most `budget` bytes of memory.
+async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harness {
     let service =
-        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, 64 << 20).unwrap().0;
+        IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, budget).unwrap().0;
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
@@ -436,7 +441,7 @@ async fn listen(h: &Harness) -> (SocketAddr, SocketAddr) {
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addrs = (http.local_addr().unwrap(), grpc.local_addr().unwrap());
     tokio::spawn(axum::serve(http, h.http.clone()).into_future());
-    let grpc_server = tonic::transport::Server::builder()
+    let grpc_server = flightdeck::otlp::grpc::transport()
         .add_service(flightdeck::otlp::grpc::server(h.service.clone()))
         .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(grpc));
     tokio::spawn(grpc_server);
@@ -544,6 +549,39 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(err.message().contains("trace_id must be 16 bytes"));
     assert_eq!(h.stored_spans().await, 0);
+    t.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_beyond_a_connections_stream_limit_wait_instead_of_being_refused() {
+    use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
+    use flightdeck::otlp::service::MEMORY_PER_WIRE_BYTE;
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+    let t = TestDb::sqlite().await;
+    // Room for a few more exports than one connection may have open at once.
+    let wire = request(whole_run(100, "w-0")).encoded_len();
+    let room = MAX_STREAMS_PER_CONNECTION as usize + 8;
+    let h = harness_with_budget(&t, 20 << 20, room * wire * MEMORY_PER_WIRE_BYTE).await;
+    let (_, grpc) = listen(&h).await;
+    let client = TraceServiceClient::connect(format!("http://{grpc}")).await.unwrap();
+    // Five times that many at once, on the one connection: the surplus waits for a
+    // stream, so none is refused for want of memory.
+    // (Trace ids from 1: an all-zero id is invalid.)
+    let exports: Vec<_> = (1..=room as u8 * 5)
+        .map(|i| {
+            let mut client = client.clone();
+            let mut req = tonic::Request::new(request(whole_run(i, &format!("w-{i}"))));
+            req.metadata_mut().insert("authorization", format!("Bearer {}", h.ingest_token).parse().unwrap());
+            tokio::spawn(async move { client.export(req).await.map(|_| ()).map_err(|e| e.code()) })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for export in exports {
+        results.push(export.await.unwrap());
+    }
+    let refused = results.iter().filter(|r| r.is_err()).count();
+    assert_eq!(refused, 0, "{:?}", results.iter().filter_map(|r| r.err()).collect::<Vec<_>>());
+    assert_eq!(h.stored_spans().await, results.len() as i64 * 6);
     t.cleanup().await;
 }
 

@@ -107,7 +107,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .with_graceful_shutdown(until_stopped());
     let http_receiver =
         axum::serve(otlp_http, crate::otlp::http::router(ingest.clone())).with_graceful_shutdown(until_stopped());
-    let grpc_receiver = tonic::transport::Server::builder()
+    let grpc_receiver = crate::otlp::grpc::transport()
         .add_service(crate::otlp::grpc::server(ingest.clone()))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(otlp_grpc), until_stopped());
     let stop = Arc::new(stop);
