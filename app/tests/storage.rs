@@ -156,6 +156,17 @@ mod ingest_storage {
         }
     }
 
+    /// `spans` as one export, normalized as ingest does before storing.
+    fn normalized(spans: Vec<Span>) -> Vec<app::ingest::normalize::NormalizedSpan> {
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+                ..Default::default()
+            }],
+        };
+        prepare(&request, &IngestSettings::default(), &[]).spans
+    }
+
     /// A root and one tool call carrying arguments (a body); `failed` marks the root as an error.
     fn run_spans(trace: u8, run_id: &str, failed: bool, start_ns: u64) -> Vec<app::ingest::normalize::NormalizedSpan> {
         tool_run(trace, run_id, failed, start_ns, "send")
@@ -188,13 +199,7 @@ mod ingest_storage {
             attributes: vec![kv("tool.name", tool), kv("gen_ai.tool.call.arguments", "{\"to\":\"x\"}")],
             ..Default::default()
         };
-        let request = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans { spans: vec![root, call], ..Default::default() }],
-                ..Default::default()
-            }],
-        };
-        prepare(&request, &IngestSettings::default(), &[]).spans
+        normalized(vec![root, call])
     }
 
     /// Runs `first..first + n` in one export, each its own trace: a root span and one
@@ -229,13 +234,7 @@ mod ingest_storage {
                 ..Default::default()
             });
         }
-        let request = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
-                ..Default::default()
-            }],
-        };
-        prepare(&request, &IngestSettings::default(), &[]).spans
+        normalized(spans)
     }
 
     #[tokio::test]
@@ -285,13 +284,7 @@ mod ingest_storage {
                 ..Default::default()
             }
         });
-        let request = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans { spans: spans.collect(), ..Default::default() }],
-                ..Default::default()
-            }],
-        };
-        prepare(&request, &IngestSettings::default(), &[]).spans
+        normalized(spans.collect())
     }
 
     #[tokio::test]

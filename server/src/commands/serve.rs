@@ -314,21 +314,23 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use tokio::sync::{oneshot, watch};
+    use tokio::task::JoinHandle;
 
-    fn writer() -> (oneshot::Sender<()>, WriterGone) {
+    /// A writer's liveness, a watch on it, and whether the watch asked everything to stop.
+    fn watched(stopped: watch::Receiver<bool>) -> (oneshot::Sender<()>, JoinHandle<bool>, Arc<AtomicBool>) {
         let (alive, gone) = oneshot::channel();
-        (alive, WriterGone::from_receiver(gone))
+        let asked = Arc::new(AtomicBool::new(false));
+        let watch = tokio::spawn(stop_if_the_writer_ends(WriterGone::from_receiver(gone), stopped, {
+            let asked = asked.clone();
+            move || asked.store(true, Ordering::SeqCst)
+        }));
+        (alive, watch, asked)
     }
 
     #[tokio::test]
     async fn a_writer_ending_before_shutdown_stops_everything_as_a_failure() {
-        let (alive, gone) = writer();
         let (_stop, stopped) = watch::channel(false);
-        let asked = Arc::new(AtomicBool::new(false));
-        let watch = tokio::spawn(stop_if_the_writer_ends(gone, stopped, {
-            let asked = asked.clone();
-            move || asked.store(true, Ordering::SeqCst)
-        }));
+        let (alive, watch, asked) = watched(stopped);
         drop(alive);
         assert!(watch.await.unwrap(), "reported as a failure");
         assert!(asked.load(Ordering::SeqCst), "everything was asked to stop");
@@ -336,13 +338,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_writer_ending_after_shutdown_is_not_a_failure() {
-        let (alive, gone) = writer();
         let (stop, stopped) = watch::channel(false);
-        let asked = Arc::new(AtomicBool::new(false));
-        let watch = tokio::spawn(stop_if_the_writer_ends(gone, stopped, {
-            let asked = asked.clone();
-            move || asked.store(true, Ordering::SeqCst)
-        }));
+        let (alive, watch, asked) = watched(stopped);
         stop.send_replace(true);
         drop(alive);
         assert!(!watch.await.unwrap());
