@@ -14,9 +14,9 @@
 
 /// Runs the future `make` returns on an OS thread of its own named `name`, with a
 /// single-threaded runtime, at the priority of the calling thread (which for the SQLite
-/// ingest writer must be one not lowered: `serve` runs on the main thread). The future is made on that thread, so anything it opens there (a
-/// database pool, SQLite's thread for a connection) belongs to that runtime and, for
-/// threads, starts at that priority.
+/// ingest writer must be one not lowered: `serve` runs on the main thread). The future
+/// is made on that thread, so anything it opens there (a database pool, SQLite's thread
+/// for a connection) belongs to that runtime and, for threads, starts at that priority.
 pub fn spawn_on_own_thread<F, Fut>(name: &str, make: F) -> std::io::Result<()>
 where
     F: FnOnce() -> Fut + Send + 'static,
