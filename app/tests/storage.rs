@@ -601,6 +601,8 @@ mod ingest_storage {
                 "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)")
                 .bind(&spans_before[0].trace_id).bind(true).execute(pool).await.map(|_| ()))
             .unwrap();
+            // And the run's row, which the write path stored with its spans.
+            insert_old_run_row(db, "migrated", now_ns as i64).await;
             // And the call's bodies, a row per span as before migration 0014.
             app::storage::on_pool!(db, pool => sqlx::query(
                 "INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)")
@@ -640,6 +642,128 @@ mod ingest_storage {
             let executions = app::storage::alerts::irreversible_executions(db, 0).await.unwrap();
             assert_eq!(executions.len(), 1);
             assert_eq!((executions[0].tool.as_str(), executions[0].run_id.as_str()), ("wire_money", "migrated"));
+            t.cleanup().await;
+        }
+    }
+
+    /// A run's row as stored before migration 0016 (no number), with its reason counted,
+    /// as the write path stored it beside the run's spans. Re-derived on the next write.
+    async fn insert_old_run_row(db: &app::storage::Db, run_id: &str, started_ns: i64) {
+        app::storage::on_pool!(db, pool => sqlx::query(
+            "INSERT INTO runs (run_id, run_trigger, terminal_reason, started_ns, cost, input_tokens, output_tokens, \
+             cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, completed_without_read, \
+             approval_violations, duplicates, updated_at) \
+             VALUES ($1, 'unknown', 'running', $2, 0, 0, 0, 0, 0, 0, '[]', 0, 0, $3, 0, '[]', 0)")
+            .bind(run_id).bind(started_ns).bind(false).execute(pool).await.map(|_| ()))
+        .unwrap();
+        app::storage::on_pool!(db, pool => sqlx::query(
+            "INSERT INTO run_reason_counts (terminal_reason, runs) VALUES ('running', 1) \
+             ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + 1")
+            .execute(pool).await.map(|_| ()))
+        .unwrap();
+    }
+
+    /// Migration 0016 numbers runs and re-keys their rows by number: a run stored before
+    /// it (spans, bodies, tools, trace, irreversible call, all keyed by run id) reads back
+    /// the same through every reader, is found by tool, is not stored twice when re-sent,
+    /// runs arriving afterwards are numbered after it, and retention still removes it whole.
+    #[tokio::test]
+    async fn runs_stored_before_run_numbers_read_back_the_same_and_leave_whole() {
+        use app::canonical::{Outcome, SideEffect};
+        use app::storage::span_record;
+        for t in TestDb::each_backend_at(15).await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            let old_ns = now_ns - 40 * 86_400 * 1_000_000_000;
+            let mut before = tool_run(8, "numbered-late", true, old_ns, "wire_money");
+            let call = &mut before[1];
+            call.side_effect = Some(SideEffect::Irreversible);
+            call.outcome = Some(Outcome::Ok);
+            call.refresh_record();
+            let (trace, call_span) = (before[1].trace_id.clone(), before[1].span_id.clone());
+            // Stored as the 0015 schema stored them, every row keyed by run id.
+            insert_old_run_row(db, "numbered-late", old_ns as i64).await;
+            let chunk = span_record::chunk(before.iter().map(|s| s.json.record.as_str()));
+            let bodies =
+                span_record::body_chunk([(trace.as_str(), call_span.as_str(), before[1].json.bodies.as_str())]);
+            let statements: [(&str, Vec<String>); 5] = [
+                (
+                    "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'numbered-late', TRUE)",
+                    vec![trace.clone()],
+                ),
+                (
+                    "INSERT INTO span_chunks (run_id, spans, received_at, records) VALUES ('numbered-late', 2, 0, $1)",
+                    vec![chunk],
+                ),
+                ("INSERT INTO body_chunks (run_id, spans, bodies) VALUES ('numbered-late', 1, $1)", vec![bodies]),
+                (
+                    "INSERT INTO run_tools (run_id, tool_name, started_ns, terminal_reason) \
+                     VALUES ('numbered-late', 'wire_money', $1, 'running')",
+                    vec![],
+                ),
+                (
+                    "INSERT INTO irreversible_calls (trace_id, span_id, run_id, tool_name, outcome, end_ns) \
+                     VALUES ($1, $2, 'numbered-late', 'wire_money', 'ok', $3)",
+                    vec![trace.clone(), call_span.clone()],
+                ),
+            ];
+            for (sql, texts) in statements {
+                app::storage::on_pool!(db, pool => {
+                    let mut q = sqlx::query(sql);
+                    for text in texts {
+                        q = q.bind(text);
+                    }
+                    if sql.contains("run_tools") || sql.contains("irreversible") {
+                        q = q.bind(old_ns as i64);
+                    }
+                    q.execute(pool).await.map(|_| ())
+                })
+                .unwrap();
+            }
+
+            db.migrate().await.unwrap();
+            let (page, total) = runs::waterfall(db, "numbered-late", 0, 10).await.unwrap();
+            assert_eq!(total, 2, "{}", t.backend());
+            assert_eq!(page.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["agent.run", "tool wire_money"]);
+            let bodies = runs::bodies(db, "numbered-late").await.unwrap();
+            assert_eq!(bodies.len(), 1, "{}", t.backend());
+            assert_eq!(bodies[0].1["gen_ai.tool.call.arguments"], "{\"to\":\"x\"}");
+            let by_tool = runs::RunQuery { search: Some("wire_money".into()), ..Default::default() };
+            assert_eq!(all_pages(db, by_tool.clone()).await, ["numbered-late"], "{}", t.backend());
+            // Re-sent: recognised as stored, and the run derived from them.
+            let outcome = spans::write(db, &before, BodyPolicy::FailedRuns).await.unwrap();
+            assert_eq!(outcome.stored, 0, "{}", t.backend());
+            let detail = runs::get(db, "numbered-late").await.unwrap().expect("the run");
+            assert_eq!(detail.tool_call_list.len(), 1);
+            assert_eq!(detail.run.terminal_reason.as_str(), "error", "{}", t.backend());
+
+            // A run arriving afterwards is numbered after it, and found by the same tool.
+            let after = tool_run(9, "numbered-next", false, now_ns, "wire_money");
+            spans::write(db, &after, BodyPolicy::FailedRuns).await.unwrap();
+            let number = |run: &'static str| async move {
+                let sql = "SELECT run_no FROM runs WHERE run_id = $1";
+                app::storage::on_pool!(db, pool => sqlx::query_scalar::<_, i64>(sql).bind(run).fetch_one(pool).await)
+                    .unwrap()
+            };
+            assert!(number("numbered-next").await > number("numbered-late").await, "{}", t.backend());
+            let mut found = all_pages(db, by_tool.clone()).await;
+            found.sort();
+            assert_eq!(found, ["numbered-late", "numbered-next"], "{}", t.backend());
+
+            // Retention removes the migrated run with everything keyed by its number.
+            let (deleted, _) = runs::apply_retention(db, 30, 7).await.unwrap();
+            assert_eq!(deleted, 1, "{}", t.backend());
+            assert!(runs::get(db, "numbered-late").await.unwrap().is_none());
+            assert!(runs::bodies(db, "numbered-late").await.unwrap().is_empty());
+            assert_eq!(spans::count(db).await.unwrap(), 2, "only the later run's spans stay, {}", t.backend());
+            assert!(app::storage::alerts::irreversible_executions(db, 0).await.unwrap().is_empty());
+            assert_eq!(all_pages(db, by_tool).await, ["numbered-next"], "{}", t.backend());
+            let left: i64 = app::storage::on_pool!(db, pool => sqlx::query_scalar(
+                "SELECT (SELECT COUNT(*) FROM trace_runs) + (SELECT COUNT(*) FROM run_tools) \
+                 + (SELECT COUNT(*) FROM body_chunks)")
+                .fetch_one(pool).await)
+            .unwrap();
+            assert_eq!(left, 2, "the later run's trace and tool row stay, its bodies were never kept; {}", t.backend());
             t.cleanup().await;
         }
     }

@@ -447,7 +447,7 @@ fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
     sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
     push_runs_named_by(&mut sql, term, postgres);
     sql.push(&format!(
-        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_id = runs.run_id AND rt.tool_name = {t})"
+        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
     ));
     push_filters(&mut sql, q, None, None, &RUNS);
     sql.push(" GROUP BY terminal_reason");
@@ -557,10 +557,11 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
             let mut runs = 0u64;
             loop {
                 let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
-                let old_runs: Vec<String> = sqlx::query_scalar(if postgres {
-                    "SELECT run_id FROM runs WHERE started_ns < $1 ORDER BY run_id LIMIT 500 FOR UPDATE"
+                // With their numbers, by which their other rows are indexed.
+                let old_runs: Vec<(String, i64)> = sqlx::query_as(if postgres {
+                    "SELECT run_id, run_no FROM runs WHERE started_ns < $1 ORDER BY run_id LIMIT 500 FOR UPDATE"
                 } else {
-                    "SELECT run_id FROM runs WHERE started_ns < $1 LIMIT 500"
+                    "SELECT run_id, run_no FROM runs WHERE started_ns < $1 LIMIT 500"
                 })
                 .bind(runs_before)
                 .fetch_all(&mut *tx)
@@ -569,10 +570,10 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                     break;
                 }
                 if postgres {
-                    let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+                    let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_no IN (");
                     let mut list = q.separated(", ");
-                    for run in &old_runs {
-                        list.push_bind(run.as_str());
+                    for (_, run_no) in &old_runs {
+                        list.push_bind(*run_no);
                     }
                     q.push(")");
                     let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
@@ -595,21 +596,21 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
                 } else {
                     // The chunks' term documents go before the chunks.
                     let mut q = QueryBuilder::new(
-                        "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_id IN (",
+                        "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_no IN (",
                     );
                     let mut list = q.separated(", ");
-                    for run in &old_runs {
-                        list.push_bind(run.as_str());
+                    for (_, run_no) in &old_runs {
+                        list.push_bind(*run_no);
                     }
                     q.push("))");
                     q.build().execute(&mut *tx).await?;
                 }
                 let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
                 for table in ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs", "run_tools", "runs"] {
-                    let mut q = QueryBuilder::new(format!("DELETE FROM {table} WHERE run_id IN ("));
+                    let mut q = QueryBuilder::new(format!("DELETE FROM {table} WHERE run_no IN ("));
                     let mut list = q.separated(", ");
-                    for run in &old_runs {
-                        list.push_bind(run.as_str());
+                    for (_, run_no) in &old_runs {
+                        list.push_bind(*run_no);
                     }
                     q.push(")");
                     if table == "runs" {
@@ -628,8 +629,8 @@ pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64
             }
             // Counted in spans whose bodies went, as before bodies were stored per run.
             let bodies: Vec<i64> = sqlx::query_scalar(
-                "DELETE FROM body_chunks WHERE run_id IN \
-                 (SELECT run_id FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1) RETURNING spans",
+                "DELETE FROM body_chunks WHERE run_no IN \
+                 (SELECT run_no FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1) RETURNING spans",
             )
             .bind(bodies_before)
             .fetch_all(pool)
@@ -652,7 +653,7 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
 
 /// Every span's bodies stored for a run, in the order they were stored.
 async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
-    let sql = "SELECT bodies FROM body_chunks WHERE run_id = $1 ORDER BY id";
+    let sql = "SELECT bodies FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
     let chunks: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_all(pool).await)?;
     let mut out = Vec::new();
     for chunk in &chunks {
@@ -743,7 +744,8 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 
 /// Whether any bodies of the run are still stored.
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
-    let n: i64 = on_pool!(db, pool => sqlx::query_scalar("SELECT COUNT(*) FROM body_chunks WHERE run_id = $1")
+    let n: i64 = on_pool!(db, pool => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)")
         .bind(run_id).fetch_one(pool).await)?;
     Ok(n > 0)
 }

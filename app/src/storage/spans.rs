@@ -4,7 +4,10 @@
 //!
 //! Spans are stored per run: each write adds one `span_chunks` row for each run it brings
 //! new spans to (see `span_record` for why), plus the span-level lookups (`irreversible_calls`,
-//! the search-term index of [`terms`]) and bodies. A re-sent span is recognised against
+//! the search-term index of [`terms`]) and bodies. Every table holding a run's rows is
+//! indexed by the run's arrival number (`runs.run_no`, given here when a run first
+//! arrives), not by its id: agents' run ids are random, and an index keyed by them took
+//! each new run's entry on a random page (migration 0016 says more). A re-sent span is recognised against
 //! the run's stored spans, which derivation reads back anyway, so it is stored once.
 //! Readers of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
@@ -87,6 +90,30 @@ macro_rules! lock_in_order {
     }};
 }
 
+/// Gives each run in `$runs` that has no number in `$run_nos` yet the next arrival
+/// numbers, inside the ingest transaction. SQLite: one past the highest stored or already
+/// given in this transaction (which holds the write lock, so no other writer gives one
+/// meanwhile). PostgreSQL: from the sequence, as several instances may write at once.
+macro_rules! number_new_runs {
+    ($tx:ident, $postgres:expr, $run_nos:ident, $runs:expr) => {{
+        let missing: Vec<String> = $runs.filter(|r| !$run_nos.contains_key(r.as_str())).cloned().collect();
+        if !missing.is_empty() {
+            let numbers: Vec<i64> = if $postgres {
+                sqlx::query_scalar("SELECT nextval('runs_run_no_seq') FROM generate_series(1, $1::BIGINT)")
+                    .bind(missing.len() as i64)
+                    .fetch_all(&mut *$tx)
+                    .await?
+            } else {
+                let stored: i64 =
+                    sqlx::query_scalar("SELECT COALESCE(MAX(run_no), 0) FROM runs").fetch_one(&mut *$tx).await?;
+                let first = $run_nos.values().copied().max().unwrap_or(0).max(stored) + 1;
+                (first..first + missing.len() as i64).collect()
+            };
+            $run_nos.extend(missing.into_iter().zip(numbers));
+        }
+    }};
+}
+
 /// The trace a stored record belongs to, read without the rest of it.
 #[derive(serde::Deserialize)]
 struct TraceOf<'a> {
@@ -96,11 +123,14 @@ struct TraceOf<'a> {
 
 /// Inside the ingest transaction: moves the stored spans of `$trace` from run `$old` to
 /// run `$new` (its earlier spans named no run and now one does), with their search terms,
-/// irreversible calls and bodies. Rare, so it simply rewrites the old run's chunks.
+/// irreversible calls and bodies. `$old_no` and `$new_no` are the runs' numbers. Rare, so
+/// it simply rewrites the old run's chunks.
 macro_rules! move_trace {
-    ($tx:ident, $postgres:expr, $trace:expr, $old:expr, $new:expr, $now:expr) => {{
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT records FROM span_chunks WHERE run_id = $1").bind($old).fetch_all(&mut *$tx).await?;
+    ($tx:ident, $postgres:expr, $trace:expr, ($old:expr, $old_no:expr), ($new:expr, $new_no:expr), $now:expr) => {{
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT records FROM span_chunks WHERE run_no = $1")
+            .bind($old_no)
+            .fetch_all(&mut *$tx)
+            .await?;
         let mut staying: Vec<Box<RawValue>> = Vec::new();
         let mut moving: Vec<Box<RawValue>> = Vec::new();
         for (records,) in &rows {
@@ -124,20 +154,23 @@ macro_rules! move_trace {
         let (staying_terms, moving_terms) = (terms_in(&staying)?, terms_in(&moving)?);
         if !$postgres {
             // The old chunks' term documents go with them.
-            sqlx::query("DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_id = $1)")
-                .bind($old)
+            sqlx::query("DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_no = $1)")
+                .bind($old_no)
                 .execute(&mut *$tx)
                 .await?;
         }
-        sqlx::query("DELETE FROM span_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
-        for (run, records, run_terms) in [($old, &staying, &staying_terms), ($new, &moving, &moving_terms)] {
+        sqlx::query("DELETE FROM span_chunks WHERE run_no = $1").bind($old_no).execute(&mut *$tx).await?;
+        let sides = [($old, $old_no, &staying, &staying_terms), ($new, $new_no, &moving, &moving_terms)];
+        for (run, run_no, records, run_terms) in sides {
             if records.is_empty() {
                 continue;
             }
             let id: i64 = sqlx::query_scalar(
-                "INSERT INTO span_chunks (run_id, spans, received_at, records) VALUES ($1, $2, $3, $4) RETURNING id",
+                "INSERT INTO span_chunks (run_id, run_no, spans, received_at, records) VALUES ($1, $2, $3, $4, $5) \
+                 RETURNING id",
             )
             .bind(run)
+            .bind(run_no)
             .bind(records.len() as i64)
             .bind($now)
             .bind(span_record::chunk(records.iter().map(|r| r.get())))
@@ -167,14 +200,17 @@ macro_rules! move_trace {
                     .await?;
             }
         }
-        sqlx::query("UPDATE irreversible_calls SET run_id = $1 WHERE trace_id = $2")
+        sqlx::query("UPDATE irreversible_calls SET run_id = $1, run_no = $2 WHERE trace_id = $3")
             .bind($new)
+            .bind($new_no)
             .bind($trace)
             .execute(&mut *$tx)
             .await?;
         // The trace's bodies leave the old run's body chunks the same way.
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT bodies FROM body_chunks WHERE run_id = $1").bind($old).fetch_all(&mut *$tx).await?;
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT bodies FROM body_chunks WHERE run_no = $1")
+            .bind($old_no)
+            .fetch_all(&mut *$tx)
+            .await?;
         let mut staying: Vec<span_record::StoredBodies> = Vec::new();
         let mut moving: Vec<span_record::StoredBodies> = Vec::new();
         for (bodies,) in &rows {
@@ -187,16 +223,17 @@ macro_rules! move_trace {
             }
         }
         if !moving.is_empty() {
-            sqlx::query("DELETE FROM body_chunks WHERE run_id = $1").bind($old).execute(&mut *$tx).await?;
-            for (run, entries) in [($old, &staying), ($new, &moving)] {
+            sqlx::query("DELETE FROM body_chunks WHERE run_no = $1").bind($old_no).execute(&mut *$tx).await?;
+            for (run, run_no, entries) in [($old, $old_no, &staying), ($new, $new_no, &moving)] {
                 if entries.is_empty() {
                     continue;
                 }
                 let chunk = span_record::body_chunk(
                     entries.iter().map(|e| (e.trace_id.as_str(), e.span_id.as_str(), e.bodies.get())),
                 );
-                sqlx::query("INSERT INTO body_chunks (run_id, spans, bodies) VALUES ($1, $2, $3)")
+                sqlx::query("INSERT INTO body_chunks (run_id, run_no, spans, bodies) VALUES ($1, $2, $3, $4)")
                     .bind(run)
+                    .bind(run_no)
                     .bind(entries.len() as i64)
                     .bind(chunk)
                     .execute(&mut *$tx)
@@ -286,15 +323,37 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 let moved_from = moves.iter().map(|(_, old, _)| old);
                 lock_in_order!(tx, touched.iter().chain(moved_from).map(|r| format!("run:{r}")));
             }
+            // Each touched run's arrival number: read with its row, or given now to a run
+            // new in this write. A move's two runs are numbered first (moves are rare).
+            let mut run_nos: BTreeMap<String, i64> = BTreeMap::new();
+            if !moves.is_empty() {
+                let ids: Vec<&String> = moves.iter().flat_map(|(_, old, new)| [old, new]).collect();
+                for chunk in cacheable_chunks(&ids, IDS_PER_QUERY) {
+                    let mut q = QueryBuilder::new("SELECT run_id, run_no FROM runs WHERE run_id IN (");
+                    let mut list = q.separated(", ");
+                    for run in chunk {
+                        list.push_bind(run.as_str());
+                    }
+                    q.push(")");
+                    let rows: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                    run_nos.extend(rows);
+                }
+                number_new_runs!(tx, postgres, run_nos, moves.iter().map(|(_, _, new)| new));
+            }
             for (trace, old, new) in &moves {
-                sqlx::query("UPDATE trace_runs SET run_id = $1, explicit = $2 WHERE trace_id = $3")
+                let new_no = run_nos[new.as_str()];
+                sqlx::query("UPDATE trace_runs SET run_id = $1, explicit = $2, run_no = $3 WHERE trace_id = $4")
                     .bind(new)
                     .bind(true)
+                    .bind(new_no)
                     .bind(*trace)
                     .execute(&mut *tx)
                     .await?;
-                move_trace!(tx, postgres, *trace, old, new, received_at);
-                sqlx::query("DELETE FROM run_tools WHERE run_id = $1").bind(old).execute(&mut *tx).await?;
+                // A run without a row has no number, and no stored rows to move.
+                if let Some(&old_no) = run_nos.get(old.as_str()) {
+                    move_trace!(tx, postgres, *trace, (old, old_no), (new, new_no), received_at);
+                    sqlx::query("DELETE FROM run_tools WHERE run_no = $1").bind(old_no).execute(&mut *tx).await?;
+                }
                 let gone: Option<String> =
                     sqlx::query_scalar("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason")
                         .bind(old)
@@ -304,30 +363,32 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     *reason_deltas.entry(reason).or_default() -= 1;
                 }
             }
-            for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {
-                let mut q = QueryBuilder::new("INSERT INTO trace_runs (trace_id, run_id, explicit) ");
-                q.push_values(chunk, |mut row, (trace, run, explicit)| {
-                    row.push_bind(*trace).push_bind(run).push_bind(*explicit);
-                });
-                q.build().execute(&mut *tx).await?;
-            }
 
             let touched_ids: Vec<&String> = touched.iter().collect();
             // The reasons the touched runs have now: each leaves its old reason's total
             // and joins its new one's. On PostgreSQL the rows are locked, so retention
             // deleting one meanwhile is either seen here or waits for this transaction.
             for chunk in cacheable_chunks(&touched_ids, IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new("SELECT run_id, terminal_reason FROM runs WHERE run_id IN (");
+                let mut q = QueryBuilder::new("SELECT run_id, terminal_reason, run_no FROM runs WHERE run_id IN (");
                 let mut list = q.separated(", ");
                 for run in chunk {
                     list.push_bind(run.as_str());
                 }
                 q.push(if postgres { ") FOR UPDATE" } else { ")" });
-                let old: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                for (run, reason) in old {
+                let old: Vec<(String, String, i64)> = q.build_query_as().fetch_all(&mut *tx).await?;
+                for (run, reason, run_no) in old {
                     *reason_deltas.entry(reason).or_default() -= 1;
+                    run_nos.insert(run.clone(), run_no);
                     had_spans.insert(run);
                 }
+            }
+            number_new_runs!(tx, postgres, run_nos, touched.iter());
+            for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {
+                let mut q = QueryBuilder::new("INSERT INTO trace_runs (trace_id, run_id, explicit, run_no) ");
+                q.push_values(chunk, |mut row, (trace, run, explicit)| {
+                    row.push_bind(*trace).push_bind(run).push_bind(*explicit).push_bind(run_nos[run.as_str()]);
+                });
+                q.build().execute(&mut *tx).await?;
             }
             let t_traces = std::time::Instant::now();
 
@@ -335,13 +396,13 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             // derivation needs all of them, and the ones already stored are not stored
             // again. Any other run is new in this write and its spans are exactly this
             // batch's.
-            let read_back: Vec<&String> = touched.iter().filter(|r| had_spans.contains(*r)).collect();
+            let read_back: Vec<i64> = touched.iter().filter(|r| had_spans.contains(*r)).map(|r| run_nos[r]).collect();
             let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
             for chunk in cacheable_chunks(&read_back, IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+                let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_no IN (");
                 let mut list = q.separated(", ");
-                for run in chunk {
-                    list.push_bind(run.as_str());
+                for run_no in chunk {
+                    list.push_bind(*run_no);
                 }
                 q.push(")");
                 let rows: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
@@ -379,27 +440,27 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             } else {
                 sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM span_chunks").fetch_one(&mut *tx).await?
             };
-            let chunks: Vec<(i64, &str, i64, String)> = new_by_run
+            let chunks: Vec<(i64, &str, i64, i64, String)> = new_by_run
                 .iter()
                 .enumerate()
                 .map(|(i, (run, new))| {
                     let records = span_record::chunk(new.iter().map(|s| s.json.record.as_str()));
-                    (next_id + i as i64, *run, new.len() as i64, records)
+                    (next_id + i as i64, *run, run_nos[*run], new.len() as i64, records)
                 })
                 .collect();
             let chunk_ids: Vec<(i64, &str)> =
-                if postgres { Vec::new() } else { chunks.iter().map(|(id, run, _, _)| (*id, *run)).collect() };
+                if postgres { Vec::new() } else { chunks.iter().map(|(id, run, _, _, _)| (*id, *run)).collect() };
             for part in cacheable_parts(chunks, ROWS_PER_INSERT) {
                 let mut q = QueryBuilder::new(if postgres {
-                    "INSERT INTO span_chunks (run_id, spans, received_at, records) "
+                    "INSERT INTO span_chunks (run_id, run_no, spans, received_at, records) "
                 } else {
-                    "INSERT INTO span_chunks (id, run_id, spans, received_at, records) "
+                    "INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records) "
                 });
-                q.push_values(part, |mut row, (id, run, n, records)| {
+                q.push_values(part, |mut row, (id, run, run_no, n, records)| {
                     if !postgres {
                         row.push_bind(id);
                     }
-                    row.push_bind(run).push_bind(n).push_bind(received_at).push_bind(records);
+                    row.push_bind(run).push_bind(run_no).push_bind(n).push_bind(received_at).push_bind(records);
                 });
                 q.build().execute(&mut *tx).await?;
             }
@@ -438,11 +499,12 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 new_spans().filter(|(_, s)| s.side_effect == Some(SideEffect::Irreversible)).collect();
             for part in cacheable_chunks(&irreversible, ROWS_PER_INSERT) {
                 let mut q =
-                    QueryBuilder::new("INSERT INTO irreversible_calls (trace_id, span_id, run_id, tool_name, outcome, end_ns) ");
+                    QueryBuilder::new("INSERT INTO irreversible_calls (trace_id, span_id, run_id, run_no, tool_name, outcome, end_ns) ");
                 q.push_values(part, |mut row, (run, s)| {
                     row.push_bind(&s.trace_id)
                         .push_bind(&s.span_id)
                         .push_bind(*run)
+                        .push_bind(run_nos[*run])
                         .push_bind(&s.tool_name)
                         .push_bind(s.outcome.map(|o| o.as_str()))
                         .push_bind(s.end_ns);
@@ -464,7 +526,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             }
             for chunk in cacheable_chunks(&derived, ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
-                    "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
+                    "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
                      wall_clock_ms, cost, input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, \
                      duplicate_side_effects, deduped_calls, completed_without_read, approval_violations, \
                      escalation_reason, duplicates, updated_at) ",
@@ -472,6 +534,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                 q.push_values(chunk, |mut row, d| {
                     let r = &d.run;
                     row.push_bind(r.run_id.clone())
+                        .push_bind(run_nos[r.run_id.as_str()])
                         .push_bind(r.agent.clone())
                         .push_bind(r.trigger.as_str())
                         .push_bind(r.terminal_reason.as_str())
@@ -509,7 +572,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             // The tools each touched run called, with its start and reason as just derived
             // (the search index of `run_tools`). A run's tools only grow, except when a
             // trace moves away, and that deletes the old run's rows above.
-            let mut run_tools: Vec<(&str, &str, i64, &str)> = Vec::new();
+            let mut run_tools: Vec<(&str, i64, &str, i64, &str)> = Vec::new();
             for d in &derived {
                 let r = &d.run;
                 let started_ns = r.started_at.and_then(|t| t.timestamp_nanos_opt()).unwrap_or(0);
@@ -519,15 +582,19 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     .flatten()
                     .filter_map(|f| f.tool_name.as_deref())
                     .collect();
-                run_tools.extend(tools.into_iter().map(|t| (r.run_id.as_str(), t, started_ns, r.terminal_reason.as_str())));
+                let run_no = run_nos[r.run_id.as_str()];
+                run_tools.extend(
+                    tools.into_iter().map(|t| (r.run_id.as_str(), run_no, t, started_ns, r.terminal_reason.as_str())),
+                );
             }
             for chunk in cacheable_chunks(&run_tools, ROWS_PER_INSERT) {
-                let mut q = QueryBuilder::new("INSERT INTO run_tools (run_id, tool_name, started_ns, terminal_reason) ");
-                q.push_values(chunk, |mut row, (run, tool, started_ns, reason)| {
-                    row.push_bind(*run).push_bind(*tool).push_bind(*started_ns).push_bind(*reason);
+                let mut q =
+                    QueryBuilder::new("INSERT INTO run_tools (run_id, run_no, tool_name, started_ns, terminal_reason) ");
+                q.push_values(chunk, |mut row, (run, run_no, tool, started_ns, reason)| {
+                    row.push_bind(*run).push_bind(*run_no).push_bind(*tool).push_bind(*started_ns).push_bind(*reason);
                 });
                 q.push(
-                    " ON CONFLICT (run_id, tool_name) DO UPDATE SET started_ns = excluded.started_ns, \
+                    " ON CONFLICT (run_no, tool_name) DO UPDATE SET started_ns = excluded.started_ns, \
                      terminal_reason = excluded.terminal_reason \
                      WHERE run_tools.started_ns <> excluded.started_ns OR run_tools.terminal_reason <> excluded.terminal_reason",
                 );
@@ -544,30 +611,31 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             if body_policy != BodyPolicy::None {
                 // Only spans stored by this write (a re-sent span's bodies are stored
                 // already), one chunk per run, like the spans.
-                let body_chunks: Vec<(&str, i64, String)> = new_by_run
+                let body_chunks: Vec<(&str, i64, i64, String)> = new_by_run
                     .iter()
                     .filter(|(run, _)| !completed.contains(**run))
                     .filter_map(|(run, new)| {
                         let with_bodies = new.iter().filter(|s| !s.json.bodies.is_empty());
                         let n = with_bodies.clone().count() as i64;
                         let entries = with_bodies.map(|s| (s.trace_id.as_str(), s.span_id.as_str(), s.json.bodies.as_str()));
-                        (n > 0).then(|| (*run, n, span_record::body_chunk(entries)))
+                        (n > 0).then(|| (*run, run_nos[*run], n, span_record::body_chunk(entries)))
                     })
                     .collect();
                 for part in cacheable_parts(body_chunks, ROWS_PER_INSERT) {
-                    let mut q = QueryBuilder::new("INSERT INTO body_chunks (run_id, spans, bodies) ");
-                    q.push_values(part, |mut row, (run, n, bodies)| {
-                        row.push_bind(run).push_bind(n).push_bind(bodies);
+                    let mut q = QueryBuilder::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies) ");
+                    q.push_values(part, |mut row, (run, run_no, n, bodies)| {
+                        row.push_bind(run).push_bind(run_no).push_bind(n).push_bind(bodies);
                     });
                     q.build().execute(&mut *tx).await?;
                 }
             }
-            let stale: Vec<&str> = completed.iter().copied().filter(|run| had_spans.contains(*run)).collect();
+            let stale: Vec<i64> =
+                completed.iter().filter(|run| had_spans.contains(**run)).map(|run| run_nos[*run]).collect();
             for chunk in cacheable_chunks(&stale, IDS_PER_QUERY) {
-                let mut q = QueryBuilder::new("DELETE FROM body_chunks WHERE run_id IN (");
+                let mut q = QueryBuilder::new("DELETE FROM body_chunks WHERE run_no IN (");
                 let mut list = q.separated(", ");
-                for run in chunk {
-                    list.push_bind(*run);
+                for run_no in chunk {
+                    list.push_bind(*run_no);
                 }
                 q.push(")");
                 q.build().execute(&mut *tx).await?;
@@ -596,7 +664,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
 /// Every stored span of a run, whole, in no particular order (readers sort as they need).
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredSpan>> {
-    let sql = "SELECT records FROM span_chunks WHERE run_id = $1";
+    let sql = "SELECT records FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
     let rows: Vec<(String,)> = on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
     let mut spans = Vec::new();
     for (records,) in rows {
@@ -610,12 +678,14 @@ pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<St
     let mut facts: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
     for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
         let rows: Vec<(String, String)> = on_pool!(db, pool => {
-            let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_id IN (");
+            let mut q = QueryBuilder::new(
+                "SELECT run_id, records FROM span_chunks WHERE run_no IN (SELECT run_no FROM runs WHERE run_id IN (",
+            );
             let mut list = q.separated(", ");
             for run in chunk {
                 list.push_bind(*run);
             }
-            q.push(")");
+            q.push("))");
             q.build_query_as().fetch_all(pool).await
         })?;
         for (run, records) in rows {
