@@ -7,9 +7,9 @@
 //! the search-term index of [`terms`]) and bodies. Every table holding a run's rows is
 //! indexed by the run's arrival number (`runs.run_no`, given here when a run first
 //! arrives), not by its id: agents' run ids are random, and an index keyed by them took
-//! each new run's entry on a random page (migration 0016 says more). A re-sent span is recognised against
-//! the run's stored spans, which derivation reads back anyway, so it is stored once.
-//! Readers of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
+//! each new run's entry on a random page (migration 0016 says more). A re-sent span is
+//! recognised against the run's stored spans, which derivation reads back anyway, so it is
+//! stored once. Readers of a run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
 use super::span_record::{self, corrupt};
 use super::{now_ms, on_pool, terms, Db, StoreResult};
