@@ -5,12 +5,12 @@
 -- took every new run's entry on a random page: the ~150 runs of one ingest commit touched
 -- ~150 distinct pages of each such index, all rewritten in the log, and as the indexes
 -- outgrew the cache each was read back first. Keyed by arrival number, new entries land
--- on the last page of the index. Measured over 60 s of sustained ingest: about a quarter
+-- on the last page of the index. Measured over 60 s of sustained ingest: about a sixth
 -- more spans per second (README, "Benchmarks"). `run_id` stays in each table for
 -- readers that want it; only the index moves. Lookups by run id go through `runs`.
 --
--- This rewrites every chunk row once (the new column), so on a large database the
--- upgrade takes about as long as copying the file.
+-- This rewrites every chunk row once (the new column): on a 2.3 GB database of 155,000
+-- runs, `flightdeck migrate` took 12 s.
 
 ALTER TABLE runs ADD COLUMN run_no INTEGER;
 UPDATE runs SET run_no = rowid;
