@@ -646,6 +646,49 @@ mod ingest_storage {
         }
     }
 
+    /// Several writers at once (instances sharing PostgreSQL; on SQLite they queue for the
+    /// write lock), each with part of the same runs' spans, a run's root and tool call in
+    /// different writers: every run gets one row and one number of its own, and every span
+    /// is stored once and read back through it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_writers_number_each_run_once_and_lose_no_span() {
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            let spans = failing_runs(0, 40, now_ns);
+            let mut parts: Vec<Vec<_>> = (0..8).map(|_| Vec::new()).collect();
+            for (i, span) in spans.into_iter().enumerate() {
+                parts[(i * 3) % 8].push(span);
+            }
+            let writers: Vec<_> = parts
+                .into_iter()
+                .map(|part| {
+                    let db = db.clone();
+                    tokio::spawn(async move { spans::write(&db, &part, BodyPolicy::None).await.unwrap().stored })
+                })
+                .collect();
+            let mut stored = 0;
+            for writer in writers {
+                stored += writer.await.unwrap();
+            }
+            assert_eq!(stored, 80, "{}", t.backend());
+
+            let sql = "SELECT run_id, run_no FROM runs";
+            let numbered: Vec<(String, i64)> =
+                app::storage::on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await).unwrap();
+            assert_eq!(numbered.len(), 40, "{}", t.backend());
+            let distinct: std::collections::BTreeSet<i64> = numbered.iter().map(|(_, n)| *n).collect();
+            assert_eq!(distinct.len(), 40, "one number per run on {}", t.backend());
+            for (run, _) in &numbered {
+                assert_eq!(spans::of_run(db, run).await.unwrap().len(), 2, "{run} on {}", t.backend());
+                let detail = runs::get(db, run).await.unwrap().expect("the run");
+                assert_eq!(detail.tool_call_list.len(), 1, "{run} on {}", t.backend());
+            }
+            assert_eq!(spans::count(db).await.unwrap(), 80);
+            t.cleanup().await;
+        }
+    }
+
     /// A run's row as stored before migration 0016 (no number), with its reason counted,
     /// as the write path stored it beside the run's spans. Re-derived on the next write.
     async fn insert_old_run_row(db: &app::storage::Db, run_id: &str, started_ns: i64) {
