@@ -2,9 +2,10 @@
 //! without the HTTP server, the network or the load generator competing for the cores.
 //! `cargo xtask bench` measures the whole path; this one splits it in two:
 //!
-//! 1. decode + normalize: protobuf export requests (512 spans each, made by the load
-//!    generator's synthesizer beforehand) decoded and normalized on one thread: what each
-//!    OTLP worker does before a batch reaches the writer;
+//! 1. measure + decode + normalize: protobuf export requests (512 spans each, made by the
+//!    load generator's synthesizer beforehand) measured within the decoding limits,
+//!    decoded and normalized on one thread: what each OTLP worker does before a batch
+//!    reaches the writer;
 //! 2. storage: the normalized spans committed by `spans::write`, the single writer's
 //!    transaction, in commits of a fixed size on a fresh database, on the writer's own
 //!    connection with its log restarts and the server's background log checkpoint
@@ -20,12 +21,13 @@
 //!   FLIGHTDECK_BENCH_ROUNDS=3       decode + normalize rounds, the best reported (default 3)
 //!   RUST_LOG=app=debug              each commit's phases (span rows, runs, commit)
 
+use app::ingest::decode::{self, Encoding};
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
 use app::storage::{spans, Db};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
 use prost::Message;
 use std::time::{Duration, Instant};
 
@@ -66,7 +68,8 @@ fn decode_and_normalize(requests: &[Vec<u8>], settings: &IngestSettings, rounds:
         batches = requests
             .iter()
             .map(|bytes| {
-                let request = ExportTraceServiceRequest::decode(bytes.as_slice()).expect("decodes");
+                decode::measure(Encoding::Protobuf, bytes, &settings.decode).expect("within the limits");
+                let request = decode::decode(Encoding::Protobuf, bytes).expect("decodes");
                 prepare(&request, settings, &[]).spans
             })
             .collect();
@@ -82,10 +85,22 @@ fn decode_and_normalize(requests: &[Vec<u8>], settings: &IngestSettings, rounds:
         stored_bytes(|s| s.json.record.len()),
         stored_bytes(|s| s.json.bodies.len())
     );
+    let shapes: Vec<_> = requests
+        .iter()
+        .map(|b| (b.len(), decode::measure(Encoding::Protobuf, b, &settings.decode).expect("within the limits")))
+        .collect();
+    let reserved: usize =
+        shapes.iter().map(|(wire, shape)| memory_for(shape, *wire, usize::MAX).1).sum::<usize>() / shapes.len().max(1);
+    let by_size: usize = shapes.iter().map(|(wire, _)| wire * MEMORY_PER_WIRE_BYTE).sum::<usize>() / shapes.len().max(1);
+    println!(
+        "memory reserved per request while it is stored: {:.2} MiB ({:.2} MiB by wire size alone)",
+        reserved as f64 / (1 << 20) as f64,
+        by_size as f64 / (1 << 20) as f64
+    );
     let best = rates.iter().copied().fold(0.0, f64::max);
     let each: Vec<String> = rates.iter().map(|r| format!("{r:.0}")).collect();
     println!(
-        "decode + normalize, one thread: {spans} spans ({:.0} MiB of protobuf), best of {} rounds: {best:.0} spans/s \
+        "measure + decode + normalize, one thread: {spans} spans ({:.0} MiB of protobuf), best of {} rounds: {best:.0} spans/s \
          (each: {})",
         bytes as f64 / (1 << 20) as f64,
         rates.len(),

@@ -5,6 +5,7 @@
 //! serde reads the file into it, and [`Config::resolve`] applies the defaults.
 
 use anyhow::Context;
+use app::ingest::decode::DecodeLimits;
 use app::ingest::mapping::MappingTable;
 use app::ingest::normalize::Limits;
 use app::ingest::pipeline::{BodyPolicy, IngestSettings};
@@ -69,6 +70,24 @@ pub struct Overrides {
     /// Retry-After) [default: 67108864]
     #[arg(long, env = "FLIGHTDECK_INGEST_QUEUE_BYTES", global = true, value_name = "BYTES")]
     pub ingest_queue_bytes: Option<usize>,
+
+    /// Most spans one OTLP request may carry; a larger request is refused with 413 /
+    /// RESOURCE_EXHAUSTED before it is decoded [default: 16384]
+    #[arg(long, env = "FLIGHTDECK_MAX_SPANS_PER_REQUEST", global = true, value_name = "N")]
+    pub max_spans_per_request: Option<usize>,
+
+    /// Most attributes one span (or event, link, resource, scope) may carry; a request
+    /// with more is refused before it is decoded [default: 1024]
+    #[arg(long, env = "FLIGHTDECK_MAX_ATTRIBUTES_PER_SPAN", global = true, value_name = "N")]
+    pub max_attributes_per_span: Option<usize>,
+
+    /// Most events one span may carry [default: 1024]
+    #[arg(long, env = "FLIGHTDECK_MAX_EVENTS_PER_SPAN", global = true, value_name = "N")]
+    pub max_events_per_span: Option<usize>,
+
+    /// Most links one span may carry [default: 1024]
+    #[arg(long, env = "FLIGHTDECK_MAX_LINKS_PER_SPAN", global = true, value_name = "N")]
+    pub max_links_per_span: Option<usize>,
 
     /// Largest single attribute value accepted; a span with a larger one is rejected
     /// [default: 262144]
@@ -157,6 +176,10 @@ impl Overrides {
             max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
             ingest_queue_bytes: self.ingest_queue_bytes.or(lower.ingest_queue_bytes),
             max_attribute_bytes: self.max_attribute_bytes.or(lower.max_attribute_bytes),
+            max_spans_per_request: self.max_spans_per_request.or(lower.max_spans_per_request),
+            max_attributes_per_span: self.max_attributes_per_span.or(lower.max_attributes_per_span),
+            max_events_per_span: self.max_events_per_span.or(lower.max_events_per_span),
+            max_links_per_span: self.max_links_per_span.or(lower.max_links_per_span),
             body_policy: self.body_policy.or(lower.body_policy),
             body_retention_days: self.body_retention_days.or(lower.body_retention_days),
             retention_days: self.retention_days.or(lower.retention_days),
@@ -194,6 +217,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     pub ingest_queue_bytes: usize,
     pub max_attribute_bytes: usize,
+    /// Spans per request, and attributes, events and links per span (the memory bound
+    /// itself comes from `ingest_queue_bytes` when the service starts).
+    pub decode_limits: DecodeLimits,
     pub body_policy: BodyPolicy,
     pub body_retention_days: u32,
     pub retention_days: u32,
@@ -233,6 +259,21 @@ impl Config {
         if webhook_max_attempts == 0 {
             anyhow::bail!("webhook_max_attempts must be at least 1");
         }
+        let ingest_queue_bytes = o.ingest_queue_bytes.unwrap_or(64 * 1024 * 1024);
+        if ingest_queue_bytes < 1024 * 1024 || u32::try_from(ingest_queue_bytes).is_err() {
+            anyhow::bail!("ingest_queue_bytes must be between 1 MiB and 4 GiB, not {ingest_queue_bytes}");
+        }
+        let defaults = DecodeLimits::default();
+        let decode_limits = DecodeLimits {
+            max_spans: o.max_spans_per_request.unwrap_or(defaults.max_spans),
+            max_attributes: o.max_attributes_per_span.unwrap_or(defaults.max_attributes),
+            max_events: o.max_events_per_span.unwrap_or(defaults.max_events),
+            max_links: o.max_links_per_span.unwrap_or(defaults.max_links),
+            max_decoded_bytes: ingest_queue_bytes / 2,
+        };
+        if decode_limits.max_spans == 0 {
+            anyhow::bail!("max_spans_per_request must be at least 1");
+        }
         let alert_interval_seconds = o.alert_interval_seconds.unwrap_or(15);
         if alert_interval_seconds == 0 {
             anyhow::bail!("alert_interval_seconds must be at least 1");
@@ -248,8 +289,9 @@ impl Config {
             otlp_grpc_listen: o.otlp_grpc_listen.unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
             ingest_auth: o.ingest_auth.unwrap_or(IngestAuth::Token),
             max_body_bytes: o.max_body_bytes.unwrap_or(20 * 1024 * 1024),
-            ingest_queue_bytes: o.ingest_queue_bytes.unwrap_or(64 * 1024 * 1024),
+            ingest_queue_bytes,
             max_attribute_bytes: o.max_attribute_bytes.unwrap_or(256 * 1024),
+            decode_limits,
             body_policy: o.body_policy.unwrap_or_default(),
             body_retention_days: o.body_retention_days.unwrap_or(7),
             retention_days: o.retention_days.unwrap_or(30),
@@ -270,6 +312,7 @@ impl Config {
             mapping: self.mapping.clone(),
             redactor: Redactor::new(&self.redact_patterns).map_err(anyhow::Error::msg)?,
             limits: Limits { max_attribute_bytes: self.max_attribute_bytes },
+            decode: self.decode_limits,
             body_policy: self.body_policy,
         })
     }
@@ -313,6 +356,9 @@ impl fmt::Display for Config {
         writeln!(f, "  max_body_bytes       {}", self.max_body_bytes)?;
         writeln!(f, "  ingest_queue_bytes   {}", self.ingest_queue_bytes)?;
         writeln!(f, "  max_attribute_bytes  {}", self.max_attribute_bytes)?;
+        let d = &self.decode_limits;
+        writeln!(f, "  max_spans_per_request {}", d.max_spans)?;
+        writeln!(f, "  max_per_span         {} attributes, {} events, {} links", d.max_attributes, d.max_events, d.max_links)?;
         writeln!(f, "  body_policy          {}", self.body_policy.as_str())?;
         writeln!(f, "  body_retention_days  {}", self.body_retention_days)?;
         writeln!(f, "  retention_days       {}", self.retention_days)?;

@@ -555,13 +555,16 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_beyond_a_connections_stream_limit_wait_instead_of_being_refused() {
     use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
-    use flightdeck::otlp::service::MEMORY_PER_WIRE_BYTE;
+    use app::ingest::decode::{measure, DecodeLimits, Encoding};
+    use flightdeck::otlp::service::memory_for;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
     let t = TestDb::sqlite().await;
     // Room for a few more exports than one connection may have open at once.
-    let wire = request(whole_run(100, "w-0")).encoded_len();
+    let wire = request(whole_run(100, "w-0")).encode_to_vec();
+    let shape = measure(Encoding::Protobuf, &wire, &DecodeLimits::default()).unwrap();
+    let (_, each) = memory_for(&shape, wire.len(), usize::MAX);
     let room = MAX_STREAMS_PER_CONNECTION as usize + 8;
-    let h = harness_with_budget(&t, 20 << 20, room * wire * MEMORY_PER_WIRE_BYTE).await;
+    let h = harness_with_budget(&t, 20 << 20, room * each).await;
     let (_, grpc) = listen(&h).await;
     let client = TraceServiceClient::connect(format!("http://{grpc}")).await.unwrap();
     // Five times that many at once, on the one connection: the surplus waits for a

@@ -1,9 +1,11 @@
 //! Ingest: from OTLP spans to the canonical model. One path for every wire format:
-//! the receivers decode into `ExportTraceServiceRequest`, [`pipeline`] validates and
+//! [`decode`] measures each body within stated bounds and decodes it into an
+//! `ExportTraceServiceRequest`, [`pipeline`] validates and
 //! normalizes it with the [`mapping`] table and the [`redact`] rules, storage commits it,
 //! and [`derive`] recomputes each touched run from its spans.
 
 pub mod attributes;
+pub mod decode;
 pub mod derive;
 pub mod mapping;
 pub mod normalize;

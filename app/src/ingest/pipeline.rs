@@ -3,6 +3,7 @@
 //! transaction. Invalid spans are counted and reported, never stored; valid ones in the
 //! same request are kept.
 
+use super::decode::DecodeLimits;
 use super::mapping::MappingTable;
 use super::normalize::{normalize, Context, Limits, NormalizedSpan, SpanResource};
 use super::policy::ToolPolicy;
@@ -52,6 +53,8 @@ pub struct IngestSettings {
     pub mapping: MappingTable,
     pub redactor: Redactor,
     pub limits: Limits,
+    /// What one request may expand into when decoded.
+    pub decode: DecodeLimits,
     pub body_policy: BodyPolicy,
 }
 
@@ -61,6 +64,7 @@ impl Default for IngestSettings {
             mapping: MappingTable::default(),
             redactor: Redactor::default(),
             limits: Limits::default(),
+            decode: DecodeLimits::default(),
             body_policy: BodyPolicy::default(),
         }
     }

@@ -1,24 +1,32 @@
 //! OTLP/gRPC: `TraceService/Export`, gzip accepted, the same ingest path as HTTP.
+//!
+//! The service is written out here rather than taken from `opentelemetry-proto`'s generated
+//! server for two reasons, both about memory an unauthenticated or hostile client could
+//! spend: the bearer token is checked from the request headers before tonic reads the body
+//! (the generated server decodes first, so a 4 MB export with no token cost ~500 MB), and
+//! the body reaches [`IngestService::receive`] as bytes, to be measured within the decoding
+//! limits before anything is decoded, exactly as on OTLP/HTTP.
 
 use super::{IngestError, IngestService};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use app::ingest::decode::Encoding;
+use bytes::{Buf, Bytes};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
-use tonic::codec::CompressionEncoding;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tonic::body::Body;
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
+use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
-
-pub struct Receiver {
-    service: IngestService,
-}
 
 /// Exports one HTTP/2 connection may have open at once. An exporter with more waits for
 /// a stream to free up (HTTP/2's own backpressure; tonic and the OpenTelemetry SDKs queue
-/// the request) instead of sending it to be refused: tonic decodes a request before the
-/// memory budget can count it, so 1,024 exports in flight on one connection used to take
-/// the server past 300 MB while most were refused and retried. Four times the exports in
-/// flight at which the writer is already saturated.
+/// the request) instead of sending it to be refused: tonic reads a request's body before
+/// the memory budget can count it, so 1,024 exports in flight on one connection used to
+/// take the server past 300 MB while most were refused and retried. Four times the exports
+/// in flight at which the writer is already saturated.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 
 /// HTTP/2 flow-control windows: how much of a request the client may send before the
@@ -29,6 +37,9 @@ pub const MAX_STREAMS_PER_CONNECTION: u32 = 32;
 const STREAM_WINDOW_BYTES: u32 = 4 << 20;
 const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
 
+/// The method's path, as every OTLP exporter calls it.
+pub const EXPORT_PATH: &str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+
 /// The gRPC transport as `serve` runs it: add [`server`] and serve.
 pub fn transport() -> tonic::transport::Server {
     tonic::transport::Server::builder()
@@ -37,13 +48,18 @@ pub fn transport() -> tonic::transport::Server {
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
 }
 
-/// The tonic service, with the body limit and gzip configured.
-pub fn server(service: IngestService) -> TraceServiceServer<Receiver> {
-    let limit = service.max_body_bytes();
-    TraceServiceServer::new(Receiver { service })
-        .accept_compressed(CompressionEncoding::Gzip)
-        .send_compressed(CompressionEncoding::Gzip)
-        .max_decoding_message_size(limit)
+/// The trace service, with the body limit and gzip configured.
+pub fn server(service: IngestService) -> TraceServer {
+    TraceServer { service }
+}
+
+#[derive(Clone)]
+pub struct TraceServer {
+    service: IngestService,
+}
+
+impl NamedService for TraceServer {
+    const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
 }
 
 fn status(error: IngestError) -> Status {
@@ -56,24 +72,107 @@ fn status(error: IngestError) -> Status {
     }
 }
 
-#[tonic::async_trait]
-impl TraceService for Receiver {
-    async fn export(
-        &self,
-        request: Request<ExportTraceServiceRequest>,
-    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        let authorization = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
-        self.service.authenticate(authorization).await.map_err(status)?;
-        let request = request.into_inner();
-        let permit = self.service.reserve_for_request(request.encoded_len()).map_err(status)?;
-        let outcome = self.service.export(request, permit).await.map_err(|e| {
-            tracing::info!(error = %e, "OTLP/gRPC export refused");
-            status(e)
-        })?;
-        let partial_success = (outcome.rejected > 0).then(|| ExportTracePartialSuccess {
-            rejected_spans: outcome.rejected as i64,
-            error_message: outcome.message,
-        });
-        Ok(Response::new(ExportTraceServiceResponse { partial_success }))
+impl<B> tower::Service<http::Request<B>> for TraceServer
+where
+    B: http_body::Body + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>> + Send,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let service = self.service.clone();
+        Box::pin(async move {
+            if req.uri().path() != EXPORT_PATH {
+                return Ok(Status::unimplemented("this receiver implements TraceService/Export only").into_http());
+            }
+            // The token first, from the headers alone: the body is still unread.
+            let authorization = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+            if let Err(e) = service.authenticate(authorization).await {
+                tracing::info!(error = %e, "OTLP/gRPC export refused before its body was read");
+                return Ok(status(e).into_http());
+            }
+            let mut accept = EnabledCompressionEncodings::default();
+            accept.enable(CompressionEncoding::Gzip);
+            let limit = service.max_body_bytes();
+            let mut grpc = tonic::server::Grpc::new(ExportCodec)
+                .apply_compression_config(accept, accept)
+                .apply_max_message_size_config(Some(limit), None);
+            Ok(grpc.unary(Export { service }, req).await)
+        })
+    }
+}
+
+/// The unary method: the body as bytes in, the OTLP response out.
+struct Export {
+    service: IngestService,
+}
+
+impl tower::Service<Request<Bytes>> for Export {
+    type Response = Response<ExportTraceServiceResponse>;
+    type Error = Status;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Status>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Bytes>) -> Self::Future {
+        let service = self.service.clone();
+        Box::pin(async move {
+            let body = request.into_inner();
+            let outcome = service.receive(Encoding::Protobuf, &body, None).await.map_err(|e| {
+                tracing::info!(error = %e, "OTLP/gRPC export refused");
+                status(e)
+            })?;
+            let partial_success = (outcome.rejected > 0).then(|| ExportTracePartialSuccess {
+                rejected_spans: i64::try_from(outcome.rejected).unwrap_or(i64::MAX),
+                error_message: outcome.message,
+            });
+            Ok(Response::new(ExportTraceServiceResponse { partial_success }))
+        })
+    }
+}
+
+/// Hands the request's message over as bytes (tonic has already checked its length against
+/// the limit and decompressed it) and encodes the response with prost.
+#[derive(Debug, Clone, Copy, Default)]
+struct ExportCodec;
+
+impl Codec for ExportCodec {
+    type Encode = ExportTraceServiceResponse;
+    type Decode = Bytes;
+    type Encoder = ExportCodec;
+    type Decoder = ExportCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ExportCodec
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        ExportCodec
+    }
+}
+
+impl Encoder for ExportCodec {
+    type Item = ExportTraceServiceResponse;
+    type Error = Status;
+
+    fn encode(&mut self, item: Self::Item, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(dst).map_err(|e| Status::internal(format!("cannot encode the response: {e}")))
+    }
+}
+
+impl Decoder for ExportCodec {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
     }
 }

@@ -1,5 +1,6 @@
 //! OTLP/HTTP: `POST /v1/traces` with a protobuf or JSON body, optionally gzip-compressed,
-//! answered in the request's own content type as the OTLP specification says.
+//! answered in the request's own content type as the OTLP specification says. The token
+//! is checked before the body is read, the size before it is decompressed or decoded.
 
 use super::service::RETRY_AFTER_SECS;
 use super::{IngestError, IngestService};
@@ -9,9 +10,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use app::ingest::decode::Encoding;
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 use std::io::Read;
 
@@ -22,19 +22,10 @@ pub fn router(service: IngestService) -> Router {
         .with_state(service)
 }
 
-/// The two encodings OTLP/HTTP allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Encoding {
-    Protobuf,
-    Json,
-}
-
-impl Encoding {
-    fn content_type(self) -> &'static str {
-        match self {
-            Encoding::Protobuf => "application/x-protobuf",
-            Encoding::Json => "application/json",
-        }
+fn content_type(encoding: Encoding) -> &'static str {
+    match encoding {
+        Encoding::Protobuf => "application/x-protobuf",
+        Encoding::Json => "application/json",
     }
 }
 
@@ -55,7 +46,7 @@ fn encode<T: Message + serde::Serialize>(encoding: Encoding, message: &T) -> Vec
 }
 
 fn respond<T: Message + serde::Serialize>(status: StatusCode, encoding: Encoding, message: &T) -> Response {
-    (status, [(header::CONTENT_TYPE, encoding.content_type())], encode(encoding, message)).into_response()
+    (status, [(header::CONTENT_TYPE, content_type(encoding))], encode(encoding, message)).into_response()
 }
 
 /// An error response with its `google.rpc.Status` body (gRPC codes as in the spec).
@@ -90,7 +81,7 @@ async fn export(State(service): State<IngestService>, headers: HeaderMap, body: 
     match receive(&service, &headers, encoding, body).await {
         Ok(outcome) => {
             let partial_success = (outcome.rejected > 0).then(|| ExportTracePartialSuccess {
-                rejected_spans: outcome.rejected as i64,
+                rejected_spans: i64::try_from(outcome.rejected).unwrap_or(i64::MAX),
                 error_message: outcome.message,
             });
             respond(StatusCode::OK, encoding, &ExportTraceServiceResponse { partial_success })
@@ -124,26 +115,24 @@ async fn receive(
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let early = match declared {
         Some(length) if length > limit => return Err(too_large()),
-        Some(length) if !gzip => Some(service.reserve_for_request(length)?),
+        Some(length) if !gzip => Some(service.reserve_for_body(length)?),
         _ => None,
     };
     let raw: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
-    let bytes = if gzip { gunzip(&raw, limit)? } else { raw.to_vec() };
-    drop(raw);
-    // Reserved before decoding: a decoded request takes several times its wire size.
-    let permit = match early {
-        Some(permit) => permit,
-        None => service.reserve_for_request(bytes.len())?,
-    };
-    let request = decode(encoding, &bytes)?;
-    drop(bytes);
-    service.export(request, permit).await
+    if gzip {
+        let bytes = gunzip(&raw, limit)?;
+        drop(raw);
+        service.receive(encoding, &bytes, early).await
+    } else {
+        service.receive(encoding, &raw, early).await
+    }
 }
 
 /// Decompresses at most `limit` bytes, so a gzip bomb is refused, not inflated.
 fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
     let mut out = Vec::new();
-    let mut decoder = flate2::read::GzDecoder::new(compressed).take(limit as u64 + 1);
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    let mut decoder = flate2::read::GzDecoder::new(compressed).take(cap);
     decoder.read_to_end(&mut out).map_err(|e| IngestError::Invalid(format!("the body is not valid gzip: {e}")))?;
     if out.len() > limit {
         return Err(IngestError::TooLarge(format!(
@@ -153,19 +142,10 @@ fn gunzip(compressed: &[u8], limit: usize) -> Result<Vec<u8>, IngestError> {
     Ok(out)
 }
 
-fn decode(encoding: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, IngestError> {
-    match encoding {
-        Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes).map_err(|e| {
-            IngestError::Invalid(format!("the body is not a valid OTLP protobuf ExportTraceServiceRequest: {e}"))
-        }),
-        Encoding::Json => serde_json::from_slice(bytes)
-            .map_err(|e| IngestError::Invalid(format!("the body is not valid OTLP JSON: {e}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use std::io::Write;
 
     #[test]
@@ -181,6 +161,10 @@ mod tests {
         assert!(matches!(gunzip(b"not gzip", 1024), Err(IngestError::Invalid(_))));
     }
 
+    fn decode(encoding: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, app::ingest::decode::DecodeError> {
+        app::ingest::decode::decode(encoding, bytes)
+    }
+
     #[test]
     fn otlp_json_with_hex_ids_string_ints_and_unknown_fields_decodes() {
         let json =
@@ -193,7 +177,7 @@ mod tests {
         assert_eq!(hex::encode(&span.trace_id), "5b8efff798038103d269b633813fc60c");
         assert_eq!(span.kind, 2);
         assert_eq!(span.end_time_unix_nano, 1544712661000000000);
-        assert!(matches!(decode(Encoding::Json, b"{nope"), Err(IngestError::Invalid(_))));
-        assert!(matches!(decode(Encoding::Protobuf, b"\xff\xff\xff"), Err(IngestError::Invalid(_))));
+        assert!(decode(Encoding::Json, b"{nope").is_err());
+        assert!(decode(Encoding::Protobuf, b"\xff\xff\xff").is_err());
     }
 }

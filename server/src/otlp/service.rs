@@ -1,10 +1,12 @@
-//! The ingest service both receivers call: authenticate, bound memory, normalize, queue
-//! for the writer, wait for the commit.
+//! The ingest service both receivers call, in this order: authenticate (before any of the
+//! body is read), measure the body without decoding it, reserve the memory it will take,
+//! decode, normalize, queue for the writer, wait for the commit.
 
 use super::writer::{self, Job, WriterGone};
 use crate::api::{AgentToken, ApiError, TokenAuth};
 use crate::config::IngestAuth;
 use app::access::Scope;
+use app::ingest::decode::{self, DecodeError, Encoding, Shape};
 use app::ingest::pipeline::{prepare, span_count, IngestSettings};
 use app::ingest::policy::ToolPolicy;
 use app::storage::{policies, Db};
@@ -33,6 +35,13 @@ pub enum IngestError {
     /// from this request was stored, so retrying is safe.
     #[error("{0}")]
     Unavailable(String),
+}
+
+fn from_decode(e: DecodeError) -> IngestError {
+    match e {
+        DecodeError::TooLarge(m) => IngestError::TooLarge(m),
+        DecodeError::Invalid(m) => IngestError::Invalid(m),
+    }
 }
 
 /// What an accepted export did.
@@ -82,6 +91,23 @@ struct Inner {
 /// under the default budget.
 pub const MEMORY_PER_WIRE_BYTE: usize = 8;
 
+/// What normalizing one span adds beyond its decoded form: the `NormalizedSpan`, its
+/// attribute map and its stored JSON. A body of minimal spans is small on the wire and
+/// large once normalized, so a request reserves at least this per span.
+pub const MEMORY_PER_SPAN: usize = 2048;
+
+/// The memory a measured request is reserved before it is decoded: the decoded structs
+/// (counted twice: the request stays alive while its spans are normalized) plus each
+/// span's normalized form, and never less than the wire-size estimate. The wire-size
+/// estimate is capped at the whole budget, as it always was (a large export may take all
+/// of it); the structural part is exact enough to refuse a request that can never fit.
+pub fn memory_for(shape: &Shape, wire_bytes: usize, budget_bytes: usize) -> (usize, usize) {
+    let decoded = shape.decoded_bytes.saturating_mul(2);
+    let structural = decoded.saturating_add(shape.spans.saturating_mul(MEMORY_PER_SPAN));
+    let by_size = wire_bytes.saturating_mul(MEMORY_PER_WIRE_BYTE).min(budget_bytes);
+    (structural, structural.max(by_size))
+}
+
 /// Seconds an exporter is asked to wait when Flightdeck is busy.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
@@ -96,6 +122,10 @@ impl IngestService {
         max_body_bytes: usize,
         budget_bytes: usize,
     ) -> std::io::Result<(Self, WriterGone)> {
+        // A request whose decoded form could never fit the budget is refused while it is
+        // measured, before anything is built (see `memory_for`).
+        let mut settings = settings;
+        settings.decode.max_decoded_bytes = budget_bytes / 2;
         let (queue, jobs) = mpsc::channel(256);
         let writer_gone = writer::start(db.clone(), settings.body_policy, jobs)?;
         let service = IngestService {
@@ -166,19 +196,55 @@ impl IngestService {
         Ok(Some(token))
     }
 
-    /// Reserves what a request of `wire_bytes` (protobuf or JSON, after decompression)
-    /// occupies until its commit, or refuses it: see [`MEMORY_PER_WIRE_BYTE`].
-    pub fn reserve_for_request(&self, wire_bytes: usize) -> Result<OwnedSemaphorePermit, IngestError> {
-        self.reserve(wire_bytes.saturating_mul(MEMORY_PER_WIRE_BYTE))
+    /// Reserves the bytes of a body about to be read, from its declared length, so that
+    /// under overload bodies are refused unread rather than buffered first. What decoding
+    /// it will take is added once it has been measured (see [`IngestService::receive`]).
+    pub fn reserve_for_body(&self, wire_bytes: usize) -> Result<OwnedSemaphorePermit, IngestError> {
+        self.reserve(wire_bytes)
     }
 
-    /// Reserves `bytes` of the memory budget, or refuses.
+    /// Reserves `bytes` of the memory budget (at most all of it), or refuses.
     pub fn reserve(&self, bytes: usize) -> Result<OwnedSemaphorePermit, IngestError> {
-        let wanted = bytes.clamp(1, self.inner.budget_bytes) as u32;
+        // The budget is at most u32::MAX (the configuration checks), so this never saturates.
+        let wanted = u32::try_from(bytes.clamp(1, self.inner.budget_bytes)).unwrap_or(u32::MAX);
         self.inner.budget.clone().try_acquire_many_owned(wanted).map_err(|_| {
             self.inner.counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
             IngestError::Unavailable("flightdeck is busy storing earlier exports; retry after the delay".into())
         })
+    }
+
+    /// Measures an uncompressed body, reserves the memory it will take (on top of `early`,
+    /// what was reserved from its declared length), decodes and stores it. A body that
+    /// passes a decoding limit, or whose decoded form could never fit the memory budget,
+    /// is refused (413) before it is decoded.
+    pub async fn receive(
+        &self,
+        encoding: Encoding,
+        bytes: &[u8],
+        early: Option<OwnedSemaphorePermit>,
+    ) -> Result<ExportOutcome, IngestError> {
+        let shape = decode::measure(encoding, bytes, &self.inner.settings.decode).map_err(from_decode)?;
+        let (structural, needed) = memory_for(&shape, bytes.len(), self.inner.budget_bytes);
+        if structural > self.inner.budget_bytes {
+            return Err(IngestError::TooLarge(format!(
+                "the request would take {} MiB of memory to store, more than the whole ingest_queue_bytes \
+                 budget ({} MiB); send fewer spans per request",
+                structural / (1024 * 1024),
+                self.inner.budget_bytes / (1024 * 1024)
+            )));
+        }
+        let permit = match early {
+            Some(mut held) => {
+                let held_bytes = held.num_permits();
+                if needed > held_bytes {
+                    held.merge(self.reserve(needed - held_bytes)?);
+                }
+                held
+            }
+            None => self.reserve(needed)?,
+        };
+        let request = decode::decode(encoding, bytes).map_err(from_decode)?;
+        self.export(request, permit).await
     }
 
     /// Validates, normalizes and stores a request; returns after the commit.
