@@ -28,7 +28,7 @@ use tower::ServiceExt;
 /// The peak resident memory `flightdeck serve` may reach while refusing every body below,
 /// with the default limits (20 MiB bodies, a 64 MiB ingest budget). Before the limits, the
 /// 16 MiB body of empty spans alone took it to 2.1 GB.
-const PEAK_RSS_BOUND_MIB: u64 = 320;
+const PEAK_RSS_BOUND_MIB: u64 = 256;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -99,25 +99,15 @@ async fn receive(
     encoding: Encoding,
     body: Body,
 ) -> Result<super::ExportOutcome, IngestError> {
-    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    service.authenticate(authorization).await?;
-    let limit = service.max_body_bytes();
-    let too_large = || IngestError::TooLarge(format!("the request is larger than the {limit} byte limit"));
-    let gzip = match headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
-        None | Some("identity") => false,
-        Some("gzip") => true,
-        Some(other) => {
-            return Err(IngestError::Invalid(format!("unsupported Content-Encoding `{other}`: use gzip or none")))
+    let (gzip, early) = match admit(service, headers).await {
+        Ok(admitted) => admitted,
+        Err(refusal) => {
+            discard(body, service.max_body_bytes()).await;
+            return Err(refusal);
         }
     };
-    // An uncompressed body of declared length is reserved before it is read, so under
-    // overload many exporters' bodies are refused unread rather than buffered first.
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    let early = match declared {
-        Some(length) if length > limit => return Err(too_large()),
-        Some(length) if !gzip => Some(service.reserve_for_body(length)?),
-        _ => None,
-    };
+    let limit = service.max_body_bytes();
+    let too_large = || IngestError::TooLarge(format!("the request is larger than the {limit} byte limit"));
     let raw: Bytes = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
     if gzip {
         let bytes = gunzip(&raw, limit)?;
@@ -126,6 +116,55 @@ async fn receive(
     } else {
         service.receive(encoding, &raw, early).await
     }
+}
+
+/// Everything decided from the headers alone, before a byte of the body is read: the
+/// token, the encoding, and (for an uncompressed body of declared length) its size and
+/// its share of the memory budget, so that under overload bodies are refused unread.
+async fn admit(
+    service: &IngestService,
+    headers: &HeaderMap,
+) -> Result<(bool, Option<tokio::sync::OwnedSemaphorePermit>), IngestError> {
+    let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    service.authenticate(authorization).await?;
+    let limit = service.max_body_bytes();
+    let gzip = match headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
+        None | Some("identity") => false,
+        Some("gzip") => true,
+        Some(other) => {
+            return Err(IngestError::Invalid(format!("unsupported Content-Encoding `{other}`: use gzip or none")))
+        }
+    };
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    match declared {
+        Some(length) if length > limit => {
+            Err(IngestError::TooLarge(format!("the request is larger than the {limit} byte limit")))
+        }
+        Some(length) if !gzip => Ok((gzip, Some(service.reserve_for_body(length)?))),
+        _ => Ok((gzip, None)),
+    }
+}
+
+/// How long a refused request's body is read and thrown away.
+const DISCARD_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads and discards (one frame at a time, so memory stays flat) up to `limit` bytes of a
+/// request refused from its headers, for at most [`DISCARD_FOR`]. An HTTP/1.1 client
+/// still sending a large body when the refusal arrives otherwise sees the connection
+/// reset instead of the 401 or 503 that says what to do.
+async fn discard(body: Body, limit: usize) {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut seen = 0usize;
+    let drained = async {
+        while let Some(Ok(frame)) = body.frame().await {
+            seen = seen.saturating_add(frame.data_ref().map_or(0, |d| d.len()));
+            if seen > limit {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_FOR, drained).await;
 }
 
 /// Decompresses at most `limit` bytes, so a gzip bomb is refused, not inflated.
