@@ -5,6 +5,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// What stands in, everywhere it is stored and shown, for a secret Flightdeck redacted.
+pub const REDACTED: &str = "[REDACTED]";
+
 macro_rules! vocabulary {
     ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
@@ -147,6 +150,9 @@ pub struct ToolCallView {
     pub external_id: Option<String>,
     pub args_sha256: Option<String>,
     pub approval_id: Option<String>,
+    /// Its arguments carried a credential, redacted before storage.
+    #[serde(default)]
+    pub credential_in_arguments: bool,
     pub started_at: Option<DateTime<Utc>>,
 }
 

@@ -1,6 +1,7 @@
 //! The state every server function and page render can reach through `use_context`.
 
 use crate::approvals::hub::ApprovalHub;
+use crate::ingest::redact::Redactor;
 use crate::notify::WebhookTarget;
 use crate::storage::Db;
 use axum::extract::FromRef;
@@ -16,6 +17,9 @@ pub struct AppState {
     /// The configured webhooks: whoever records an approval request, escalation or alert
     /// passes them to `storage::webhooks::enqueue`.
     pub webhooks: Arc<Vec<WebhookTarget>>,
+    /// The configured redaction rules, for what agents send outside OTLP (approval
+    /// payloads, escalation texts).
+    pub redactor: Arc<Redactor>,
 }
 
 impl FromRef<AppState> for LeptosOptions {

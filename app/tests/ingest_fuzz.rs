@@ -32,7 +32,12 @@ fn ingest(encoding: Encoding, bytes: &[u8]) -> Result<usize, String> {
     let policies = [ToolPolicy::class("send_*", app::canonical::SideEffect::Irreversible)];
     let prepared = prepare(&request, &IngestSettings::default(), &policies);
     assert_eq!(prepared.total(), app::ingest::pipeline::span_count(&request));
-    assert!(prepared.total() <= shape.spans, "measure counted {} spans, decode found {}", shape.spans, prepared.total());
+    assert!(
+        prepared.total() <= shape.spans,
+        "measure counted {} spans, decode found {}",
+        shape.spans,
+        prepared.total()
+    );
     let mut by_run: std::collections::BTreeMap<String, Vec<_>> = Default::default();
     for span in &prepared.spans {
         let run = span.explicit_run_id.clone().unwrap_or_else(|| span.trace_id.clone());
@@ -77,8 +82,15 @@ const KEYS: &[&str] = &[
 fn any_value() -> impl Strategy<Value = AnyValue> {
     let leaf = prop_oneof![
         any::<String>().prop_map(Otlp::StringValue),
-        prop_oneof![Just("execute_tool"), Just("chat"), Just("TOOL"), Just("LLM"), Just("send_email"), Just("{\"a\":1}")]
-            .prop_map(|s| Otlp::StringValue(s.to_string())),
+        prop_oneof![
+            Just("execute_tool"),
+            Just("chat"),
+            Just("TOOL"),
+            Just("LLM"),
+            Just("send_email"),
+            Just("{\"a\":1}")
+        ]
+        .prop_map(|s| Otlp::StringValue(s.to_string())),
         any::<bool>().prop_map(Otlp::BoolValue),
         any::<i64>().prop_map(Otlp::IntValue),
         any::<f64>().prop_map(Otlp::DoubleValue),
@@ -134,7 +146,10 @@ fn span() -> impl Strategy<Value = Span> {
             start_time_unix_nano: start,
             end_time_unix_nano: end,
             attributes,
-            events: events.into_iter().map(|(name, attributes)| Event { name, attributes, ..Default::default() }).collect(),
+            events: events
+                .into_iter()
+                .map(|(name, attributes)| Event { name, attributes, ..Default::default() })
+                .collect(),
             status: status.map(|(code, message)| Status { code, message }),
             ..Default::default()
         })

@@ -34,6 +34,8 @@ async fn instance(url: &str) -> String {
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: hub,
         webhooks: Default::default(),
+
+        redactor: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -26,8 +26,8 @@ use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
 use app::storage::{spans, Db};
-use loadgen::synth::{requests_for, Synth, SynthOptions};
 use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
+use loadgen::synth::{requests_for, Synth, SynthOptions};
 use prost::Message;
 use std::time::{Duration, Instant};
 
@@ -91,7 +91,8 @@ fn decode_and_normalize(requests: &[Vec<u8>], settings: &IngestSettings, rounds:
         .collect();
     let reserved: usize =
         shapes.iter().map(|(wire, shape)| memory_for(shape, *wire, usize::MAX).1).sum::<usize>() / shapes.len().max(1);
-    let by_size: usize = shapes.iter().map(|(wire, _)| wire * MEMORY_PER_WIRE_BYTE).sum::<usize>() / shapes.len().max(1);
+    let by_size: usize =
+        shapes.iter().map(|(wire, _)| wire * MEMORY_PER_WIRE_BYTE).sum::<usize>() / shapes.len().max(1);
     println!(
         "memory reserved per request while it is stored: {:.2} MiB ({:.2} MiB by wire size alone)",
         reserved as f64 / (1 << 20) as f64,

@@ -39,6 +39,8 @@ async fn serve(t: &TestDb) -> Server {
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Default::default(),
+
+        redactor: Default::default(),
     };
     let web = flightdeck::web::router_with_ingest(state, &config, ingest.shared_counters());
     let otlp = flightdeck::otlp::http::router(ingest);

@@ -187,6 +187,8 @@ async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Arc::new(targets.to_vec()),
+
+        redactor: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")

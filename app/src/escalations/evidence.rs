@@ -85,6 +85,7 @@ mod tests {
             external_id: ext.map(Into::into),
             args_sha256: None,
             approval_id: None,
+            credential_in_arguments: false,
             started_at: None,
         }
     }

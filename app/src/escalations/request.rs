@@ -125,6 +125,20 @@ impl EscalationRequest {
     }
 }
 
+impl ValidEscalation {
+    /// Cuts credentials out of every text an agent wrote, before it is stored.
+    pub fn redact(&mut self, redactor: &crate::ingest::redact::Redactor) {
+        let texts = [&mut self.reason_text, &mut self.blocking_fact, &mut self.agent].into_iter().flatten();
+        let done = self.what_was_done.iter_mut().flat_map(|d| {
+            [&mut d.tool, &mut d.description, &mut d.external_id, &mut d.idempotency_key].into_iter().flatten()
+        });
+        let remaining = self.what_remains.iter_mut().map(|r| &mut r.description);
+        for text in texts.chain(done).chain(remaining) {
+            redactor.redact_string(text);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +158,23 @@ mod tests {
         .unwrap();
         assert_eq!(v.what_remains[1].description, "tell the customer");
         assert_eq!(v.reason, EscalationReason::InsufficientPermission);
+    }
+
+    #[test]
+    fn credentials_in_any_text_are_redacted() {
+        let mut v = check(json!({
+            "run_id": "r1", "reason": "other", "reason_text": "login failed with password=hunter2hunter2",
+            "blocking_fact": "the token ghp_0123456789abcdefghijABCDEFGHIJ012345 expired",
+            "what_was_done": [{"description": "called https://admin:s3cret@api.example.com/x"}],
+            "what_remains": ["rotate sk_live_4eC39HqLyjWDarjtT1zdp7dc"]
+        }))
+        .unwrap();
+        v.redact(&crate::ingest::redact::Redactor::default());
+        let all = format!("{v:?}");
+        for leaked in ["hunter2", "ghp_0123", "s3cret", "sk_live_4eC3"] {
+            assert!(!all.contains(leaked), "{leaked} in {all}");
+        }
+        assert_eq!(v.what_remains[0].description, "rotate [REDACTED]");
     }
 
     #[test]

@@ -38,9 +38,10 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
     };
     // The page is rendered on the server and this value is sent again for hydration, so
     // it carries only what the page shows: the side-effect table's calls (not every read
-    // call or step) and the waterfall's columns (tool name, keys and ids are in the panel).
+    // call or step, but any call that carried a credential, which the header flags) and the
+    // waterfall's columns (tool name, keys and ids are in the panel).
     detail.step_list.clear();
-    detail.tool_call_list.retain(|c| c.side_effect.changes_the_world());
+    detail.tool_call_list.retain(|c| c.side_effect.changes_the_world() || c.credential_in_arguments);
     let page = page.unwrap_or(1).max(1);
     let (mut spans, total) = runs::waterfall(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE).await?;
     for s in &mut spans {

@@ -471,7 +471,9 @@ mod json {
         Message(Msg),
         /// An array of `Msg` elements, each counted against the parent's limits.
         List(Msg, Msg, super::Counted),
-        Text { repeated: bool },
+        Text {
+            repeated: bool,
+        },
         /// An array of strings (`idKeys`).
         TextList,
     }
@@ -794,9 +796,8 @@ mod tests {
     fn wide_values_count_against_the_memory_bound() {
         // One attribute holding an array of 200,000 empty values: 400 KB of protobuf,
         // several MB decoded.
-        let array = AnyValue {
-            value: Some(Otlp::ArrayValue(ArrayValue { values: vec![AnyValue::default(); 200_000] })),
-        };
+        let array =
+            AnyValue { value: Some(Otlp::ArrayValue(ArrayValue { values: vec![AnyValue::default(); 200_000] })) };
         let mut s = span(0);
         s.attributes = vec![KeyValue { key: "wide".into(), value: Some(array), ..Default::default() }];
         let limits = DecodeLimits { max_decoded_bytes: 1024 * 1024, ..Default::default() };
@@ -808,8 +809,13 @@ mod tests {
 
     #[test]
     fn malformed_bodies_are_invalid_not_panics() {
-        for bytes in [&b"\xff\xff\xff"[..], b"\x0a\x05ab", b"\x0b", b"\x00", b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"] {
-            assert!(matches!(measure(Encoding::Protobuf, bytes, &DecodeLimits::default()), Err(DecodeError::Invalid(_))));
+        for bytes in
+            [&b"\xff\xff\xff"[..], b"\x0a\x05ab", b"\x0b", b"\x00", b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"]
+        {
+            assert!(matches!(
+                measure(Encoding::Protobuf, bytes, &DecodeLimits::default()),
+                Err(DecodeError::Invalid(_))
+            ));
         }
         for text in ["{nope", "[", r#"{"resourceSpans": 3}"#, "\"x\" 1"] {
             match measure(Encoding::Json, text.as_bytes(), &DecodeLimits::default()) {

@@ -39,6 +39,9 @@ pub struct SpanFacts {
     pub external_id: Option<String>,
     pub args_sha256: Option<String>,
     pub approval_id: Option<String>,
+    /// The call's arguments carried a credential (stored redacted).
+    #[serde(default)]
+    pub credential_in_arguments: bool,
 }
 
 const STATUS_ERROR: i32 = 2;
@@ -209,6 +212,7 @@ fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
                 external_id: c.external_id.clone(),
                 args_sha256: c.args_sha256.clone(),
                 approval_id: c.approval_id.clone(),
+                credential_in_arguments: c.credential_in_arguments,
                 started_at: ns_to_time(c.start_ns),
             }
         })

@@ -70,6 +70,12 @@ pub struct NormalizedSpan {
     pub requires_approval: bool,
     /// The tool's policy allows at most this many successful executions per run.
     pub run_limit: Option<i64>,
+    /// The tool call's arguments carried a credential (redacted before storage): a
+    /// credential reached the model's context, which the run page flags.
+    pub credential_in_arguments: bool,
+    /// The API token the span arrived with, set by the receiver after normalization (not
+    /// stored with the span): the approval check compares it with the requester's.
+    pub sent_by_token: Option<i64>,
     /// Span events, redacted, bodies moved out; kept as values too because filing an
     /// escalation reads them.
     pub events: Vec<Value>,
@@ -137,6 +143,7 @@ impl NormalizedSpan {
             external_id: self.external_id.clone(),
             args_sha256: self.args_sha256.clone(),
             approval_id: self.approval_id.clone(),
+            credential_in_arguments: self.credential_in_arguments,
         }
     }
 }
@@ -309,9 +316,13 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
         approval_id: if is_tool { text(&m.tool_approval_id) } else { None },
         requires_approval: policy.is_some_and(|p| p.requires_approval),
         run_limit: policy.and_then(|p| p.run_limit),
+        credential_in_arguments: is_tool && raw_args.as_deref().is_some_and(|a| cx.redactor.finds_secret_in_text(a)),
+        sent_by_token: None,
         json: StoredJson::default(),
         events: Vec::new(),
     };
+    // The argument hash above binds what ran; everything kept as text is redacted.
+    redact_texts(&mut normalized, cx.redactor);
 
     // Split bodies from metadata, then redact both. After every lookup above, so the
     // attributes move rather than being copied.
@@ -333,7 +344,7 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     cx.redactor.redact_map(&mut bodies);
     normalized.events = events
         .into_iter()
-        .map(|(name, mut ea, time)| {
+        .map(|(mut name, mut ea, time)| {
             // Event attributes that are bodies (e.g. gen_ai message contents) go to bodies.
             let body_keys: Vec<String> = ea.keys().filter(|k| m.is_body(k)).cloned().collect();
             for key in body_keys {
@@ -342,6 +353,7 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
                 }
             }
             cx.redactor.redact_map(&mut ea);
+            cx.redactor.redact_string(&mut name);
             serde_json::json!({"name": name, "time_unix_nano": time.to_string(), "attributes": ea})
         })
         .collect();
@@ -351,6 +363,28 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     }
     normalized.json.record = span_record::encode(&normalized, &attributes, &normalized.events, &res.stored);
     Ok(normalized)
+}
+
+/// Redacts the free-text fields an agent chose (the span's name and status message, and
+/// the canonical texts read from its attributes before redaction). Ids that join records
+/// (run, trace and approval ids) are left as sent.
+fn redact_texts(span: &mut NormalizedSpan, redactor: &Redactor) {
+    redactor.redact_string(&mut span.name);
+    for text in [
+        &mut span.status_message,
+        &mut span.agent,
+        &mut span.escalation_reason,
+        &mut span.stop_reason,
+        &mut span.model_id,
+        &mut span.tool_name,
+        &mut span.idempotency_key,
+        &mut span.external_id,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        redactor.redact_string(text);
+    }
 }
 
 /// The resource of a `ResourceSpans`, read once for all its spans rather than once per
@@ -583,6 +617,34 @@ pub(crate) mod tests {
         assert_eq!(stored_field(&n.json.record, "attributes")["http.request.header.authorization"], "[REDACTED]");
         assert!(!stored(&n.json.bodies)["gen_ai.tool.call.arguments"].as_str().unwrap().contains("sk-abc"));
         assert_eq!(stored_field(&n.json.record, "resource")["deploy.token"], "[REDACTED]");
+    }
+
+    #[test]
+    fn names_status_messages_events_and_canonical_texts_are_redacted_too() {
+        let mut s = span(
+            "charge sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            Some(1),
+            json!({
+                "gen_ai.operation.name": "execute_tool", "tool.name": "charge",
+                "secret_key": "plain-looking-value", "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "tool.external_id": "ch_1 with ghp_0123456789abcdefghijABCDEFGHIJ012345",
+                "gen_ai.tool.call.arguments": "{\"card\": \"tok_visa\", \"api_key\": \"sk_live_4eC39HqLyjWDarjtT1zdp7dc\"}"
+            }),
+        );
+        s.status = Some(Status { code: 2, message: "push failed: ghp_0123456789abcdefghijABCDEFGHIJ012345".into() });
+        s.events.push(Event { name: "retry with sk-proj-4f3kQ9xT7bLm2VpN8rZs1WcY".into(), ..Default::default() });
+        let n = run(&s, json!({})).unwrap();
+        let everything = format!("{}{}", n.json.record, n.json.bodies);
+        for leaked in ["sk_live_4eC3", "ghp_0123", "plain-looking-value", "wJalrXUtnFEMI", "sk-proj-4f3k"] {
+            assert!(!everything.contains(leaked), "{leaked} stored in {everything}");
+        }
+        assert_eq!(n.name, "charge [REDACTED]");
+        assert!(n.status_message.as_deref().unwrap().starts_with("push failed: [REDACTED]"));
+        assert!(n.credential_in_arguments, "the arguments carried a key");
+        assert_eq!(n.args_sha256.as_deref().unwrap().len(), 64, "the hash binds what ran, from before redaction");
+
+        let clean = span("lookup", Some(1), json!({"tool.name": "lookup", "input.value": "{\"q\": \"weather\"}"}));
+        assert!(!run(&clean, json!({})).unwrap().credential_in_arguments);
     }
 
     /// One field of the stored record.

@@ -78,6 +78,8 @@ struct Out<'a> {
     args_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     approval_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    credential_in_arguments: bool,
     // Last, so reading only the facts skips them in one stretch.
     attributes: &'a Map<String, Value>,
     events: &'a [Value],
@@ -119,6 +121,7 @@ pub fn encode(span: &NormalizedSpan, attributes: &Map<String, Value>, events: &[
         external_id: span.external_id.as_deref(),
         args_sha256: span.args_sha256.as_deref(),
         approval_id: span.approval_id.as_deref(),
+        credential_in_arguments: span.credential_in_arguments,
         attributes,
         events,
         resource,

@@ -20,13 +20,15 @@ use serde_json::Value;
 pub async fn file(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
+    Extension(redactor): Extension<std::sync::Arc<app::ingest::redact::Redactor>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Escalation>), ApiError> {
     token.require(Scope::Escalations)?;
     let Json(raw) = body.map_err(|e| ApiError::BadRequest(format!("invalid escalation: {}", e.body_text())))?;
     let request: EscalationRequest =
         serde_json::from_value(raw.clone()).map_err(|e| ApiError::BadRequest(format!("invalid escalation: {e}")))?;
-    let valid = request.validate(&raw).map_err(ApiError::BadRequest)?;
+    let mut valid = request.validate(&raw).map_err(ApiError::BadRequest)?;
+    valid.redact(&redactor);
     let (escalation, filed) = escalations::file(&db, &valid, &format!("token:{}", token.name)).await?;
     if filed != Filed::Repeated {
         tracing::info!(escalation = %escalation.id, run = %escalation.run_id, ?filed, "escalation filed");

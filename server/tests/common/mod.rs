@@ -48,6 +48,8 @@ pub async fn live(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope]) -> L
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Default::default(),
+
+        redactor: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
