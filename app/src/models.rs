@@ -26,6 +26,8 @@ pub struct UserSummary {
     pub username: String,
     pub roles: Vec<Role>,
     pub created_at: DateTime<Utc>,
+    /// Cannot sign in; every session ended when it was disabled.
+    pub disabled: bool,
 }
 
 /// An agent API token without its secret, which is never stored.
@@ -100,6 +102,7 @@ pub struct PolicyRow {
     pub approver_role: String,
     pub expiry_seconds: Option<i64>,
     pub run_limit: Option<i64>,
+    pub use_within_seconds: Option<i64>,
 }
 
 /// A configured webhook as admins see it: the URL without its secret part.

@@ -65,8 +65,10 @@ async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harn
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
-        api: Router::new()
-            .nest("/api/v1", flightdeck::api::router(t.db.clone(), Default::default(), Default::default())),
+        api: Router::new().nest(
+            "/api/v1",
+            flightdeck::api::router(t.db.clone(), Default::default(), Default::default(), Default::default()),
+        ),
         service,
         ingest_token: token(&t.db, &[Scope::Ingest]).await,
         read_token: token(&t.db, &[Scope::Read]).await,
@@ -554,8 +556,8 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_beyond_a_connections_stream_limit_wait_instead_of_being_refused() {
-    use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
     use app::ingest::decode::{measure, DecodeLimits, Encoding};
+    use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
     use flightdeck::otlp::service::memory_for;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
     let t = TestDb::sqlite().await;
@@ -810,7 +812,8 @@ async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage
     let body =
         serde_json::json!({"run_id": "run-approved", "tool": "send_email", "arguments": args, "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
-    let (a, _) = app::storage::approvals::create(db, &request, None, "agent").await.unwrap();
+    let requester = app::storage::approvals::Requester { name: "agent", token_id: None };
+    let (a, _) = app::storage::approvals::create(db, &request, None, requester).await.unwrap();
     if let Some(d) = decision {
         let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
         app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason).await.unwrap();
@@ -819,11 +822,21 @@ async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage
 }
 
 fn email_call(id: u8, approval: Option<&str>, args: &str) -> Span {
+    email_call_in(40, id, approval, args, 0)
+}
+
+/// A `send_email` call in trace `trace`, started `offset_ms` from now (an approval must be
+/// used within minutes of its decision, so these calls run now, not at the fixed test time).
+fn email_call_in(trace: u8, id: u8, approval: Option<&str>, args: &str, offset_ms: i64) -> Span {
     let mut attrs = vec![s("tool.name", "send_email"), s("tool.outcome", "ok"), s("tool.arguments", args)];
     if let Some(a) = approval {
         attrs.push(s("approval.id", a));
     }
-    span(40, id, Some(1), "tool send_email", attrs)
+    let mut call = span(trace, id, Some(1), "tool send_email", attrs);
+    let start = u64::try_from(app::storage::now_ms() + offset_ms).unwrap() * 1_000_000 + u64::from(id);
+    call.start_time_unix_nano = start;
+    call.end_time_unix_nano = start + 500_000;
+    call
 }
 
 #[tokio::test]
@@ -886,6 +899,75 @@ async fn executed_tool_calls_are_checked_against_their_approvals() {
         let (status, list) = h.api("/api/v1/runs?flag=approval_violation").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(list["runs"][0]["run_id"], "run-approved");
+        t.cleanup().await;
+    }
+}
+
+/// An approval filed through storage as the API files it, for `run` and `step`, by the
+/// token with id `token_id`, then approved.
+async fn approved_for(db: &Db, run: &str, step: i64, key: &str, args: &Value, token_id: Option<i64>) -> String {
+    use app::approvals::payload::ApprovalRequest;
+    use app::storage::approvals::{create, decide, Decision, Requester};
+    let body = serde_json::json!({"run_id": run, "step_index": step, "tool": "send_email", "arguments": args,
+        "idempotency_key": key});
+    let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
+    let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }).await.unwrap();
+    decide(db, &a.id, Decision::Approve, &a.payload_sha256, "alice", None).await.unwrap();
+    a.id
+}
+
+#[tokio::test]
+async fn an_approval_holds_only_for_its_run_step_window_and_token() {
+    use app::approvals::ViolationKind as K;
+    for t in TestDb::each_backend().await {
+        let h = harness(&t, 20 << 20).await;
+        let own = tokens::active_by_hash(&t.db, &secrets::sha256_hex(&h.ingest_token)).await.unwrap().unwrap().id;
+        let args = serde_json::json!({"to": "ana@example.com", "body": "Hi"});
+        let text = r#"{"to": "ana@example.com", "body": "Hi"}"#;
+        let for_other_run = approved_for(&t.db, "run-a", 3, "w1", &args, Some(own)).await;
+        let for_step_3 = approved_for(&t.db, "run-b", 3, "w2", &args, Some(own)).await;
+        let to_go_stale = approved_for(&t.db, "run-b", 3, "w3", &args, Some(own)).await;
+        let asked_by_another = approved_for(&t.db, "run-b", 3, "w4", &args, Some(own + 1000)).await;
+        let used_before = approved_for(&t.db, "run-b", 3, "w5", &args, Some(own)).await;
+        let fine = approved_for(&t.db, "run-b", 3, "w6", &args, Some(own)).await;
+        let step = |mut sp: Span, index: i64| {
+            sp.attributes.push(i("step.index", index));
+            sp
+        };
+        let spans = vec![
+            span(41, 1, None, "agent.run", vec![s("run.id", "run-b")]),
+            step(email_call_in(41, 2, Some(&for_other_run), text, 0), 3),
+            step(email_call_in(41, 3, Some(&for_step_3), text, 0), 4),
+            step(email_call_in(41, 4, Some(&to_go_stale), text, 16 * 60 * 1000), 3),
+            step(email_call_in(41, 5, Some(&asked_by_another), text, 0), 3),
+            step(email_call_in(41, 6, Some(&used_before), text, -2 * 3600 * 1000), 3),
+            step(email_call_in(41, 7, Some(&fine), text, 0), 3),
+        ];
+        let (status, _) = h.post_proto(&request(spans)).await;
+        assert_eq!(status, StatusCode::OK);
+        let violations = app::storage::approvals::violations_for_run(&t.db, "run-b").await.unwrap();
+        let mut kinds: Vec<(String, K)> = violations.iter().map(|v| (v.span_id.clone(), v.kind)).collect();
+        kinds.sort();
+        let span_hex = |b: u8| hex::encode([b; 8]);
+        assert_eq!(
+            kinds,
+            vec![
+                (span_hex(2), K::WrongRun),
+                (span_hex(3), K::WrongStep),
+                (span_hex(4), K::StaleApproval),
+                (span_hex(5), K::WrongToken),
+                (span_hex(6), K::NotApproved),
+            ],
+            "{violations:#?}"
+        );
+        let detail = |id: u8| violations.iter().find(|v| v.span_id == span_hex(id)).unwrap().detail.clone();
+        assert!(detail(2).contains("requested for run run-a"), "{}", detail(2));
+        assert!(detail(5).contains(&format!("reported with token {own}")), "{}", detail(5));
+        assert!(detail(6).contains("before approval"), "{}", detail(6));
+        let used = app::storage::approvals::get(&t.db, &fine).await.unwrap().unwrap();
+        assert!(used.used_by_span.is_some(), "the good call used its approval");
+        let unused = app::storage::approvals::get(&t.db, &for_other_run).await.unwrap().unwrap();
+        assert_eq!(unused.used_by_span, None, "a violating call does not use up the approval");
         t.cleanup().await;
     }
 }

@@ -1,7 +1,8 @@
 //! The rule ingest applies to every executed tool call: if its policy requires approval,
-//! or it names an approval, that approval must exist, be approved, be used by this call
-//! only, and name the same tool and arguments. Pure: storage fetches the facts and records
-//! what this returns.
+//! or it names an approval, that approval must exist, be approved, name the same tool and
+//! arguments, have been requested for this run (and step, when both say), be used within
+//! its window after the decision, by the agent token that asked for it, and by this call
+//! only. Pure: storage fetches the facts and records what this returns.
 
 use super::{ApprovalStatus, ViolationKind};
 
@@ -14,6 +15,13 @@ pub struct Execution<'a> {
     pub approval_id: Option<&'a str>,
     pub args_sha256: Option<&'a str>,
     pub requires_approval: bool,
+    /// The run the call belongs to.
+    pub run_id: &'a str,
+    pub step_index: Option<i64>,
+    /// When the call started (the span's start), in Unix milliseconds.
+    pub started_ms: i64,
+    /// The API token the span arrived with (none when ingest needs no token).
+    pub sent_by_token: Option<i64>,
 }
 
 /// What storage knows about the approval an execution names.
@@ -24,6 +32,19 @@ pub struct ApprovalFacts {
     pub arguments_sha256: String,
     pub status: String,
     pub used_by_span: Option<String>,
+    pub run_id: String,
+    pub step_index: Option<i64>,
+    pub decided_at: Option<i64>,
+    pub use_by: Option<i64>,
+    pub requested_by_token: Option<i64>,
+}
+
+/// How far an agent's clock may run behind the server's before a call that seems to have
+/// started before its approval was decided counts as having done so.
+pub const CLOCK_SKEW_MS: i64 = 60_000;
+
+fn when(ms: i64) -> String {
+    crate::storage::from_ms(ms).format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 /// Whether ingest must look at this call at all.
@@ -49,11 +70,35 @@ pub fn check(
     if a.status != ApprovalStatus::Approved.as_str() {
         return Some((ViolationKind::NotApproved, format!("approval {id} is {}, not approved", a.status)));
     }
+    if let Some(decided) = a.decided_at.filter(|d| e.started_ms + CLOCK_SKEW_MS < *d) {
+        return Some((
+            ViolationKind::NotApproved,
+            format!(
+                "the call started at {}, before approval {id} was decided at {}",
+                when(e.started_ms),
+                when(decided)
+            ),
+        ));
+    }
     if a.tool != e.tool {
         return Some((
             ViolationKind::PayloadMismatch,
             format!("approval {id} was for tool {}, but {} ran", a.tool, e.tool),
         ));
+    }
+    if a.run_id != e.run_id {
+        return Some((
+            ViolationKind::WrongRun,
+            format!("approval {id} was requested for run {}, but the call ran in run {}", a.run_id, e.run_id),
+        ));
+    }
+    if let (Some(approved), Some(ran)) = (a.step_index, e.step_index) {
+        if approved != ran {
+            return Some((
+                ViolationKind::WrongStep,
+                format!("approval {id} was requested for step {approved}, but the call ran in step {ran}"),
+            ));
+        }
     }
     match e.args_sha256 {
         Some(hash) if hash == a.arguments_sha256 => {}
@@ -74,6 +119,26 @@ pub fn check(
             ))
         }
     }
+    if let Some(use_by) = a.use_by.filter(|u| e.started_ms > *u) {
+        return Some((
+            ViolationKind::StaleApproval,
+            format!(
+                "the call started at {}, after approval {id} had to be used (by {})",
+                when(e.started_ms),
+                when(use_by)
+            ),
+        ));
+    }
+    if let (Some(asked), Some(sent)) = (a.requested_by_token, e.sent_by_token) {
+        if asked != sent {
+            return Some((
+                ViolationKind::WrongToken,
+                format!(
+                    "approval {id} was requested with API token {asked}, but the call was reported with token {sent}"
+                ),
+            ));
+        }
+    }
     match used_by {
         Some(other) if other != e.span_key => {
             Some((ViolationKind::Reused, format!("approval {id} was already used by span {other}")))
@@ -86,6 +151,8 @@ pub fn check(
 mod tests {
     use super::*;
 
+    const DECIDED: i64 = 1_800_000_000_000;
+
     fn exec<'a>(approval: Option<&'a str>, args: Option<&'a str>, requires: bool) -> Execution<'a> {
         Execution {
             span_key: "t:s1".into(),
@@ -93,6 +160,10 @@ mod tests {
             approval_id: approval,
             args_sha256: args,
             requires_approval: requires,
+            run_id: "run-1",
+            step_index: Some(3),
+            started_ms: DECIDED + 5_000,
+            sent_by_token: Some(7),
         }
     }
 
@@ -103,6 +174,11 @@ mod tests {
             arguments_sha256: "h1".into(),
             status: "approved".into(),
             used_by_span: None,
+            run_id: "run-1".into(),
+            step_index: Some(3),
+            decided_at: Some(DECIDED),
+            use_by: Some(DECIDED + 900_000),
+            requested_by_token: Some(7),
         }
     }
 
@@ -134,6 +210,31 @@ mod tests {
             Some(ViolationKind::PayloadMismatch)
         );
         assert_eq!(kind(&exec(Some("apr_1"), Some("h1"), true), Some(&a), Some("t:s0")), Some(ViolationKind::Reused));
+    }
+
+    #[test]
+    fn an_approval_authorizes_one_call_in_its_run_and_step_within_its_window() {
+        let a = approved();
+        let in_other_run = Execution { run_id: "run-2", ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&in_other_run, Some(&a), None), Some(ViolationKind::WrongRun));
+        let in_other_step = Execution { step_index: Some(4), ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&in_other_step, Some(&a), None), Some(ViolationKind::WrongStep));
+        let step_unknown = Execution { step_index: None, ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&step_unknown, Some(&a), None), None, "a span without a step is not held to one");
+        let late = Execution { started_ms: DECIDED + 900_001, ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&late, Some(&a), None), Some(ViolationKind::StaleApproval));
+        let early = Execution { started_ms: DECIDED - CLOCK_SKEW_MS - 1, ..exec(Some("apr_1"), Some("h1"), true) };
+        let (k, detail) = check(&early, Some(&a), None).unwrap();
+        assert_eq!(k, ViolationKind::NotApproved);
+        assert!(detail.contains("before approval apr_1 was decided"), "{detail}");
+        let skewed = Execution { started_ms: DECIDED - CLOCK_SKEW_MS + 1, ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&skewed, Some(&a), None), None, "a clock a little behind is tolerated");
+        let other_token = Execution { sent_by_token: Some(8), ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&other_token, Some(&a), None), Some(ViolationKind::WrongToken));
+        let no_token = Execution { sent_by_token: None, ..exec(Some("apr_1"), Some("h1"), true) };
+        assert_eq!(kind(&no_token, Some(&a), None), None, "ingest without tokens cannot tell");
+        let legacy = ApprovalFacts { use_by: None, requested_by_token: None, ..approved() };
+        assert_eq!(kind(&late, Some(&legacy), None), None, "requests decided before the window existed");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 pub mod check;
+pub mod display;
 #[cfg(feature = "ssr")]
 pub mod hub;
 #[cfg(feature = "ssr")]
@@ -51,6 +52,16 @@ vocabulary! {
         PayloadMismatch = "payload_mismatch",
         /// More successful executions in the run than the tool's policy allows.
         RunLimitExceeded = "run_limit_exceeded",
+        /// The approval was requested for another run.
+        WrongRun = "wrong_run",
+        /// The approval was requested for another step of the run.
+        WrongStep = "wrong_step",
+        /// The call started after the approval's use-by time (the policy's window after
+        /// the decision).
+        StaleApproval = "stale_approval",
+        /// The call was reported by another API token than the one that requested the
+        /// approval.
+        WrongToken = "wrong_token",
     }
 }
 
@@ -63,16 +74,25 @@ impl ViolationKind {
             ViolationKind::Reused => "reused an approval another execution had already used",
             ViolationKind::PayloadMismatch => "ran with a tool or arguments different from what was approved",
             ViolationKind::RunLimitExceeded => "ran more often in this run than its policy allows",
+            ViolationKind::WrongRun => "ran under an approval requested for another run",
+            ViolationKind::WrongStep => "ran under an approval requested for another step",
+            ViolationKind::StaleApproval => "ran after its approval's window to be used had closed",
+            ViolationKind::WrongToken => "was reported by another agent token than the one that asked for the approval",
         }
     }
 }
 
-/// One labelled field the agent asked the approver to read first (recipient, subject, body).
+/// One labelled field of the agent's own description of a call (recipient, subject,
+/// body). It is not what runs: the page holds it against the arguments (see `display`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DisplayField {
     pub label: String,
     /// Verbatim text; JSON values other than strings are pretty-printed.
     pub value: String,
+    /// The argument this field describes (`to`, `message.to` or `/message/to`), when the
+    /// agent said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
 }
 
 /// An approval request as approvers and agents see it.
@@ -101,6 +121,8 @@ pub struct Approval {
     pub reason: Option<String>,
     /// The tool span (`trace_id:span_id`) that executed under this approval.
     pub used_by_span: Option<String>,
+    /// An approved request must be used (its call must start) by then.
+    pub use_by: Option<DateTime<Utc>>,
 }
 
 /// A tool call that ran without a valid approval.

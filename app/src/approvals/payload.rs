@@ -3,6 +3,7 @@
 //! however an agent formatted them, and validation of a new request.
 
 use super::DisplayField;
+use crate::ingest::redact::Redactor;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,8 +13,19 @@ pub const MAX_ID_LEN: usize = 200;
 pub const MAX_DISPLAY_FIELDS: usize = 50;
 /// Longest wait a request may ask for: one week.
 pub const MAX_EXPIRES_IN_SECONDS: i64 = 7 * 24 * 3600;
-/// The wait when neither the agent nor the tool's policy says: one hour.
+/// The wait when the tool's policy does not say: one hour.
 pub const DEFAULT_EXPIRES_IN_SECONDS: i64 = 3600;
+/// How long after its decision an approval may be used when the policy does not say:
+/// fifteen minutes.
+pub const DEFAULT_USE_WITHIN_SECONDS: i64 = 900;
+
+/// How long a request waits for a decision: the tool policy's expiry (or the default),
+/// which the agent's `expires_in` may shorten but never lengthen: how long a request may
+/// stay open is the policy's call, not the requester's.
+pub fn expiry_seconds(requested: Option<i64>, policy: Option<i64>) -> i64 {
+    let limit = policy.unwrap_or(DEFAULT_EXPIRES_IN_SECONDS);
+    requested.map_or(limit, |r| r.min(limit))
+}
 
 /// `value` as canonical JSON: object keys sorted by their UTF-8 bytes, no whitespace,
 /// strings escaped as serde_json does, numbers as serde_json prints them.
@@ -92,6 +104,8 @@ pub struct ApprovalRequest {
 pub struct DisplayInput {
     pub label: String,
     pub value: Value,
+    /// The argument this field shows (a key, dotted path or JSON pointer).
+    pub argument: Option<String>,
 }
 
 /// A request that passed validation, ready to store.
@@ -100,11 +114,28 @@ pub struct ValidRequest {
     pub run_id: String,
     pub step_index: Option<i64>,
     pub tool: String,
+    /// The arguments as the agent sent them: what the hashes bind.
     pub arguments: Value,
+    /// The arguments as stored and shown: credentials replaced by `[REDACTED]` (see
+    /// [`ValidRequest::redact`]); the same as `arguments` until then.
+    pub stored_arguments: Value,
     pub display: Vec<DisplayField>,
     pub idempotency_key: Option<String>,
     pub expires_in: Option<i64>,
     pub agent: Option<String>,
+}
+
+impl ValidRequest {
+    /// Cuts credentials out of what will be stored and shown to the approver: the
+    /// arguments and the display fields. The hashes are still computed from the original
+    /// arguments, so the approval binds exactly what the agent will run.
+    pub fn redact(&mut self, redactor: &Redactor) {
+        redactor.redact_strings(&mut self.stored_arguments);
+        for field in &mut self.display {
+            redactor.redact_string(&mut field.label);
+            redactor.redact_string(&mut field.value);
+        }
+    }
 }
 
 fn required_id(field: &str, value: Option<String>) -> Result<String, String> {
@@ -145,13 +176,20 @@ impl ApprovalRequest {
                 Value::String(text) => text,
                 other => serde_json::to_string_pretty(&other).unwrap_or_default(),
             };
-            display.push(DisplayField { label: field.label, value });
+            if let Some(path) = field.argument.as_deref().filter(|p| p.is_empty() || p.len() > MAX_ID_LEN) {
+                return Err(format!(
+                    "`display[{i}].argument` must have 1 to {MAX_ID_LEN} characters, got {}",
+                    path.len()
+                ));
+            }
+            display.push(DisplayField { label: field.label, value, argument: field.argument });
         }
         let agent = self.agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
         Ok(ValidRequest {
             run_id,
             step_index: self.step_index,
             tool,
+            stored_arguments: arguments.clone(),
             arguments,
             display,
             idempotency_key,
@@ -191,6 +229,31 @@ mod tests {
 
     fn request(body: Value) -> Result<ValidRequest, String> {
         serde_json::from_value::<ApprovalRequest>(body).map_err(|e| e.to_string())?.validate()
+    }
+
+    #[test]
+    fn the_agent_can_shorten_the_policys_expiry_but_never_lengthen_it() {
+        assert_eq!(expiry_seconds(None, None), DEFAULT_EXPIRES_IN_SECONDS);
+        assert_eq!(expiry_seconds(None, Some(900)), 900);
+        assert_eq!(expiry_seconds(Some(60), Some(900)), 60);
+        assert_eq!(expiry_seconds(Some(3 * 24 * 3600), Some(900)), 900, "3 days asked, 900 s allowed");
+        assert_eq!(expiry_seconds(Some(7200), None), DEFAULT_EXPIRES_IN_SECONDS);
+    }
+
+    #[test]
+    fn credentials_are_stored_redacted_while_the_hash_binds_the_original() {
+        let mut valid = request(json!({
+            "run_id": "r1", "tool": "call_api",
+            "arguments": {"url": "https://api.example.com", "api_key": "sk-proj-4f3kQ9xT7bLm2VpN8rZs1WcY"},
+            "display": [{"label": "Key", "value": "sk-proj-4f3kQ9xT7bLm2VpN8rZs1WcY"}]
+        }))
+        .unwrap();
+        let hash_before = payload_sha256(&valid.tool, &valid.arguments);
+        valid.redact(&Redactor::default());
+        assert_eq!(valid.stored_arguments["api_key"], crate::ingest::redact::REDACTED);
+        assert_eq!(valid.stored_arguments["url"], "https://api.example.com");
+        assert_eq!(valid.display[0].value, crate::ingest::redact::REDACTED);
+        assert_eq!(payload_sha256(&valid.tool, &valid.arguments), hash_before, "the original is what is hashed");
     }
 
     #[test]

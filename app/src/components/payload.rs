@@ -1,7 +1,9 @@
 //! Shows an approval payload exactly: verbatim and complete, rendered as text, with
-//! whitespace and characters a reader could not otherwise see made visible (tabs, trailing
-//! spaces, carriage returns, non-breaking and zero-width spaces, bidirectional controls),
-//! so what the approver reads is what will go out.
+//! whitespace and characters a reader could not otherwise see made visible, so what the
+//! approver reads is what will go out: tabs, trailing spaces, carriage returns, every
+//! character of Unicode's format category Cf (zero-width characters, bidirectional
+//! controls, the byte-order mark, tag characters), every other control character, and the
+//! spaces that look like an ordinary one but are not.
 
 use leptos::prelude::*;
 
@@ -16,21 +18,65 @@ pub enum Segment {
     },
 }
 
+/// Unicode's format characters (general category Cf, Unicode 15.1): invisible, and able
+/// to reorder (bidirectional controls), join or hide (tag characters) what is shown.
+const FORMAT_CHARACTERS: &[(char, char)] = &[
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{0600}', '\u{0605}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{06DD}', '\u{06DD}'),
+    ('\u{070F}', '\u{070F}'),
+    ('\u{0890}', '\u{0891}'),
+    ('\u{08E2}', '\u{08E2}'),
+    ('\u{180E}', '\u{180E}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{2064}'),
+    ('\u{2066}', '\u{206F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFF9}', '\u{FFFB}'),
+    ('\u{110BD}', '\u{110BD}'),
+    ('\u{110CD}', '\u{110CD}'),
+    ('\u{13430}', '\u{1343F}'),
+    ('\u{1BCA0}', '\u{1BCA3}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0001}', '\u{E0001}'),
+    ('\u{E0020}', '\u{E007F}'),
+];
+
+/// Whether `c` is in general category Cf.
+pub fn is_format_character(c: char) -> bool {
+    FORMAT_CHARACTERS.iter().any(|(from, to)| (*from..=*to).contains(&c))
+}
+
+/// Spaces a reader takes for an ordinary one (U+0020) but that are not.
+fn is_confusable_space(c: char) -> bool {
+    matches!(c, '\u{00A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}')
+}
+
 /// What to show for `c`, if it needs a marker.
 fn marker(c: char) -> Option<(String, String)> {
-    let name = |n: &str| format!("{n} (U+{:04X})", c as u32);
+    let code = u32::from(c);
+    let name = |n: &str| format!("{n} (U+{code:04X})");
+    let shown = || format!("[U+{code:04X}]");
     match c {
         '\t' => Some(("⇥".into(), name("tab"))),
         '\r' => Some(("␍".into(), name("carriage return"))),
         '\u{00A0}' => Some(("⍽".into(), name("no-break space"))),
-        '\u{200B}'..='\u{200F}' | '\u{2060}' | '\u{FEFF}' => Some((format!("[U+{:04X}]", c as u32), name("invisible"))),
-        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => {
-            Some((format!("[U+{:04X}]", c as u32), name("bidirectional control")))
-        }
-        '\u{2028}' | '\u{2029}' => Some((format!("[U+{:04X}]", c as u32), name("line/paragraph separator"))),
-        c if c.is_control() && c != '\n' => Some((format!("[U+{:04X}]", c as u32), name("control character"))),
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => Some((shown(), name("bidirectional control"))),
+        '\u{E0000}'..='\u{E007F}' => Some((shown(), name("tag character"))),
+        '\u{2028}' | '\u{2029}' => Some((shown(), name("line/paragraph separator"))),
+        c if is_format_character(c) => Some((shown(), name("invisible format character"))),
+        c if is_confusable_space(c) => Some((shown(), name("space that is not U+0020"))),
+        c if c.is_control() && c != '\n' => Some((shown(), name("control character"))),
         _ => None,
     }
+}
+
+/// Whether `text` holds anything [`segments`] would mark (beyond tabs and trailing spaces,
+/// which are common and harmless): used to warn about a value before it is read.
+pub fn has_hidden_characters(text: &str) -> bool {
+    text.chars().any(|c| !matches!(c, '\t' | '\r' | '\n') && marker(c).is_some())
 }
 
 /// Splits `text` into plain runs and markers. Spaces at the end of a line (or of the text)
@@ -76,6 +122,21 @@ pub fn pretty_json(text: &str) -> String {
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_else(|| text.to_string())
+}
+
+/// A short agent-supplied text (a tool name, a run id, a label) shown inline, with
+/// invisible characters marked as in [`ExactText`].
+#[component]
+pub fn ExactInline(#[prop(into)] text: String) -> impl IntoView {
+    segments(&text)
+        .into_iter()
+        .map(|s| match s {
+            Segment::Text(t) => view! { <span>{t}</span> }.into_any(),
+            Segment::Mark { shown, title } => {
+                view! { <span class="invisible-char" title=title>{shown}</span> }.into_any()
+            }
+        })
+        .collect_view()
 }
 
 /// A scrolling, complete, text-only view of `text` with invisible characters marked.
@@ -127,6 +188,49 @@ mod tests {
         assert_eq!(shown("pay \u{202E}evil"), "pay [U+202E]evil");
         assert_eq!(shown("bell\u{7}"), "bell[U+0007]");
         assert_eq!(shown("end   "), "end···");
+    }
+
+    #[test]
+    fn every_format_character_other_control_and_lookalike_space_is_marked() {
+        for c in [
+            '\u{00AD}',
+            '\u{061C}',
+            '\u{180E}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{202A}',
+            '\u{202E}',
+            '\u{2060}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{FEFF}',
+            '\u{E0001}',
+            '\u{E0041}',
+            '\u{E007F}',
+            '\u{0085}',
+            '\u{0000}',
+            '\u{001B}',
+            '\u{007F}',
+            '\u{009B}',
+            '\u{1680}',
+            '\u{2002}',
+            '\u{2009}',
+            '\u{202F}',
+            '\u{205F}',
+            '\u{3000}',
+        ] {
+            let text = format!("a{c}b");
+            assert_eq!(shown(&text), format!("a[U+{:04X}]b", u32::from(c)), "U+{:04X}", u32::from(c));
+            assert!(has_hidden_characters(&text));
+        }
+        for plain in ["ana@example.com", "Grüße, 東京 — ok", "emoji 🚀 and tabs\tonly"] {
+            assert!(!has_hidden_characters(plain), "{plain}");
+        }
+        // Tag characters can spell hidden text after a visible one: each is marked.
+        assert_eq!(shown("ok\u{E0069}\u{E0067}"), "ok[U+E0069][U+E0067]");
     }
 
     #[test]

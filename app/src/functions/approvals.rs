@@ -24,6 +24,8 @@ pub struct ApprovalView {
     pub approval: Approval,
     /// Whether the signed-in user holds the role this request needs.
     pub can_decide: bool,
+    /// Whether the signed-in user may cancel it (administrators, while it is pending).
+    pub can_cancel: bool,
     /// Whether any span of the run has arrived yet (for the link to its trace).
     pub run_known: bool,
     pub now: DateTime<Utc>,
@@ -81,7 +83,8 @@ pub async fn load_approval(id: String) -> Result<ApprovalView, AppError> {
         return ssr::fail(AppError::NotFound(format!("approval request `{id}`")));
     };
     let run_known = runs::get(&db, &approval.run_id).await?.is_some();
-    Ok(ApprovalView { can_decide: me.can(approval.required_role), approval, run_known, now: Utc::now() })
+    let can_cancel = me.can(crate::access::Role::Admin);
+    Ok(ApprovalView { can_decide: me.can(approval.required_role), can_cancel, approval, run_known, now: Utc::now() })
 }
 
 /// The number of pending requests, for the navigation.
@@ -163,4 +166,40 @@ pub async fn decide_approval(
         }
         Err(other) => Err(other.into()),
     }
+}
+
+/// Cancels a pending request as an administrator (the agent's own token cancels through
+/// the API). The agent waiting on it is woken and sees `cancelled`; audited.
+#[server(prefix = "/fn", endpoint = "cancel_approval")]
+pub async fn cancel_approval(id: String, #[server(default)] reason: Option<String>) -> Result<Approval, AppError> {
+    use super::ssr;
+    use crate::approvals::ApprovalStatus;
+    use crate::storage::approvals;
+    use crate::storage::audit::action;
+
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    let reason = filter_text(reason);
+    let Some(after) = approvals::cancel(&db, &id, &format!("user:{}", admin.username)).await? else {
+        return ssr::fail(AppError::NotFound(format!("approval request `{id}`")));
+    };
+    if after.status != ApprovalStatus::Cancelled
+        || after.decided_by.as_deref() != Some(&format!("user:{}", admin.username))
+    {
+        return ssr::fail(AppError::Conflict(format!(
+            "the request is already {}; nothing was cancelled",
+            after.status
+        )));
+    }
+    let detail = format!(
+        "{} in run {}{}",
+        after.tool,
+        after.run_id,
+        reason.map(|r| format!("; reason: {r}")).unwrap_or_default()
+    );
+    ssr::audit(&db, &admin, action::APPROVAL_CANCELLED, &id, Some(&detail)).await?;
+    if let Some(state) = use_context::<crate::state::AppState>() {
+        state.approvals.announce(&db, &id).await;
+    }
+    Ok(after)
 }

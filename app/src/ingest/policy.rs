@@ -25,6 +25,10 @@ pub struct ToolPolicy {
     /// At most this many successful executions per run; more is a violation.
     #[serde(default)]
     pub run_limit: Option<i64>,
+    /// How long after its decision an approval for this tool may be used (default 900 s);
+    /// a call that starts later is a `stale_approval` violation.
+    #[serde(default)]
+    pub use_within_seconds: Option<i64>,
 }
 
 fn default_approver_role() -> Role {
@@ -41,6 +45,7 @@ impl ToolPolicy {
             approver_role: Role::Approver,
             expiry_seconds: None,
             run_limit: None,
+            use_within_seconds: None,
         }
     }
 }

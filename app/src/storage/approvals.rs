@@ -4,14 +4,16 @@
 
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
-use crate::approvals::payload::{arguments_sha256, canonical_json, payload_sha256, ValidRequest};
+use crate::approvals::payload::{
+    arguments_sha256, canonical_json, expiry_seconds, payload_sha256, ValidRequest, DEFAULT_USE_WITHIN_SECONDS,
+};
 use crate::approvals::{Approval, ApprovalStatus, Violation, ViolationKind};
 use crate::canonical::SideEffect;
 use crate::ingest::policy::ToolPolicy;
 
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
     arguments_sha256, side_effect, required_role, agent, requested_by, status, created_at, expires_at, decided_by, \
-    decided_at, reason, used_by_span";
+    decided_at, reason, used_by_span, use_within_seconds, requested_by_token, use_by";
 
 #[derive(sqlx::FromRow)]
 struct ApprovalRow {
@@ -36,6 +38,11 @@ struct ApprovalRow {
     decided_at: Option<i64>,
     reason: Option<String>,
     used_by_span: Option<String>,
+    #[allow(dead_code)]
+    use_within_seconds: Option<i64>,
+    #[allow(dead_code)]
+    requested_by_token: Option<i64>,
+    use_by: Option<i64>,
 }
 
 impl From<ApprovalRow> for Approval {
@@ -60,6 +67,7 @@ impl From<ApprovalRow> for Approval {
             decided_at: r.decided_at.map(from_ms),
             reason: r.reason,
             used_by_span: r.used_by_span,
+            use_by: r.use_by.map(from_ms),
         }
     }
 }
@@ -72,6 +80,14 @@ fn new_id() -> String {
     format!("apr_{}", hex::encode(bytes))
 }
 
+/// Who filed a request: the API token's name, and its id when the request came through the
+/// API (only that token, or an administrator, may cancel it).
+#[derive(Debug, Clone, Copy)]
+pub struct Requester<'a> {
+    pub name: &'a str,
+    pub token_id: Option<i64>,
+}
+
 /// Files a request, or returns the one already filed under the same idempotency key with
 /// the same payload (`false` = not newly created). The same key with another payload is a
 /// conflict that says so.
@@ -79,17 +95,14 @@ pub async fn create(
     db: &Db,
     request: &ValidRequest,
     policy: Option<&ToolPolicy>,
-    requested_by: &str,
+    requested_by: Requester<'_>,
 ) -> StoreResult<(Approval, bool)> {
     let payload = payload_sha256(&request.tool, &request.arguments);
     if let Some(existing) = by_idempotency_key(db, request).await? {
         return same_payload(existing, &payload, request).map(|a| (a, false));
     }
     let now = now_ms();
-    let expires_in = request
-        .expires_in
-        .or(policy.and_then(|p| p.expiry_seconds))
-        .unwrap_or(crate::approvals::payload::DEFAULT_EXPIRES_IN_SECONDS);
+    let expires_in = expiry_seconds(request.expires_in, policy.and_then(|p| p.expiry_seconds));
     let agent = match &request.agent {
         Some(agent) => Some(agent.clone()),
         None => super::runs::agent_of(db, &request.run_id).await?,
@@ -97,7 +110,7 @@ pub async fn create(
     let id = new_id();
     let sql = format!(
         "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-         'pending', $14, $15, NULL, NULL, NULL, NULL)"
+         'pending', $14, $15, NULL, NULL, NULL, NULL, $16, $17, NULL)"
     );
     let display = serde_json::to_string(&request.display).unwrap_or_else(|_| "[]".into());
     let result = on_pool!(db, pool => sqlx::query(&sql)
@@ -105,7 +118,7 @@ pub async fn create(
         .bind(&request.run_id)
         .bind(request.step_index)
         .bind(&request.tool)
-        .bind(canonical_json(&request.arguments))
+        .bind(canonical_json(&request.stored_arguments))
         .bind(&display)
         .bind(&request.idempotency_key)
         .bind(&payload)
@@ -113,9 +126,11 @@ pub async fn create(
         .bind(policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str())
         .bind(policy.map(|p| p.approver_role).unwrap_or(Role::Approver).as_str())
         .bind(&agent)
-        .bind(requested_by)
+        .bind(requested_by.name)
         .bind(now)
         .bind(now + expires_in * 1000)
+        .bind(policy.and_then(|p| p.use_within_seconds))
+        .bind(requested_by.token_id)
         .execute(pool)
         .await
         .map(|_| ()));
@@ -245,7 +260,10 @@ pub async fn decide(
         Decision::Approve => ApprovalStatus::Approved,
         Decision::Deny => ApprovalStatus::Denied,
     };
-    let sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4 \
+    // An approval is good for a short window after it is given (the policy's, copied in
+    // when the request was filed).
+    let sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, \
+               use_by = CASE WHEN $7 THEN $3 + COALESCE(use_within_seconds, $8) * 1000 ELSE NULL END \
                WHERE id = $5 AND status = 'pending' AND payload_sha256 = $6 AND expires_at > $3";
     let changed = on_pool!(db, pool => sqlx::query(sql)
         .bind(status.as_str())
@@ -254,6 +272,8 @@ pub async fn decide(
         .bind(reason)
         .bind(id)
         .bind(shown_sha256)
+        .bind(decision == Decision::Approve)
+        .bind(DEFAULT_USE_WITHIN_SECONDS)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;
@@ -287,6 +307,19 @@ fn refusal(current: &Approval, shown_sha256: &str, now: i64) -> String {
             when(current.decided_at)
         ),
     }
+}
+
+/// Whether the request was filed by this API token: by its id, or, for requests filed
+/// before ids were kept, by its name.
+pub async fn filed_by(db: &Db, id: &str, token_id: i64, token_name: &str) -> StoreResult<bool> {
+    let sql = "SELECT requested_by_token, requested_by FROM approvals WHERE id = $1";
+    let row: Option<(Option<i64>, String)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(id).fetch_optional(pool).await)?;
+    Ok(match row {
+        Some((Some(filer), _)) => filer == token_id,
+        Some((None, name)) => name == token_name,
+        None => false,
+    })
 }
 
 /// Cancels a pending request on the agent's behalf; a final request is returned unchanged.
@@ -372,6 +405,10 @@ macro_rules! record_violations {
                     approval_id: s.approval_id.as_deref(),
                     args_sha256: s.args_sha256.as_deref(),
                     requires_approval: s.requires_approval,
+                    run_id: $run_of[s.trace_id.as_str()].as_str(),
+                    step_index: s.step_index,
+                    started_ms: s.start_ns / 1_000_000,
+                    sent_by_token: s.sent_by_token,
                 };
                 needs_check(&e).then_some((e, s))
             })
@@ -379,11 +416,13 @@ macro_rules! record_violations {
         let ids: std::collections::BTreeSet<&str> = executions.iter().filter_map(|(e, _)| e.approval_id).collect();
         let mut facts: std::collections::BTreeMap<String, ApprovalFacts> = std::collections::BTreeMap::new();
         for id in ids {
-            let row: Option<ApprovalFacts> =
-                sqlx::query_as("SELECT id, tool, arguments_sha256, status, used_by_span FROM approvals WHERE id = $1")
-                    .bind(id)
-                    .fetch_optional(&mut *$tx)
-                    .await?;
+            let row: Option<ApprovalFacts> = sqlx::query_as(
+                "SELECT id, tool, arguments_sha256, status, used_by_span, run_id, step_index, decided_at, \
+                     use_by, requested_by_token FROM approvals WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *$tx)
+            .await?;
             facts.extend(row.map(|r| (r.id.clone(), r)));
         }
         for (e, s) in &executions {

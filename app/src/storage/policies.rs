@@ -6,7 +6,8 @@ use crate::access::Role;
 use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
 
-const COLUMNS: &str = "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit";
+const COLUMNS: &str =
+    "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit, use_within_seconds";
 
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
@@ -16,6 +17,7 @@ struct PolicyRow {
     approver_role: String,
     expiry_seconds: Option<i64>,
     run_limit: Option<i64>,
+    use_within_seconds: Option<i64>,
 }
 
 impl From<PolicyRow> for ToolPolicy {
@@ -27,6 +29,7 @@ impl From<PolicyRow> for ToolPolicy {
             approver_role: r.approver_role.parse().unwrap_or(Role::Approver),
             expiry_seconds: r.expiry_seconds,
             run_limit: r.run_limit,
+            use_within_seconds: r.use_within_seconds,
         }
     }
 }
@@ -46,10 +49,11 @@ pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
 /// Creates or replaces the policy for `pattern`.
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
     let sql = format!(
-        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
          ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \
          requires_approval = excluded.requires_approval, approver_role = excluded.approver_role, \
-         expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, updated_at = excluded.updated_at"
+         expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, \
+         use_within_seconds = excluded.use_within_seconds, updated_at = excluded.updated_at"
     );
     on_pool!(db, pool => sqlx::query(&sql)
         .bind(&policy.pattern)
@@ -58,6 +62,7 @@ pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
         .bind(policy.approver_role.as_str())
         .bind(policy.expiry_seconds)
         .bind(policy.run_limit)
+        .bind(policy.use_within_seconds)
         .bind(now_ms())
         .execute(pool)
         .await

@@ -9,6 +9,7 @@ use app::access::Scope;
 use app::approvals::hub::ApprovalHub;
 use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
+use app::ingest::redact::Redactor;
 use app::storage::{approvals, now_ms, policies, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -63,14 +64,17 @@ pub async fn create(
     Extension(token): Extension<AgentToken>,
     Extension(hub): Extension<ApprovalHub>,
     Extension(webhooks): Extension<Arc<Vec<app::notify::WebhookTarget>>>,
+    Extension(redactor): Extension<Arc<Redactor>>,
     body: Result<Json<ApprovalRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {
     token.require(Scope::Approvals)?;
     let Json(request) =
         body.map_err(|e| ApiError::BadRequest(format!("invalid approval request: {}", e.body_text())))?;
-    let request = request.validate().map_err(ApiError::BadRequest)?;
+    let mut request = request.validate().map_err(ApiError::BadRequest)?;
+    request.redact(&redactor);
     let policy = policies::for_tool(&db, &request.tool).await?;
-    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), &token.name).await?;
+    let requester = approvals::Requester { name: &token.name, token_id: Some(token.id) };
+    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), requester).await?;
     if created {
         tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
         hub.announce(&db, &approval.id).await;
@@ -177,7 +181,9 @@ async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiEr
 }
 
 /// `POST /api/v1/approvals/{id}/cancel`: the agent no longer needs the decision. A request
-/// that is already final is returned unchanged (check `status`).
+/// that is already final is returned unchanged (check `status`). Only the token that filed
+/// the request may cancel it (an administrator can, from its page): another agent must not
+/// be able to withdraw a request a person is about to decide.
 pub async fn cancel(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
@@ -187,6 +193,13 @@ pub async fn cancel(
     token.require(Scope::Approvals)?;
     let before =
         approvals::get(&db, &id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
+    if !approvals::filed_by(&db, &id, token.id, &token.name).await? {
+        return Err(ApiError::Forbidden(format!(
+            "only the token that filed request `{id}` ({}) may cancel it; ask an administrator to cancel it \
+             from its page",
+            before.requested_by
+        )));
+    }
     let after = approvals::cancel(&db, &id, &format!("token:{}", token.name))
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;

@@ -39,6 +39,9 @@ pub fn PoliciesAdmin() -> impl IntoView {
             </label>
             <label>"Expiry (seconds)" <input type="number" name="expiry_seconds" min="1" placeholder="3600"/></label>
             <label>"Per-run limit" <input type="number" name="run_limit" min="1" placeholder="none"/></label>
+            <label title="An approval must be used (its call must start) within this long after it was given">
+                "Use within (seconds)" <input type="number" name="use_within_seconds" min="1" placeholder="900"/>
+            </label>
             <button type="submit" class="primary">"Save policy"</button>
             <ActionError value=save.value()/>
         </ActionForm>
@@ -57,7 +60,7 @@ pub fn PoliciesAdmin() -> impl IntoView {
                         <table class="grid" data-testid="policy-table">
                             <thead><tr>
                                 <th>"Pattern"</th><th>"Side effect"</th><th>"Approval"</th><th>"Expiry"</th>
-                                <th>"Per-run limit"</th><th></th>
+                                <th>"Per-run limit"</th><th>"Use within"</th><th></th>
                             </tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|row| {
@@ -69,6 +72,7 @@ pub fn PoliciesAdmin() -> impl IntoView {
                                             <td>{if row.requires_approval { format!("required, by {}", row.approver_role) } else { "not required".to_string() }}</td>
                                             <td>{row.expiry_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (3600 s)".into())}</td>
                                             <td>{row.run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into())}</td>
+                                            <td>{row.use_within_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (900 s)".into())}</td>
                                             <td>
                                                 <ActionForm action=delete attr:class="inline">
                                                     <input type="hidden" name="pattern" value=pattern/>

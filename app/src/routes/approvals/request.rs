@@ -1,31 +1,36 @@
-//! One approval request (`/approvals/{id}`): the exact payload (every display field and
-//! every argument, verbatim and complete, as text) and, for someone holding the role the
-//! tool's policy names, Approve and Deny. Both post the payload hash this page showed, so
-//! a decision can only ever apply to what the approver read.
+//! One approval request (`/approvals/{id}`): first the exact payload the hash binds (tool
+//! and every argument, verbatim and complete, as text, invisible characters marked), then
+//! apart the agent's own description of it, held against the arguments (what it does not
+//! show, what it shows differently), and, for someone holding the role the tool's policy
+//! names, Approve and Deny. Both post the payload hash this page showed, so a decision can
+//! only ever apply to what the approver read.
 
 use crate::approvals::{Approval, ApprovalStatus};
 use crate::components::badges::Tag;
-use crate::components::payload::{pretty_json, ExactText};
+use crate::components::payload::{pretty_json, ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc, Timestamp};
 use crate::components::url::run_href;
-use crate::functions::approvals::{load_approval, ApprovalView, DecideApproval};
+use crate::functions::approvals::{load_approval, ApprovalView, CancelApproval, DecideApproval};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn ApprovalPage() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    // From the path, decoded once (see `components::url::path_id`).
+    let id = crate::components::url::path_id("/approvals/");
     let decide = ServerAction::<DecideApproval>::new();
-    let request = Resource::new(move || (id.get(), decide.version().get()), |(id, _)| load_approval(id));
+    let cancel = ServerAction::<CancelApproval>::new();
+    let request = Resource::new(
+        move || (id.get(), decide.version().get(), cancel.version().get()),
+        |(id, _, _)| load_approval(id),
+    );
     view! {
         <Title text="Approval request"/>
         <Transition fallback=|| view! { <p class="loading">"Loading request…"</p> }>
             {move || Suspend::new(async move {
                 match request.await {
-                    Ok(view) => view! { <Request view decide/> }.into_any(),
+                    Ok(view) => view! { <Request view decide cancel/> }.into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
                 }
             })}
@@ -34,40 +39,143 @@ pub fn ApprovalPage() -> impl IntoView {
 }
 
 #[component]
-fn Request(view: ApprovalView, decide: ServerAction<DecideApproval>) -> impl IntoView {
+fn Request(
+    view: ApprovalView,
+    decide: ServerAction<DecideApproval>,
+    cancel: ServerAction<CancelApproval>,
+) -> impl IntoView {
     let a = view.approval.clone();
     let status = a.status;
+    let pending = status == ApprovalStatus::Pending;
     view! {
         <p class="breadcrumb"><a href="/approvals">"Approvals"</a> " / " <code>{a.id.clone()}</code></p>
         <h1>
-            "Run " <code>{a.tool.clone()}</code> "?"
+            {if pending { "Run " } else { "Request to run " }}
+            <code><ExactInline text=a.tool.clone()/></code>
+            {if pending { "?" } else { "" }}
             " " <span data-testid="approval-status"><Tag kind="approval" value=status.as_str()/></span>
         </h1>
         <Facts a=a.clone() view=view.clone()/>
         <Outcome a=a.clone()/>
+        <Payload a=a.clone()/>
+        <AgentDescription a=a.clone()/>
+        {pending.then(|| view! { <Decide a=a.clone() can_decide=view.can_decide decide/> })}
+        {(pending && view.can_cancel).then(|| view! { <CancelRequest id=a.id.clone() cancel/> })}
+    }
+}
+
+/// What the hash binds: the tool and its arguments, first and complete.
+#[component]
+fn Payload(a: Approval) -> impl IntoView {
+    let pending = a.status == ApprovalStatus::Pending;
+    let redacted = a.arguments.contains(crate::canonical::REDACTED);
+    let hidden = crate::components::payload::has_hidden_characters(&a.arguments);
+    view! {
         <section class="card payload" data-testid="payload">
-            <h2>"Exactly what will run"</h2>
+            <h2>{if pending { "Exactly what will run" } else { "The payload this decision is bound to" }}</h2>
             <p class="muted small">
                 "Shown verbatim and complete. Markers stand for characters you could not otherwise see: "
                 <span class="invisible-char">"⇥"</span> " tab, " <span class="invisible-char">"·"</span>
                 " trailing space, " <span class="invisible-char">"⍽"</span> " no-break space, "
-                <span class="invisible-char">"[U+…]"</span> " invisible or control character."
+                <span class="invisible-char">"[U+…]"</span> " invisible, control or look-alike space character."
             </p>
-            {(!a.display.is_empty()).then(|| view! {
-                <dl class="display-fields" data-testid="display-fields">
-                    {a.display.iter().map(|f| view! {
-                        <dt>{f.label.clone()}</dt>
-                        <dd><ExactText text=f.value.clone()/></dd>
-                    }).collect_view()}
-                </dl>
+            {hidden.then(|| view! {
+                <p class="callout warn" data-testid="hidden-characters">
+                    "These arguments contain characters you cannot see (marked in red below). "
+                    "Read every marked value before deciding."
+                </p>
             })}
+            <h3>"Tool"</h3>
+            <pre class="exact" data-testid="tool"><ExactInline text=a.tool.clone()/></pre>
             <h3>"Arguments"</h3>
             <ExactText text=pretty_json(&a.arguments) testid="arguments"/>
+            {redacted.then(|| view! {
+                <p class="muted small" data-testid="redacted-note">
+                    "Values shown as [REDACTED] held a credential. Flightdeck does not store it; "
+                    "the hash below binds the value the agent sent."
+                </p>
+            })}
             <p class="muted small">
                 "Payload SHA-256 (tool and arguments): " <code data-testid="payload-sha">{a.payload_sha256.clone()}</code>
             </p>
         </section>
-        {(status == ApprovalStatus::Pending).then(|| view! { <Decide a=a.clone() can_decide=view.can_decide decide/> })}
+    }
+}
+
+/// The agent's own summary of the call, apart from what runs and held against it.
+#[component]
+fn AgentDescription(a: Approval) -> impl IntoView {
+    if a.display.is_empty() {
+        return None;
+    }
+    let arguments: serde_json::Value = serde_json::from_str(&a.arguments).unwrap_or(serde_json::Value::Null);
+    let report = crate::approvals::display::compare(&arguments, &a.display);
+    let clean = report.is_clean();
+    Some(view! {
+        <section class="card agent-description" data-testid="agent-description">
+            <h2>"The agent's own description"</h2>
+            <p class="muted small">
+                "Written by the agent to summarise the call. It is not what runs: the arguments above are."
+            </p>
+            {(!clean).then(|| view! { <DisplayWarnings report=report.clone()/> })}
+            <dl class="display-fields" data-testid="display-fields">
+                {a.display.iter().map(|f| view! {
+                    <dt><ExactInline text=f.label.clone()/></dt>
+                    <dd><ExactText text=f.value.clone()/></dd>
+                }).collect_view()}
+            </dl>
+        </section>
+    })
+}
+
+#[component]
+fn DisplayWarnings(report: crate::approvals::display::DisplayReport) -> impl IntoView {
+    view! {
+        <div class="callout danger" data-testid="display-warnings">
+            <h3>"The description does not match the arguments"</h3>
+            {(!report.unshown.is_empty()).then(|| view! {
+                <p>"Arguments the description does not show:"</p>
+                <ul data-testid="unshown-arguments">
+                    {report.unshown.iter().map(|(path, value)| view! {
+                        <li><code><ExactInline text=path.clone()/></code> ": " <ExactInline text=value.clone()/></li>
+                    }).collect_view()}
+                </ul>
+            })}
+            {(!report.differing.is_empty()).then(|| view! {
+                <p>"Values shown differently from the arguments:"</p>
+                <ul data-testid="differing-values">
+                    {report.differing.iter().map(|d| view! {
+                        <li>
+                            <strong><ExactInline text=d.label.clone()/></strong>
+                            " shows " <code><ExactInline text=d.shown.clone()/></code>
+                            ", but " <code><ExactInline text=d.path.clone()/></code>
+                            " is " <code><ExactInline text=d.actual.clone()/></code>
+                        </li>
+                    }).collect_view()}
+                </ul>
+            })}
+            {(!report.unmatched.is_empty()).then(|| view! {
+                <p>"Fields that describe no argument: "
+                    {report.unmatched.iter().map(|l| view! { <code><ExactInline text=l.clone()/></code> " " }).collect_view()}
+                </p>
+            })}
+        </div>
+    }
+}
+
+#[component]
+fn CancelRequest(id: String, cancel: ServerAction<CancelApproval>) -> impl IntoView {
+    view! {
+        <section class="card" data-testid="cancel">
+            <h2>"Cancel the request"</h2>
+            <p class="muted small">"As an administrator you can withdraw this request; the waiting agent is told it was cancelled."</p>
+            <ActionError value=cancel.value()/>
+            <ActionForm action=cancel attr:class="form">
+                <input type="hidden" name="id" value=id/>
+                <label>"Note for the audit log (optional)" <input type="text" name="reason" maxlength="500"/></label>
+                <button type="submit" class="danger">"Cancel request"</button>
+            </ActionForm>
+        </section>
     }
 }
 
@@ -83,17 +191,32 @@ fn Facts(a: Approval, view: ApprovalView) -> impl IntoView {
             <dt>"Requested"</dt>
             <dd><Timestamp at=a.created_at/> " (" {ago(&a.created_at, &view.now)} ")"</dd>
             <dt>"Expires"</dt>
-            <dd><Timestamp at=a.expires_at/></dd>
+            <dd><Timestamp at=a.expires_at/>
+                {(a.status == crate::approvals::ApprovalStatus::Pending).then(|| format!(" ({})", time_left(&a.expires_at, &view.now)))}
+            </dd>
+            {a.use_by.map(|t| view! { <dt>"Must be used by"</dt><dd><Timestamp at=t/></dd> })}
             <dt>"Agent"</dt>
-            <dd>{a.agent.clone().unwrap_or_else(|| "—".into())} <span class="muted small">{format!(" via token {}", a.requested_by)}</span></dd>
+            <dd><ExactInline text=a.agent.clone().unwrap_or_else(|| "—".into())/> <span class="muted small">" via token " <ExactInline text=a.requested_by.clone()/></span></dd>
             <dt>"Run"</dt>
-            <dd><code>{a.run_id.clone()}</code> {a.step_index.map(|s| format!(" · step {s}"))} " · " {trace}</dd>
+            <dd><code><ExactInline text=a.run_id.clone()/></code> {a.step_index.map(|s| format!(" · step {s}"))} " · " {trace}</dd>
             <dt>"Side effect"</dt>
             <dd><Tag kind="effect" value=a.side_effect.as_str()/></dd>
             <dt>"Who may decide"</dt>
             <dd>{format!("role {}", a.required_role)}</dd>
-            {a.idempotency_key.clone().map(|k| view! { <dt>"Idempotency key"</dt><dd><code>{k}</code></dd> })}
+            {a.idempotency_key.clone().map(|k| view! { <dt>"Idempotency key"</dt><dd><code><ExactInline text=k/></code></dd> })}
         </dl>
+    }
+}
+
+/// "12 min left", or "expired", for a pending request.
+fn time_left(expires_at: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<chrono::Utc>) -> String {
+    let secs = (*expires_at - *now).num_seconds();
+    match secs {
+        s if s <= 0 => "expired".into(),
+        s if s < 60 => format!("{s} s left"),
+        s if s < 3600 => format!("{} min left", s / 60),
+        s if s < 86_400 => format!("{} h {} min left", s / 3600, (s % 3600) / 60),
+        s => format!("{} d left", s / 86_400),
     }
 }
 
@@ -107,6 +230,9 @@ fn Outcome(a: Approval) -> impl IntoView {
         ApprovalStatus::Approved => format!("Approved by {who} at {when}."),
         ApprovalStatus::Denied => format!("Denied by {who} at {when}."),
         ApprovalStatus::Expired => format!("Expired at {when} without a decision."),
+        ApprovalStatus::Cancelled if who.starts_with("user:") => {
+            format!("Cancelled by {} at {when}.", who.trim_start_matches("user:"))
+        }
         ApprovalStatus::Cancelled => format!("Cancelled by the agent at {when}."),
     };
     let used = a.used_by_span.clone();
