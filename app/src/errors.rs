@@ -13,6 +13,9 @@ pub enum AppError {
     /// 401: the username or password was wrong (deliberately not saying which).
     #[error("wrong username or password")]
     BadCredentials,
+    /// 403: the password was right but the account is disabled.
+    #[error("this account is disabled; ask an administrator to enable it")]
+    AccountDisabled,
     /// 403: signed in, but without the role this needs.
     #[error("this needs the {0} role, which your account does not have; ask an administrator")]
     Forbidden(String),
@@ -40,7 +43,7 @@ impl AppError {
     pub fn status(&self) -> u16 {
         match self {
             AppError::Unauthorized | AppError::BadCredentials => 401,
-            AppError::Forbidden(_) => 403,
+            AppError::Forbidden(_) | AppError::AccountDisabled => 403,
             AppError::Invalid(_) => 400,
             AppError::NotFound(_) => 404,
             AppError::Conflict(_) => 409,

@@ -132,10 +132,14 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
         assert_eq!(only_logins.entries.len(), 1);
 
         let since = now_ms() - 60_000;
-        assert_eq!(audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", since).await.unwrap(), 4);
-        assert_eq!(audit::count_from_source_since(db, action::LOGIN_FAILED, "10.0.0.9", since).await.unwrap(), 7);
+        let failed = action::LOGIN_FAILED;
+        assert_eq!(audit::recent(db, failed, Some("user0"), None, since).await.unwrap().0, 4);
+        assert_eq!(audit::recent(db, failed, None, Some("10.0.0.9"), since).await.unwrap().0, 7);
+        let (n, last) = audit::recent(db, failed, Some("user0"), Some("10.0.0.9"), since).await.unwrap();
+        assert_eq!(n, 4);
+        assert!(last.is_some_and(|at| at >= since), "the last failure's time comes back");
         let future = now_ms() + 60_000;
-        assert_eq!(audit::count_for_target_since(db, action::LOGIN_FAILED, "user0", future).await.unwrap(), 0);
+        assert_eq!(audit::recent(db, failed, Some("user0"), None, future).await.unwrap(), (0, None));
         t.cleanup().await;
     }
 }

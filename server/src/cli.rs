@@ -64,7 +64,11 @@ pub enum UserCommand {
     /// Set a new password (from standard input, or generated and printed once) and sign
     /// the user out everywhere
     Reset { username: String },
-    /// List users and their roles
+    /// Disable a user: they cannot sign in, and every session of theirs ends at once
+    Disable { username: String },
+    /// Enable a disabled user again
+    Enable { username: String },
+    /// List users, their roles and whether they are disabled
     List,
 }
 

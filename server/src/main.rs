@@ -51,6 +51,8 @@ fn main() -> ExitCode {
                 match cmd {
                     UserCommand::Add { username, roles } => users::add(&db, &username, &roles).await,
                     UserCommand::Reset { username } => users::reset(&db, &username).await,
+                    UserCommand::Disable { username } => users::set_disabled(&db, &username, true).await,
+                    UserCommand::Enable { username } => users::set_disabled(&db, &username, false).await,
                     UserCommand::List => users::list(&db).await,
                 }
             }

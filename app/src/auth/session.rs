@@ -1,6 +1,7 @@
 //! What a browser session holds and how it becomes the current user. The session keeps
-//! only the user id and the session epoch; roles are read fresh on every request, so a
-//! role change or password reset takes effect at once.
+//! only the user id and the session epoch; the user is read fresh on every request, and a
+//! role change, password reset or disabling bumps the epoch, so it ends every session of
+//! that user at once.
 
 use crate::models::CurrentUser;
 use crate::models::OneTimeSecret;
@@ -15,7 +16,7 @@ pub async fn current_user(db: &Db, session: &Session) -> Option<CurrentUser> {
     let user_id: i64 = session.get(USER_ID).await.ok().flatten()?;
     let epoch: i64 = session.get(EPOCH).await.ok().flatten()?;
     let user = users::by_id(db, user_id).await.ok().flatten()?;
-    if user.session_epoch != epoch {
+    if user.session_epoch != epoch || user.is_disabled() {
         return None;
     }
     let roles = user.roles();

@@ -203,6 +203,34 @@ pub async fn set_roles(
     ssr::audit(&db, &admin, action::USER_ROLES_CHANGED, &username, Some(&detail)).await
 }
 
+/// Disables a user (ending all their sessions at once) or enables them again. An
+/// administrator cannot disable themselves or the last enabled administrator.
+#[server(prefix = "/fn", endpoint = "set_user_disabled")]
+pub async fn set_user_disabled(username: String, disabled: bool) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::access::Role;
+    use crate::storage::audit::action;
+    use crate::storage::users;
+
+    let admin = ssr::require(Role::Admin)?;
+    let db = ssr::db()?;
+    let Some(target) = users::by_username(&db, &username).await? else {
+        return ssr::fail(AppError::NotFound(format!("user `{username}`")));
+    };
+    if disabled && target.id == admin.id {
+        return ssr::fail(AppError::Conflict("you cannot disable your own account".into()));
+    }
+    let is_enabled_admin = target.roles().contains(&Role::Admin) && !target.is_disabled();
+    if disabled && is_enabled_admin && users::count_admins(&db).await? <= 1 {
+        return ssr::fail(AppError::Conflict(format!(
+            "`{username}` is the last enabled administrator; give another user the admin role first"
+        )));
+    }
+    users::set_disabled(&db, &username, disabled).await?;
+    let what = if disabled { action::USER_DISABLED } else { action::USER_ENABLED };
+    ssr::audit(&db, &admin, what, &username, None).await
+}
+
 /// A page of the audit log, newest first.
 #[server(prefix = "/fn", endpoint = "load_audit_page")]
 pub async fn load_audit_page(before: Option<i64>, action: Option<String>) -> Result<AuditPage, AppError> {
@@ -230,6 +258,7 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
             approver_role: p.approver_role.to_string(),
             expiry_seconds: p.expiry_seconds,
             run_limit: p.run_limit,
+            use_within_seconds: p.use_within_seconds,
         })
         .collect())
 }
@@ -246,6 +275,7 @@ pub async fn save_policy(
     #[server(default)] approver_role: Option<String>,
     #[server(default)] expiry_seconds: Option<String>,
     #[server(default)] run_limit: Option<String>,
+    #[server(default)] use_within_seconds: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::canonical::SideEffect;
@@ -291,6 +321,10 @@ pub async fn save_policy(
         Ok(n) => n,
         Err(e) => return ssr::fail(e),
     };
+    let use_within_seconds = match number("use within (seconds)", use_within_seconds, 7 * 24 * 3600) {
+        Ok(n) => n,
+        Err(e) => return ssr::fail(e),
+    };
     let policy = ToolPolicy {
         pattern: pattern.clone(),
         side_effect,
@@ -298,6 +332,7 @@ pub async fn save_policy(
         approver_role,
         expiry_seconds,
         run_limit,
+        use_within_seconds,
     };
     policies::upsert(&db, &policy).await?;
     let detail = format!(

@@ -12,6 +12,8 @@ pub mod action {
     pub const USER_CREATED: &str = "user_created";
     pub const USER_PASSWORD_RESET: &str = "user_password_reset";
     pub const USER_ROLES_CHANGED: &str = "user_roles_changed";
+    pub const USER_DISABLED: &str = "user_disabled";
+    pub const USER_ENABLED: &str = "user_enabled";
     pub const TOKEN_CREATED: &str = "token_created";
     pub const TOKEN_REVOKED: &str = "token_revoked";
     pub const POLICY_SAVED: &str = "tool_policy_saved";
@@ -19,6 +21,7 @@ pub mod action {
     pub const APPROVAL_APPROVED: &str = "approval_approved";
     pub const APPROVAL_DENIED: &str = "approval_denied";
     pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
+    pub const APPROVAL_CANCELLED: &str = "approval_cancelled";
     pub const ESCALATION_CLAIMED: &str = "escalation_claimed";
     pub const ESCALATION_RELEASED: &str = "escalation_released";
     pub const ESCALATION_NOTE: &str = "escalation_note";
@@ -94,16 +97,17 @@ pub async fn list(db: &Db, before: Option<i64>, action: Option<&str>, limit: i64
     Ok(AuditPage { entries, next_before })
 }
 
-/// How many `action` entries about `target` were recorded since `since_ms`.
-pub async fn count_for_target_since(db: &Db, action: &str, target: &str, since_ms: i64) -> StoreResult<i64> {
-    let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND target = $2 AND at >= $3";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(target).bind(since_ms)
-        .fetch_one(pool).await)?)
-}
-
-/// How many `action` entries came from `source` since `since_ms`.
-pub async fn count_from_source_since(db: &Db, action: &str, source: &str, since_ms: i64) -> StoreResult<i64> {
-    let sql = "SELECT COUNT(*) FROM audit_log WHERE action = $1 AND source = $2 AND at >= $3";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(action).bind(source).bind(since_ms)
+/// How often `action` was recorded since `since_ms` for the target (when given) from the
+/// source (when given), and when last: the failed sign-ins the backoff reads.
+pub async fn recent(
+    db: &Db,
+    action: &str,
+    target: Option<&str>,
+    source: Option<&str>,
+    since_ms: i64,
+) -> StoreResult<(i64, Option<i64>)> {
+    let sql = "SELECT COUNT(*), MAX(at) FROM audit_log WHERE action = $1 AND ($2 IS NULL OR target = $2) \
+               AND ($3 IS NULL OR source = $3) AND at >= $4";
+    Ok(on_pool!(db, pool => sqlx::query_as(sql).bind(action).bind(target).bind(source).bind(since_ms)
         .fetch_one(pool).await)?)
 }

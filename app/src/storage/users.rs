@@ -1,5 +1,6 @@
-//! Accounts: usernames, Argon2id password hashes, roles, and the session epoch that
-//! signs out every session of a user whose password was reset.
+//! Accounts: usernames, Argon2id password hashes, roles, whether the account is disabled,
+//! and the session epoch that signs out every session of a user whose password, roles or
+//! status changed.
 
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::{format_roles, parse_roles, Role};
@@ -14,6 +15,7 @@ pub struct UserRecord {
     pub roles: String,
     pub session_epoch: i64,
     pub created_at: i64,
+    pub disabled_at: Option<i64>,
 }
 
 impl UserRecord {
@@ -29,11 +31,18 @@ impl UserRecord {
             username: self.username.clone(),
             roles: self.roles(),
             created_at: from_ms(self.created_at),
+            disabled: self.disabled_at.is_some(),
         }
     }
 }
 
-const COLUMNS: &str = "id, username, password_hash, roles, session_epoch, created_at";
+const COLUMNS: &str = "id, username, password_hash, roles, session_epoch, created_at, disabled_at";
+
+impl UserRecord {
+    pub fn is_disabled(&self) -> bool {
+        self.disabled_at.is_some()
+    }
+}
 
 /// Checks a username before it is stored: short, printable, no spaces.
 pub fn validate_username(username: &str) -> Result<(), String> {
@@ -98,9 +107,10 @@ pub async fn set_password(db: &Db, username: &str, password_hash: &str) -> Store
     Ok(())
 }
 
-/// Replaces the roles of a user; takes effect on their next request.
+/// Replaces the roles of a user and signs them out everywhere, so no page rendered under
+/// the old roles stays open.
 pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<()> {
-    let sql = "UPDATE users SET roles = $1 WHERE username = $2";
+    let sql = "UPDATE users SET roles = $1, session_epoch = session_epoch + 1 WHERE username = $2";
     let roles = format_roles(roles);
     let done = on_pool!(db, pool => sqlx::query(sql).bind(&roles).bind(username)
         .execute(pool).await.map(|r| r.rows_affected()))?;
@@ -110,9 +120,22 @@ pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<(
     Ok(())
 }
 
-/// How many users hold `admin`; the last one may not lose it.
+/// Disables a user (they cannot sign in, and every session of theirs ends at once) or
+/// enables them again.
+pub async fn set_disabled(db: &Db, username: &str, disabled: bool) -> StoreResult<()> {
+    let sql = "UPDATE users SET disabled_at = $1, session_epoch = session_epoch + 1 WHERE username = $2";
+    let at = disabled.then(now_ms);
+    let done = on_pool!(db, pool => sqlx::query(sql).bind(at).bind(username)
+        .execute(pool).await.map(|r| r.rows_affected()))?;
+    if done == 0 {
+        return Err(StoreError::NotFound(format!("user `{username}`")));
+    }
+    Ok(())
+}
+
+/// How many enabled users hold `admin`; the last one may not lose it or be disabled.
 pub async fn count_admins(db: &Db) -> StoreResult<usize> {
-    let sql = "SELECT roles FROM users";
+    let sql = "SELECT roles FROM users WHERE disabled_at IS NULL";
     let all: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?;
     Ok(all.iter().filter(|r| parse_roles(r).map(|r| r.contains(&Role::Admin)).unwrap_or(false)).count())
 }

@@ -20,6 +20,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let db = super::open_database(&config).await?;
     super::users::create_first_admin(&db).await?;
     let ingest_settings = config.ingest_settings()?;
+    // Hashed now rather than at the first sign-in of an unknown username, which would
+    // otherwise take twice as long as any other and tell the username apart.
+    tokio::task::spawn_blocking(|| app::auth::password::dummy_hash().len()).await?;
     for policy in &config.tool_policies {
         policies::upsert(&db, policy).await?;
     }
@@ -42,6 +45,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         leptos_options: leptos_options(&config),
         approvals: approval_hub.clone(),
         webhooks: Arc::new(config.webhooks.clone()),
+        redactor: Arc::new(ingest_settings.redactor.clone()),
     };
     // Started before the router so `/metrics` can report the receivers' counters.
     let (ingest, writer_gone) = IngestService::start(

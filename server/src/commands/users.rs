@@ -66,13 +66,36 @@ pub async fn reset(db: &Db, username: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Disables or enables a user. Disabling ends their sessions at once; the last enabled
+/// administrator cannot be disabled (recover with `user add --role admin` first).
+pub async fn set_disabled(db: &Db, username: &str, disabled: bool) -> anyhow::Result<()> {
+    let Some(user) = users::by_username(db, username).await? else {
+        anyhow::bail!("no user named `{username}`");
+    };
+    let enabled_admin = user.roles().contains(&Role::Admin) && !user.is_disabled();
+    if disabled && enabled_admin && users::count_admins(db).await? <= 1 {
+        anyhow::bail!("`{username}` is the last enabled administrator; add another administrator first");
+    }
+    users::set_disabled(db, username, disabled).await?;
+    let what = if disabled { action::USER_DISABLED } else { action::USER_ENABLED };
+    audit::record(db, NewEntry { actor: Some("cli"), action: what, target: Some(username), ..Default::default() })
+        .await?;
+    if disabled {
+        eprintln!("disabled {username}; their sessions are signed out");
+    } else {
+        eprintln!("enabled {username}");
+    }
+    Ok(())
+}
+
 pub async fn list(db: &Db) -> anyhow::Result<()> {
-    println!("{:<24} {:<36} CREATED", "USERNAME", "ROLES");
+    println!("{:<24} {:<36} {:<9} CREATED", "USERNAME", "ROLES", "STATUS");
     for user in users::list(db).await? {
         println!(
-            "{:<24} {:<36} {}",
+            "{:<24} {:<36} {:<9} {}",
             user.username,
             format_roles(&user.roles),
+            if user.disabled { "disabled" } else { "active" },
             user.created_at.format("%Y-%m-%d %H:%M UTC")
         );
     }

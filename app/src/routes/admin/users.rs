@@ -1,11 +1,12 @@
 //! Users and roles: add a user (the generated password is shown once), change roles,
-//! reset a password.
+//! reset a password, disable or enable an account. Each of the last three ends the user's
+//! sessions at once.
 
 use super::{AdminTabs, OneTimeSecretBox};
 use crate::access::Role;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
-use crate::functions::admin::{load_users_page, CreateUser, ResetPassword, SetRoles};
+use crate::functions::admin::{load_users_page, CreateUser, ResetPassword, SetRoles, SetUserDisabled};
 use crate::models::UserSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -15,8 +16,9 @@ pub fn UsersAdmin() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
     let set_roles = ServerAction::<SetRoles>::new();
     let reset = ServerAction::<ResetPassword>::new();
+    let disable = ServerAction::<SetUserDisabled>::new();
     let page = Resource::new(
-        move || (create.version().get(), set_roles.version().get(), reset.version().get()),
+        move || (create.version().get(), set_roles.version().get(), reset.version().get(), disable.version().get()),
         |_| load_users_page(),
     );
     view! {
@@ -32,12 +34,13 @@ pub fn UsersAdmin() -> impl IntoView {
         </ActionForm>
         <ActionError value=set_roles.value()/>
         <ActionError value=reset.value()/>
+        <ActionError value=disable.value()/>
         <Suspense fallback=|| view! { <p class="loading">"Loading users…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(page) => view! {
                         {page.new_secret.map(|secret| view! { <OneTimeSecretBox secret/> })}
-                        <UserTable users=page.users set_roles reset/>
+                        <UserTable users=page.users set_roles reset disable/>
                     }
                         .into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
@@ -74,11 +77,12 @@ fn UserTable(
     users: Vec<UserSummary>,
     set_roles: ServerAction<SetRoles>,
     reset: ServerAction<ResetPassword>,
+    disable: ServerAction<SetUserDisabled>,
 ) -> impl IntoView {
     view! {
         <table class="grid" data-testid="user-table">
             <thead>
-                <tr><th>"Username"</th><th>"Roles"</th><th>"Created"</th><th></th></tr>
+                <tr><th>"Username"</th><th>"Roles"</th><th>"Created"</th><th>"Account"</th></tr>
             </thead>
             <tbody>
                 {users
@@ -86,10 +90,15 @@ fn UserTable(
                     .map(|u| {
                         let for_roles = u.username.clone();
                         let for_reset = u.username.clone();
+                        let for_disable = u.username.clone();
                         let roles = u.roles.clone();
+                        let disabled = u.disabled;
                         view! {
-                            <tr>
-                                <td class="name">{u.username.clone()}</td>
+                            <tr class:disabled=disabled data-testid=format!("user-{}", u.username)>
+                                <td class="name">
+                                    {u.username.clone()}
+                                    {disabled.then(|| view! { " " <span class="tag tag-muted">"disabled"</span> })}
+                                </td>
                                 <td>
                                     <ActionForm action=set_roles attr:class="inline">
                                         <input type="hidden" name="username" value=for_roles/>
@@ -102,6 +111,13 @@ fn UserTable(
                                     <ActionForm action=reset attr:class="inline">
                                         <input type="hidden" name="username" value=for_reset/>
                                         <button type="submit" class="small">"Reset password"</button>
+                                    </ActionForm>
+                                    <ActionForm action=disable attr:class="inline">
+                                        <input type="hidden" name="username" value=for_disable/>
+                                        <input type="hidden" name="disabled" value=if disabled { "false" } else { "true" }/>
+                                        <button type="submit" class=if disabled { "small" } else { "small danger" }>
+                                            {if disabled { "Enable" } else { "Disable" }}
+                                        </button>
                                     </ActionForm>
                                 </td>
                             </tr>
