@@ -39,7 +39,8 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_SITE_ROOT", global = true, value_name = "DIR")]
     pub site_root: Option<PathBuf>,
 
-    /// Mark session cookies Secure; turn on when Flightdeck is served over HTTPS [default: false]
+    /// Mark session cookies Secure (sent over HTTPS only) [default: true when public_url
+    /// starts with https://, else false]
     #[arg(long, env = "FLIGHTDECK_SECURE_COOKIES", global = true, value_name = "BOOL",
           num_args = 0..=1, default_missing_value = "true")]
     pub secure_cookies: Option<bool>,
@@ -283,7 +284,9 @@ impl Config {
             data_dir,
             database_url,
             site_root: o.site_root.unwrap_or_else(|| PathBuf::from("target/site")),
-            secure_cookies: o.secure_cookies.unwrap_or(false),
+            // Served over HTTPS (as the public URL says), a session cookie must never
+            // travel over plain HTTP.
+            secure_cookies: o.secure_cookies.unwrap_or(public_url.starts_with("https://")),
             session_idle_minutes: o.session_idle_minutes.unwrap_or(720),
             otlp_http_listen: o.otlp_http_listen.unwrap_or_else(|| "127.0.0.1:4318".parse().unwrap()),
             otlp_grpc_listen: o.otlp_grpc_listen.unwrap_or_else(|| "127.0.0.1:4317".parse().unwrap()),
@@ -358,7 +361,11 @@ impl fmt::Display for Config {
         writeln!(f, "  max_attribute_bytes  {}", self.max_attribute_bytes)?;
         let d = &self.decode_limits;
         writeln!(f, "  max_spans_per_request {}", d.max_spans)?;
-        writeln!(f, "  max_per_span         {} attributes, {} events, {} links", d.max_attributes, d.max_events, d.max_links)?;
+        writeln!(
+            f,
+            "  max_per_span         {} attributes, {} events, {} links",
+            d.max_attributes, d.max_events, d.max_links
+        )?;
         writeln!(f, "  body_policy          {}", self.body_policy.as_str())?;
         writeln!(f, "  body_retention_days  {}", self.body_retention_days)?;
         writeln!(f, "  retention_days       {}", self.retention_days)?;
@@ -402,6 +409,10 @@ mod tests {
         assert_eq!(c.database_url, "sqlite://data/flightdeck.db");
         assert!(c.is_sqlite());
         assert!(!c.secure_cookies);
+        let https = Overrides { public_url: Some("https://fd.example".into()), ..Default::default() };
+        assert!(Config::resolve(https.clone(), None).unwrap().secure_cookies, "https public URL: Secure cookies");
+        let forced = Overrides { secure_cookies: Some(false), ..https };
+        assert!(!Config::resolve(forced, None).unwrap().secure_cookies, "an explicit setting wins");
     }
 
     #[test]

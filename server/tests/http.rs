@@ -25,6 +25,8 @@ async fn setup(t: &TestDb) -> Router {
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Default::default(),
+
+        redactor: Default::default(),
     };
     flightdeck::web::router(state, &config)
 }
@@ -35,20 +37,29 @@ struct Reply {
     body: String,
 }
 
-/// A browser stand-in: one session cookie, same-origin by default.
+/// A browser stand-in: one session cookie, same-origin by default, from one address.
 struct Browser {
     app: Router,
     cookie: Option<String>,
+    address: Option<std::net::SocketAddr>,
 }
 
 impl Browser {
     fn new(app: &Router) -> Self {
-        Browser { app: app.clone(), cookie: None }
+        Browser { app: app.clone(), cookie: None, address: None }
+    }
+
+    /// A browser whose requests come from `ip`, as `serve` sees client addresses.
+    fn at(app: &Router, ip: &str) -> Self {
+        Browser { app: app.clone(), cookie: None, address: Some(format!("{ip}:40000").parse().unwrap()) }
     }
 
     async fn send(&mut self, mut req: Request<Body>) -> Reply {
         if let Some(c) = &self.cookie {
             req.headers_mut().insert(header::COOKIE, c.parse().unwrap());
+        }
+        if let Some(address) = self.address {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(address));
         }
         let res = self.app.clone().oneshot(req).await.unwrap();
         if let Some(set) = res.headers().get(header::SET_COOKIE) {
@@ -163,29 +174,107 @@ async fn sign_in_sets_a_hardened_cookie_and_shows_the_shell() {
 }
 
 #[tokio::test]
-async fn wrong_passwords_are_refused_audited_and_rate_limited() {
+async fn wrong_passwords_slow_the_guesser_not_the_owner() {
     for t in TestDb::each_backend().await {
         let app = setup(&t).await;
-        let mut b = Browser::new(&app);
-        let r = b.login("alice", "wrong-password").await;
+        let mut attacker = Browser::at(&app, "203.0.113.9");
+        let r = attacker.login("alice", "wrong-password").await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
         assert!(r.body.contains("BadCredentials"), "{}", r.body);
-        let r = b.login("nobody", "wrong-password").await;
+        let r = attacker.login("nobody", "wrong-password").await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "unknown users look the same");
-        for _ in 0..4 {
-            b.login("alice", "wrong-password").await;
+        for _ in 0..2 {
+            assert_eq!(attacker.login("alice", "wrong-password").await.status, StatusCode::UNAUTHORIZED);
         }
-        let r = b.login("alice", ALICE_PASSWORD).await;
+        // Three misses for alice from this address: the next attempt must wait a second,
+        // even with the right password.
+        let r = attacker.login("alice", ALICE_PASSWORD).await;
         assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
-        assert!(r.body.contains("too many failed sign-in attempts"), "{}", r.body);
-        assert!(b.get("/runs").await.status == StatusCode::SEE_OTHER, "not signed in");
-        // the limit is per user: victor can still sign in
-        let mut other = Browser::new(&app);
-        assert_eq!(other.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
+        assert!(r.body.contains("wait 1 second"), "{}", r.body);
+        // The owner, from their own address, is not held up at all.
+        let mut owner = Browser::at(&app, "198.51.100.20");
+        assert_eq!(owner.login("alice", ALICE_PASSWORD).await.status, StatusCode::OK);
+        // After the wait the guesser may try once more, then waits twice as long.
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+        assert_eq!(attacker.login("alice", "wrong-password").await.status, StatusCode::UNAUTHORIZED);
+        let r = attacker.login("alice", "wrong-password").await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(r.body.contains("wait 2 seconds"), "{}", r.body);
+        // Another username from the same address has its own allowance.
+        assert_eq!(attacker.login("victor", "wrong-password").await.status, StatusCode::UNAUTHORIZED);
 
         let failed = audit::list(&t.db, None, Some("login_failed"), 50).await.unwrap().entries;
-        assert_eq!(failed.len(), 6);
-        assert_eq!(failed.last().unwrap().target.as_deref(), Some("alice"));
+        assert_eq!(failed.len(), 6, "refused attempts are not failures: they never checked a password");
+        assert!(failed.iter().all(|e| e.source.as_deref() == Some("203.0.113.9")));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn password_checks_queue_and_unknown_users_cost_the_same() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    // Twelve guesses at once, each from its own address so no backoff applies.
+    let guesses: Vec<_> = (0..12)
+        .map(|i| {
+            let mut b = Browser::at(&app, &format!("192.0.2.{}", i + 1));
+            tokio::spawn(async move { b.login(if i % 2 == 0 { "alice" } else { "nobody" }, "guess").await.status })
+        })
+        .collect();
+    for guess in guesses {
+        assert_eq!(guess.await.unwrap(), StatusCode::UNAUTHORIZED, "queued, not refused");
+    }
+    let peak = app::functions::auth::peak_concurrent_password_checks();
+    assert!(
+        (1..=app::functions::auth::MAX_CONCURRENT_PASSWORD_CHECKS).contains(&peak),
+        "{peak} password checks ran at once"
+    );
+    // An unknown username is checked against a hash as expensive as a real one.
+    let timed = |user: &'static str, ip: String| {
+        let app = app.clone();
+        async move {
+            let mut b = Browser::at(&app, &ip);
+            let started = std::time::Instant::now();
+            b.login(user, "guess").await;
+            started.elapsed()
+        }
+    };
+    let (mut known, mut unknown) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+    for i in 0..6 {
+        known += timed("alice", format!("192.0.2.{}", 100 + i)).await;
+        unknown += timed("nobody-at-all", format!("192.0.2.{}", 150 + i)).await;
+    }
+    assert!(unknown * 2 > known, "unknown users took {unknown:?}, known ones {known:?}");
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn disabled_users_cannot_sign_in_and_lose_their_sessions_at_once() {
+    for t in TestDb::each_backend().await {
+        let app = setup(&t).await;
+        let mut victor = Browser::new(&app);
+        assert_eq!(victor.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
+        assert_eq!(victor.get("/runs").await.status, StatusCode::OK);
+        let mut alice = Browser::new(&app);
+        assert_eq!(alice.login("alice", ALICE_PASSWORD).await.status, StatusCode::OK);
+        let r = alice.call("set_user_disabled", "username=victor&disabled=true").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(victor.get("/runs").await.status, StatusCode::SEE_OTHER, "the open session ended");
+        let r = victor.login("victor", VICTOR_PASSWORD).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+        assert!(r.body.contains("AccountDisabled"), "{}", r.body);
+        let r = alice.call("set_user_disabled", "username=alice&disabled=true").await;
+        assert_eq!(r.status, StatusCode::CONFLICT, "nobody disables themselves: {}", r.body);
+        let r = alice.call("set_user_disabled", "username=victor&disabled=false").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(victor.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
+        // Changing roles ends the sessions too.
+        let r = alice.call("set_roles", "username=victor&role_viewer=on&role_approver=on").await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        assert_eq!(victor.get("/runs").await.status, StatusCode::SEE_OTHER, "signed out by the role change");
+        let actions: Vec<String> =
+            audit::list(&t.db, None, None, 50).await.unwrap().entries.into_iter().map(|e| e.action).collect();
+        assert!(actions.contains(&"user_disabled".to_string()) && actions.contains(&"user_enabled".to_string()));
         t.cleanup().await;
     }
 }
@@ -453,4 +542,159 @@ async fn run_pages_show_runs_search_duplicates_and_render_agent_text_as_text() {
         assert_eq!(anonymous.get("/runs/run-hostile/replay.json").await.status, StatusCode::SEE_OTHER);
         t.cleanup().await;
     }
+}
+
+#[path = "common/spans.rs"]
+#[allow(dead_code)] // this file uses part of it
+mod spans;
+
+#[tokio::test]
+async fn every_answer_carries_security_headers_and_pages_a_nonce_policy() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    let mut b = Browser::new(&app);
+    let login = b.get("/login").await;
+    assert_eq!(login.status, StatusCode::OK);
+    let csp = login.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().to_string();
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("object-src 'none'"), "{csp}");
+    assert!(csp.contains("'wasm-unsafe-eval'") && !csp.contains("'unsafe-eval' "), "{csp}");
+    // Inline scripts run only with this render's nonce, and every one carries it.
+    let nonce = csp.split("'nonce-").nth(1).and_then(|rest| rest.split('\'').next()).expect("a nonce").to_string();
+    assert!(nonce.len() >= 16, "{nonce}");
+    let scripts = login.body.matches("<script").count();
+    let executable = scripts - login.body.matches("type=\"application/json\"").count();
+    assert!(executable >= 1, "the hydration script");
+    assert_eq!(login.body.matches(&format!("nonce=\"{nonce}\"")).count(), executable, "{}", login.body);
+    let again = b.get("/login").await;
+    assert!(!again.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains(&nonce), "a fresh nonce");
+
+    for (path, r) in [("/login", login), ("/api/v1/token", api_get(&app, "/api/v1/token", None).await)] {
+        assert_eq!(r.headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(r.headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(r.headers[header::REFERRER_POLICY], "same-origin", "{path}");
+        assert_eq!(r.headers[header::CACHE_CONTROL], "no-store", "{path}");
+        assert!(r.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().contains("frame-ancestors 'none'"));
+    }
+    let api = api_get(&app, "/api/v1/token", None).await;
+    assert!(api.headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap().starts_with("default-src 'none'"));
+    b.login("alice", ALICE_PASSWORD).await;
+    let page = b.get("/runs").await;
+    assert_eq!(page.headers[header::CACHE_CONTROL], "no-store", "signed-in pages are never cached");
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn head_is_guarded_like_get_and_malformed_paths_are_400() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    let head = |path: &str, cookie: Option<String>| {
+        let mut req = Request::head(path);
+        if let Some(c) = cookie {
+            req = req.header(header::COOKIE, c);
+        }
+        req.body(Body::empty()).unwrap()
+    };
+    let mut anonymous = Browser::new(&app);
+    for path in ["/runs", "/approvals", "/admin/users"] {
+        let r = anonymous.send(head(path, None)).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "HEAD {path}");
+    }
+    let mut b = Browser::new(&app);
+    b.login("victor", VICTOR_PASSWORD).await;
+    let r = b.send(head("/admin/users", None)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "HEAD needs the role GET needs");
+    for path in ["/runs/%a%C3%A9", "/runs/%", "/runs/%C3", "/approvals/%zz"] {
+        let r = b.get(path).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}: {}", r.body);
+        assert!(r.body.contains("malformed URL path"), "{}", r.body);
+    }
+    // A run id with `%` and `/` in it is decoded exactly once.
+    spans::ingest(
+        &t.db,
+        vec![spans::span_at(9, 1, None, "root", 1_800_000_000_000_000_000, vec![spans::kv("run.id", "a%41/b")])],
+    )
+    .await;
+    // A tool call whose arguments carried a key is flagged on the run page.
+    spans::ingest(
+        &t.db,
+        vec![
+            spans::span_at(8, 1, None, "root", 1_800_000_000_000_000_000, vec![spans::kv("run.id", "run-leaky")]),
+            spans::span_at(
+                8,
+                2,
+                Some(1),
+                "execute_tool call_api",
+                1_800_000_000_000_000_000,
+                vec![
+                    spans::kv("gen_ai.operation.name", "execute_tool"),
+                    spans::kv("gen_ai.tool.name", "call_api"),
+                    spans::kv(
+                        "gen_ai.tool.call.arguments",
+                        r#"{"url":"https://x","key":"sk_live_4eC39HqLyjWDarjtT1zdp7dc"}"#,
+                    ),
+                ],
+            ),
+        ],
+    )
+    .await;
+    let leaky = b.get("/runs/run-leaky").await;
+    assert!(leaky.body.contains("flag-credential") && leaky.body.contains("carried a credential"), "{}", leaky.body);
+    assert!(leaky.body.contains("(call_api)"));
+    assert!(!leaky.body.contains("sk_live_4eC3"));
+    let page = b.get("/runs/a%2541%2Fb").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("<code>a%41/b</code>"), "the run decoded once, not as aA/b");
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn next_after_sign_in_stays_on_this_site_and_cannot_break_the_redirect() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    for (next, expected) in [
+        ("%2Fapprovals%3Ftool%3Dx", "/approvals?tool=x"),
+        ("%2F%09%2Fevil.example", "/runs"),
+        ("%2F%0A%2Fevil.example", "/runs"),
+        ("%2Fruns%0D%0ASet-Cookie%3A%20x%3D1", "/runs"),
+        ("%2F%2Fevil.example", "/runs"),
+        ("%2F%5Cevil.example", "/runs"),
+        ("%2F%252F%252Fevil.example", "/runs"),
+        ("https%3A%2F%2Fevil.example", "/runs"),
+    ] {
+        // As a plain form post (no JavaScript): the answer is a redirect.
+        let mut b = Browser::at(&app, "192.0.2.77");
+        let req = Request::post("/fn/login")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::ACCEPT, "text/html")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(format!("username=alice&password={ALICE_PASSWORD}&next={next}")))
+            .unwrap();
+        let r = b.send(req).await;
+        assert!(r.status.is_redirection(), "{next}: {} {}", r.status, r.body);
+        assert_eq!(r.headers[header::LOCATION], expected, "{next}");
+    }
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn cookies_are_secure_when_the_public_url_is_https() {
+    let t = TestDb::sqlite().await;
+    users::create(&t.db, "alice", &password::hash(ALICE_PASSWORD), &[Role::Viewer]).await.unwrap();
+    let config =
+        Config::resolve(Overrides { public_url: Some("https://fd.example".into()), ..Default::default() }, None)
+            .unwrap();
+    let state = AppState {
+        db: t.db.clone(),
+        leptos_options: flightdeck::commands::serve::leptos_options(&config),
+        approvals: Default::default(),
+        webhooks: Default::default(),
+        redactor: Default::default(),
+    };
+    let app = flightdeck::web::router(state, &config);
+    let mut b = Browser::new(&app);
+    let r = b.login("alice", ALICE_PASSWORD).await;
+    let set_cookie = r.headers[header::SET_COOKIE].to_str().unwrap();
+    assert!(set_cookie.contains("Secure"), "{set_cookie}");
+    assert!(r.headers[header::STRICT_TRANSPORT_SECURITY].to_str().unwrap().contains("max-age="));
+    t.cleanup().await;
 }

@@ -1,5 +1,9 @@
 //! Building links: run ids and other agent-supplied values go into URLs percent-encoded,
 //! so any text an agent chose survives the round trip and cannot break out of the link.
+//! Decoding happens once, in [`path_param`]: the server refuses a path whose
+//! percent-encoding is malformed before any page sees it, and pages read their id from
+//! the path through it rather than from the router's parameters, which Leptos decodes
+//! twice under a parent route (so `a%2541` became `aA` instead of `a%41`).
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
 pub fn encode(value: &str) -> String {
@@ -13,23 +17,49 @@ pub fn encode(value: &str) -> String {
     out
 }
 
-/// Reverses [`encode`] (and any other percent-encoding); invalid escapes stay as they are.
-pub fn decode(value: &str) -> String {
+/// Percent-decodes once. Malformed escapes stay as they are (the server answers such
+/// paths with 400 before a page sees them); invalid UTF-8 becomes U+FFFD.
+fn decode_once(value: &str) -> String {
     let bytes = value.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&value[i + 1..i + 3], 16) {
-                out.push(b);
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], escaped) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
                 i += 3;
-                continue;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
             }
         }
-        out.push(bytes[i]);
-        i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The id in a page's path (`/runs/{id}`): the one segment after `prefix`, decoded once.
+pub fn path_param(pathname: &str, prefix: &str) -> Option<String> {
+    let rest = pathname.strip_prefix(prefix)?;
+    let segment = rest.split('/').next().unwrap_or(rest);
+    (!segment.is_empty()).then(|| decode_once(segment))
+}
+
+/// The id of the page under `prefix` (`"/runs/"`): read from the path this route matched
+/// (raw, as the browser sent it) through [`path_param`], so it is decoded exactly once.
+/// The matched path changes only while this route matches, so the page never fetches
+/// its data for an id belonging to the page being navigated to or from.
+pub fn path_id(prefix: &'static str) -> leptos::prelude::Memo<String> {
+    use leptos::prelude::*;
+    let matched = leptos_router::hooks::use_matched();
+    Memo::new(move |previous: Option<&String>| {
+        matched.with(|m| path_param(m, prefix)).or_else(|| previous.cloned()).unwrap_or_default()
+    })
 }
 
 /// The link to a run's page.
@@ -56,11 +86,14 @@ mod tests {
 
     #[test]
     fn values_round_trip_through_urls() {
-        for value in ["run-1", "a/b c?d=e&f#g", "<script>alert(1)</script>", "ünïcødé", "100%"] {
-            assert_eq!(decode(&encode(value)), value);
+        for value in ["run-1", "a/b c?d=e&f#g", "<script>alert(1)</script>", "ünïcødé", "100%", "%2541"] {
+            assert_eq!(path_param(&run_href(value), "/runs/").as_deref(), Some(value));
         }
+        assert_eq!(path_param("/runs/a%2541%2Fb", "/runs/").as_deref(), Some("a%41/b"), "decoded once");
+        assert_eq!(path_param("/runs/x/replay.json", "/runs/").as_deref(), Some("x"));
+        assert_eq!(path_param("/runs/", "/runs/"), None);
+        assert_eq!(path_param("/runs/%a%C3%A9", "/runs/").as_deref(), Some("%aé"), "no panic on bad escapes");
         assert_eq!(encode("a b/c"), "a%20b%2Fc");
-        assert_eq!(decode("bad%zzescape%"), "bad%zzescape%");
         assert_eq!(query(&[("q", Some("x y".into())), ("flag", None), ("sort", Some(String::new()))]), "?q=x%20y");
     }
 }

@@ -11,32 +11,63 @@ pub mod runs;
 pub use auth::{AgentToken, TokenAuth};
 pub use error::ApiError;
 
+use app::access::Scope;
 use app::approvals::hub::ApprovalHub;
 use app::storage::Db;
+use axum::http::Method;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Json, Router};
 use serde_json::json;
+
+/// One authenticated route of the API and the scope its handler requires (`None`: any
+/// valid token). The access test walks this list, which is the one the router is built
+/// from, so a route cannot be added without appearing in it.
+#[derive(Debug, Clone)]
+pub struct ApiRoute {
+    pub method: Method,
+    /// The path under `/api/v1`, with `{parameters}`.
+    pub path: &'static str,
+    pub scope: Option<Scope>,
+}
+
+type Entry = (Method, &'static str, Option<Scope>, MethodRouter<Db>);
+
+/// Every authenticated route: method, path, the scope its handler checks, the handler.
+fn table() -> Vec<Entry> {
+    use Method as M;
+    vec![
+        (M::GET, "/token", None, get(describe_token)),
+        (M::GET, "/runs", Some(Scope::Read), get(runs::list)),
+        (M::GET, "/runs/{run_id}", Some(Scope::Read), get(runs::get)),
+        (M::GET, "/runs/{run_id}/replay", Some(Scope::Read), get(runs::replay)),
+        (M::POST, "/approvals", Some(Scope::Approvals), post(approvals::create)),
+        (M::GET, "/approvals/{id}", Some(Scope::Approvals), get(approvals::get)),
+        (M::POST, "/approvals/{id}/cancel", Some(Scope::Approvals), post(approvals::cancel)),
+        (M::POST, "/escalations", Some(Scope::Escalations), post(escalations::file)),
+        (M::GET, "/escalations/{id}", Some(Scope::Escalations), get(escalations::get)),
+    ]
+}
+
+/// The authenticated routes with their scopes (see [`ApiRoute`]).
+pub fn routes() -> Vec<ApiRoute> {
+    table().into_iter().map(|(method, path, scope, _)| ApiRoute { method, path, scope }).collect()
+}
 
 pub fn router<S: Clone + Send + Sync + 'static>(
     db: Db,
     approval_hub: ApprovalHub,
     webhooks: std::sync::Arc<Vec<app::notify::WebhookTarget>>,
+    redactor: std::sync::Arc<app::ingest::redact::Redactor>,
 ) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
-    let authenticated = Router::new()
-        .route("/token", get(describe_token))
-        .route("/runs", get(runs::list))
-        .route("/runs/{run_id}", get(runs::get))
-        .route("/runs/{run_id}/replay", get(runs::replay))
-        .route("/approvals", post(approvals::create))
-        .route("/approvals/{id}", get(approvals::get))
-        .route("/approvals/{id}/cancel", post(approvals::cancel))
-        .route("/escalations", post(escalations::file))
-        .route("/escalations/{id}", get(escalations::get))
+    let authenticated = table()
+        .into_iter()
+        .fold(Router::new(), |router, (_, path, _, handler)| router.route(path, handler))
         .fallback(not_found)
         .layer(Extension(approval_hub))
         .layer(Extension(webhooks))
+        .layer(Extension(redactor))
         .layer(from_fn_with_state(auth, auth::require_token))
         .with_state(db);
     Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)

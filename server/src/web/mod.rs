@@ -3,7 +3,9 @@
 
 mod csrf;
 mod current_user;
+pub mod headers;
 mod page_guard;
+pub mod paths;
 
 use crate::api;
 use crate::config::Config;
@@ -59,12 +61,20 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         .layer(sessions);
 
     Router::new()
-        .nest("/api/v1", api::router(state.db.clone(), state.approvals.clone(), state.webhooks.clone()))
+        .nest(
+            "/api/v1",
+            api::router(state.db.clone(), state.approvals.clone(), state.webhooks.clone(), state.redactor.clone()),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::metrics::router(state.db.clone(), ingest))
         .merge(pages)
         .layer(from_fn(csrf::refuse_cross_site))
+        .layer(from_fn(paths::refuse_malformed))
+        .layer(from_fn_with_state(
+            headers::SecurityHeaders { https: config.public_url.starts_with("https://") },
+            headers::add,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -80,6 +90,11 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
 fn page_routes() -> Vec<AxumRouteListing> {
     static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
     ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
+/// The path of every page the router serves (with `{parameters}`), for the access test.
+pub fn page_paths() -> Vec<String> {
+    page_routes().iter().map(|r| r.path().to_string()).collect()
 }
 
 /// `GET /runs/{run_id}/replay.json`: the replay fixture as a download, for signed-in

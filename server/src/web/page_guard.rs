@@ -11,8 +11,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 pub async fn require_page_role(req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    // Server functions check roles themselves; static files are public.
-    let is_page = req.method() == Method::GET && !path.starts_with("/pkg/") && !path.starts_with("/fn/");
+    // Server functions check roles themselves; static files are public. HEAD is a GET
+    // without the body, so it is guarded exactly like one.
+    let read = matches!(*req.method(), Method::GET | Method::HEAD);
+    let is_page = read && !path.starts_with("/pkg/") && !path.starts_with("/fn/");
     if !is_page {
         return next.run(req).await;
     }

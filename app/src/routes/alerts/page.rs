@@ -6,12 +6,11 @@ use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::alerts::{load_alert, AcknowledgeAlert};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn AlertPage() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    // From the path, decoded once (see `components::url::path_id`).
+    let id = crate::components::url::path_id("/alerts/");
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
     let data = Resource::new(move || (id.get(), acknowledge.version().get()), |(id, _)| load_alert(id));
     view! {

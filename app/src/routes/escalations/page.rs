@@ -16,7 +16,6 @@ use crate::functions::escalations::{
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
 /// Every action of the page; any of them completing reloads the escalation.
 #[derive(Clone, Copy)]
@@ -30,8 +29,8 @@ struct Actions {
 
 #[component]
 pub fn EscalationPage() -> impl IntoView {
-    let params = use_params_map();
-    let id = Memo::new(move |_| params.with(|p| p.get("id").unwrap_or_default()));
+    // From the path, decoded once (see `components::url::path_id`).
+    let id = crate::components::url::path_id("/escalations/");
     let actions = Actions {
         claim: ServerAction::new(),
         release: ServerAction::new(),

@@ -6,18 +6,18 @@ use crate::canonical::{RunDetail, RunView, SpanPanel, TerminalReason, ToolCallVi
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
-use crate::components::url::{decode, encode, run_href};
+use crate::components::url::{encode, run_href};
 use crate::functions::runs::{load_run, load_span};
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::{use_params_map, use_query_map};
+use leptos_router::hooks::use_query_map;
 use std::collections::HashMap;
 
 #[component]
 pub fn RunDetailPage() -> impl IntoView {
-    let params = use_params_map();
     let query = use_query_map();
-    let run_id = Memo::new(move |_| params.with(|p| p.get("run_id").map(|id| decode(&id)).unwrap_or_default()));
+    // From the path, decoded once (see `components::url::path_id`).
+    let run_id = crate::components::url::path_id("/runs/");
     let page = Memo::new(move |_| query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok())));
     let selected = Memo::new(move |_| query.with(|q| q.get("span")));
     let run = Resource::new(move || (run_id.get(), page.get()), |(id, page)| load_run(id, page));
@@ -99,6 +99,23 @@ fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
 fn Header(detail: RunDetail) -> impl IntoView {
     let r = detail.run;
     let mut flags: Vec<(&str, String)> = Vec::new();
+    // The article: credentials must not enter the model's context. A tool call's
+    // arguments are what the model wrote, so a credential there was in its context.
+    let mut leaked: Vec<String> =
+        detail.tool_call_list.iter().filter(|c| c.credential_in_arguments).map(|c| c.tool.clone()).collect();
+    if !leaked.is_empty() {
+        let calls = leaked.len();
+        leaked.sort();
+        leaked.dedup();
+        flags.push((
+            "flag-credential",
+            format!(
+                "{calls} tool call(s) carried a credential in their arguments ({}), redacted before storage: \
+                 credentials must not reach the model's context",
+                leaked.join(", ")
+            ),
+        ));
+    }
     if r.duplicate_side_effects > 0 {
         flags.push((
             "flag-dup",
