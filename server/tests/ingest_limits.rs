@@ -18,8 +18,8 @@ use flightdeck::otlp::IngestService;
 use http_body_util::{BodyExt, Full};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Otlp;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, KeyValueList};
-use prost::Message;
 use proptest::prelude::*;
+use prost::Message;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -269,8 +269,9 @@ fn any_grpc_frame_is_answered() {
     let channel = runtime.block_on(async {
         tonic::transport::Endpoint::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap()
     });
-    let valid = common::spans::request(vec![common::spans::span_at(3, 1, None, "ok", 1_800_000_000_000_000_000, vec![])])
-        .encode_to_vec();
+    let valid =
+        common::spans::request(vec![common::spans::span_at(3, 1, None, "ok", 1_800_000_000_000_000_000, vec![])])
+            .encode_to_vec();
     // A valid frame is stored: the fuzzing below talks to a working receiver.
     assert_eq!(runtime.block_on(grpc_call(&channel, frame(false, &valid), Some(&token), false)), 0);
 

@@ -93,17 +93,20 @@ where
             }
             // The token first, from the headers alone: the body is still unread.
             let authorization = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-            if let Err(e) = service.authenticate(authorization).await {
-                tracing::info!(error = %e, "OTLP/gRPC export refused before its body was read");
-                return Ok(status(e).into_http());
-            }
+            let token = match service.authenticate(authorization).await {
+                Ok(token) => token,
+                Err(e) => {
+                    tracing::info!(error = %e, "OTLP/gRPC export refused before its body was read");
+                    return Ok(status(e).into_http());
+                }
+            };
             let mut accept = EnabledCompressionEncodings::default();
             accept.enable(CompressionEncoding::Gzip);
             let limit = service.max_body_bytes();
             let mut grpc = tonic::server::Grpc::new(ExportCodec)
                 .apply_compression_config(accept, accept)
                 .apply_max_message_size_config(Some(limit), None);
-            Ok(grpc.unary(Export { service }, req).await)
+            Ok(grpc.unary(Export { service, token }, req).await)
         })
     }
 }
@@ -111,6 +114,7 @@ where
 /// The unary method: the body as bytes in, the OTLP response out.
 struct Export {
     service: IngestService,
+    token: Option<crate::api::AgentToken>,
 }
 
 impl tower::Service<Request<Bytes>> for Export {
@@ -123,10 +127,10 @@ impl tower::Service<Request<Bytes>> for Export {
     }
 
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
-        let service = self.service.clone();
+        let (service, token) = (self.service.clone(), self.token.clone());
         Box::pin(async move {
             let body = request.into_inner();
-            let outcome = service.receive(Encoding::Protobuf, &body, None).await.map_err(|e| {
+            let outcome = service.receive(Encoding::Protobuf, &body, None, token.as_ref()).await.map_err(|e| {
                 tracing::info!(error = %e, "OTLP/gRPC export refused");
                 status(e)
             })?;

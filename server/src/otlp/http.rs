@@ -4,13 +4,13 @@
 
 use super::service::RETRY_AFTER_SECS;
 use super::{IngestError, IngestService};
+use app::ingest::decode::Encoding;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use app::ingest::decode::Encoding;
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 use std::io::Read;
@@ -99,7 +99,7 @@ async fn receive(
     encoding: Encoding,
     body: Body,
 ) -> Result<super::ExportOutcome, IngestError> {
-    let (gzip, early) = match admit(service, headers).await {
+    let (token, gzip, early) = match admit(service, headers).await {
         Ok(admitted) => admitted,
         Err(refusal) => {
             discard(body, service.max_body_bytes()).await;
@@ -112,21 +112,22 @@ async fn receive(
     if gzip {
         let bytes = gunzip(&raw, limit)?;
         drop(raw);
-        service.receive(encoding, &bytes, early).await
+        service.receive(encoding, &bytes, early, token.as_ref()).await
     } else {
-        service.receive(encoding, &raw, early).await
+        service.receive(encoding, &raw, early, token.as_ref()).await
     }
 }
+
+/// What a request was admitted with: its token (none when ingest needs none), whether
+/// its body is gzip, and the memory reserved for its body.
+type Admitted = (Option<crate::api::AgentToken>, bool, Option<tokio::sync::OwnedSemaphorePermit>);
 
 /// Everything decided from the headers alone, before a byte of the body is read: the
 /// token, the encoding, and (for an uncompressed body of declared length) its size and
 /// its share of the memory budget, so that under overload bodies are refused unread.
-async fn admit(
-    service: &IngestService,
-    headers: &HeaderMap,
-) -> Result<(bool, Option<tokio::sync::OwnedSemaphorePermit>), IngestError> {
+async fn admit(service: &IngestService, headers: &HeaderMap) -> Result<Admitted, IngestError> {
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    service.authenticate(authorization).await?;
+    let token = service.authenticate(authorization).await?;
     let limit = service.max_body_bytes();
     let gzip = match headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()) {
         None | Some("identity") => false,
@@ -140,8 +141,8 @@ async fn admit(
         Some(length) if length > limit => {
             Err(IngestError::TooLarge(format!("the request is larger than the {limit} byte limit")))
         }
-        Some(length) if !gzip => Ok((gzip, Some(service.reserve_for_body(length)?))),
-        _ => Ok((gzip, None)),
+        Some(length) if !gzip => Ok((token, gzip, Some(service.reserve_for_body(length)?))),
+        _ => Ok((token, gzip, None)),
     }
 }
 

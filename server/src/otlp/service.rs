@@ -222,6 +222,7 @@ impl IngestService {
         encoding: Encoding,
         bytes: &[u8],
         early: Option<OwnedSemaphorePermit>,
+        sent_by: Option<&AgentToken>,
     ) -> Result<ExportOutcome, IngestError> {
         let shape = decode::measure(encoding, bytes, &self.inner.settings.decode).map_err(from_decode)?;
         let (structural, needed) = memory_for(&shape, bytes.len(), self.inner.budget_bytes);
@@ -244,14 +245,16 @@ impl IngestService {
             None => self.reserve(needed)?,
         };
         let request = decode::decode(encoding, bytes).map_err(from_decode)?;
-        self.export(request, permit).await
+        self.export(request, permit, sent_by.map(|t| t.id)).await
     }
 
-    /// Validates, normalizes and stores a request; returns after the commit.
+    /// Validates, normalizes and stores a request sent with the token `sent_by` (none
+    /// when ingest needs no token); returns after the commit.
     pub async fn export(
         &self,
         request: ExportTraceServiceRequest,
         permit: OwnedSemaphorePermit,
+        sent_by: Option<i64>,
     ) -> Result<ExportOutcome, IngestError> {
         if span_count(&request) == 0 {
             return Ok(ExportOutcome::default());
@@ -259,9 +262,12 @@ impl IngestService {
         let policies = self.inner.policies.read().expect("policy lock").1.clone();
         let service = self.clone();
         // Normalization is CPU work (mapping, redaction, hashing): keep it off the I/O threads.
-        let prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &policies))
+        let mut prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &policies))
             .await
             .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
+        for span in &mut prepared.spans {
+            span.sent_by_token = sent_by;
+        }
         let counters = &self.inner.counters;
         counters.spans_rejected.fetch_add(prepared.rejected as u64, Ordering::Relaxed);
         if prepared.spans.is_empty() {
