@@ -98,6 +98,23 @@ vocabulary! {
     }
 }
 
+vocabulary! {
+    /// How a run's cost was arrived at.
+    CostSource {
+        /// The agent reported it (`budget.cost_spent`).
+        Agent = "agent",
+        /// Derived from every step's tokens and the price table.
+        Prices = "prices",
+        /// Derived from the steps whose model has a price; others had none, so the
+        /// figure is a lower bound.
+        Partial = "partial",
+        /// The run used tokens, but no model it used has a price.
+        Unpriced = "unpriced",
+        /// Neither a cost nor any tokens were reported.
+        None = "none",
+    }
+}
+
 /// One run as lists and the API show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
@@ -110,6 +127,12 @@ pub struct RunSummary {
     /// From the run's own budget accounting when it reported one, else the span range.
     pub wall_clock_ms: Option<i64>,
     pub cost: f64,
+    /// Where `cost` came from; rows stored before prices existed say `agent`.
+    #[serde(default = "agent_cost")]
+    pub cost_source: CostSource,
+    /// Models the run used that have no price (their steps are not in `cost`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced_models: Vec<String>,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cache_tokens: i64,
@@ -117,10 +140,18 @@ pub struct RunSummary {
     pub tool_calls: i64,
     pub trace_ids: Vec<String>,
     pub duplicate_side_effects: i64,
+    /// Repeats of an unclassified tool with the same arguments: duplicates if the tool
+    /// changes the world, which nobody has said.
+    #[serde(default)]
+    pub possible_duplicates: i64,
     pub deduped_calls: i64,
     pub completed_without_read: bool,
     pub approval_violations: i64,
     pub escalation_reason: Option<String>,
+}
+
+fn agent_cost() -> CostSource {
+    CostSource::Agent
 }
 
 /// One turn of the agent loop.
@@ -130,9 +161,29 @@ pub struct StepView {
     pub span_id: String,
     pub stop_reason: Option<String>,
     pub model_id: Option<String>,
+    /// Uncached input (the article's meaning; GenAI and OpenInference totals are
+    /// converted at ingest).
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// Cache reads.
     pub cache_tokens: i64,
+    #[serde(default)]
+    pub cache_write_tokens: i64,
+    /// Reasoning tokens, part of `output_tokens`.
+    #[serde(default)]
+    pub reasoning_tokens: i64,
+    /// What the step cost at its model's price; none without tokens or a price.
+    #[serde(default)]
+    pub cost: Option<f64>,
+}
+
+/// One price the run's derived cost used, with what it priced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriceUse {
+    pub model: String,
+    pub price: crate::pricing::ModelPrice,
+    pub steps: i64,
+    pub cost: f64,
 }
 
 /// One tool call with everything the canonical model knows about it.
@@ -164,6 +215,9 @@ pub struct DuplicateView {
     pub key: String,
     pub count: i64,
     pub external_ids: Vec<String>,
+    /// The tool is unclassified: a duplicate if it writes, harmless if it only reads.
+    #[serde(default)]
+    pub possible: bool,
 }
 
 /// A run with its steps, tool calls and duplicates.
@@ -174,6 +228,17 @@ pub struct RunDetail {
     pub step_list: Vec<StepView>,
     pub tool_call_list: Vec<ToolCallView>,
     pub duplicates: Vec<DuplicateView>,
+    /// The prices a derived cost used (empty when the agent sent its cost).
+    #[serde(default)]
+    pub prices_used: Vec<PriceUse>,
+    /// Tools called in this run that neither their spans nor a policy classify.
+    #[serde(default)]
+    pub unclassified_tools: Vec<String>,
+    /// The limits the agent reported, if it did.
+    #[serde(default)]
+    pub step_limit: Option<i64>,
+    #[serde(default)]
+    pub cost_limit: Option<f64>,
 }
 
 /// The run-list filters as query parameters, shared by the REST API and the runs page so
@@ -243,11 +308,29 @@ pub struct WaterfallSpan {
     pub external_id: Option<String>,
 }
 
+/// Why a run failed, in one line: the failing span, its exception or status message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFailure {
+    pub span_id: String,
+    pub span_name: String,
+    /// `exception.type`, when an exception was recorded.
+    pub exception_type: Option<String>,
+    /// `exception.message`, else the status message.
+    pub message: Option<String>,
+}
+
 /// A run page: the run, one page of its spans for the waterfall, and whether bodies
 /// were retained (so a replay fixture can be made).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunView {
     pub detail: RunDetail,
+    /// For an error run: why, from its spans.
+    #[serde(default)]
+    pub failure: Option<RunFailure>,
+    /// Steps with their tokens and cost (the detail's own list is cleared to keep the
+    /// page light; this has only the figures the page shows).
+    #[serde(default)]
+    pub steps: Vec<StepView>,
     pub spans: Vec<WaterfallSpan>,
     pub span_page: i64,
     pub span_pages: i64,

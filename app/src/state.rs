@@ -3,6 +3,7 @@
 use crate::approvals::hub::ApprovalHub;
 use crate::ingest::redact::Redactor;
 use crate::notify::WebhookTarget;
+use crate::storage::rules::RulesCache;
 use crate::storage::Db;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
@@ -20,6 +21,8 @@ pub struct AppState {
     /// The configured redaction rules, for what agents send outside OTLP (approval
     /// payloads, escalation texts).
     pub redactor: Arc<Redactor>,
+    /// Tool policies and prices as derivation uses them; refreshed by whoever changes one.
+    pub rules: RulesCache,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -36,6 +36,7 @@ async fn instance(url: &str) -> String {
         webhooks: Default::default(),
 
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

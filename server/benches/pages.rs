@@ -131,8 +131,8 @@ async fn measure(db: &Db, runs: usize) {
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
         webhooks: Default::default(),
-
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")

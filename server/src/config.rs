@@ -11,6 +11,7 @@ use app::ingest::normalize::Limits;
 use app::ingest::pipeline::{BodyPolicy, IngestSettings};
 use app::ingest::policy::ToolPolicy;
 use app::ingest::redact::Redactor;
+use app::pricing::ModelPrice;
 use app::notify::{RetryPolicy, WebhookTarget};
 use clap::Args;
 use serde::Deserialize;
@@ -125,6 +126,13 @@ pub struct Overrides {
     #[serde(default)]
     pub tool_policies: Option<Vec<ToolPolicy>>,
 
+    /// Model prices that extend or override the shipped table (config file only:
+    /// `[[prices]]` entries with `pattern`, `valid_from`, `input`, `output` and optional
+    /// `cache_read`, `cache_write`, `reasoning`, in dollars per million tokens)
+    #[arg(skip)]
+    #[serde(default)]
+    pub prices: Option<Vec<ModelPrice>>,
+
     /// The address people reach Flightdeck at, for links in notifications
     /// [default: http://LISTEN]
     #[arg(long, env = "FLIGHTDECK_PUBLIC_URL", global = true, value_name = "URL")]
@@ -187,6 +195,7 @@ impl Overrides {
             redact_patterns: self.redact_patterns.or(lower.redact_patterns),
             mapping: self.mapping.or(lower.mapping),
             tool_policies: self.tool_policies.or(lower.tool_policies),
+            prices: self.prices.or(lower.prices),
             public_url: self.public_url.or(lower.public_url),
             webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
             webhooks: self.webhooks.or(lower.webhooks),
@@ -227,6 +236,7 @@ pub struct Config {
     pub redact_patterns: Vec<String>,
     pub mapping: MappingTable,
     pub tool_policies: Vec<ToolPolicy>,
+    pub prices: Vec<ModelPrice>,
     /// Without a trailing slash.
     pub public_url: String,
     pub webhook_max_attempts: u32,
@@ -301,6 +311,13 @@ impl Config {
             redact_patterns: o.redact_patterns.unwrap_or_default(),
             mapping: o.mapping.unwrap_or_default(),
             tool_policies: o.tool_policies.unwrap_or_default(),
+            prices: {
+                let prices = o.prices.unwrap_or_default();
+                for p in &prices {
+                    p.validate().map_err(|e| anyhow::anyhow!("[[prices]] `{}`: {e}", p.pattern))?;
+                }
+                prices
+            },
             public_url: public_url.trim_end_matches('/').to_string(),
             webhook_max_attempts,
             webhooks,
@@ -376,6 +393,7 @@ impl fmt::Display for Config {
             if self.mapping == MappingTable::default() { "default" } else { "customized" }
         )?;
         writeln!(f, "  tool_policies        {}", self.tool_policies.len())?;
+        writeln!(f, "  prices               {} (besides the shipped table)", self.prices.len())?;
         writeln!(f, "  public_url           {}", self.public_url)?;
         writeln!(f, "  webhook_max_attempts {}", self.webhook_max_attempts)?;
         writeln!(f, "  alert_interval       {} s", self.alert_interval_seconds)?;

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod alerts;
 pub mod approvals;
 pub mod auth;
+pub mod catalog;
 pub mod escalations;
 pub mod runs;
 pub mod trends;
@@ -27,6 +28,19 @@ pub mod ssr {
 
     pub fn db() -> Result<Db, AppError> {
         use_context::<AppState>().map(|s| s.db).ok_or_else(|| {
+            tracing::error!("AppState missing from the server function context");
+            AppError::Internal
+        })
+    }
+
+    /// The prices and tool policies derivation uses now.
+    pub fn rules() -> Result<std::sync::Arc<crate::ingest::derive::Rules>, AppError> {
+        Ok(state()?.rules.current())
+    }
+
+    /// The whole application state (database, rules, hubs).
+    pub fn state() -> Result<AppState, AppError> {
+        use_context::<AppState>().ok_or_else(|| {
             tracing::error!("AppState missing from the server function context");
             AppError::Internal
         })

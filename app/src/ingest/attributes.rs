@@ -54,6 +54,16 @@ pub fn as_i64(value: &Value) -> Option<i64> {
     }
 }
 
+/// A value as a flag: booleans, or the strings `true` / `false` in any case.
+pub fn as_bool(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s.trim().eq_ignore_ascii_case("true") => Some(true),
+        Value::String(s) if s.trim().eq_ignore_ascii_case("false") => Some(false),
+        _ => None,
+    }
+}
+
 pub fn as_f64(value: &Value) -> Option<f64> {
     match value {
         Value::Number(n) => n.as_f64(),

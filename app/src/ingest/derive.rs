@@ -2,11 +2,33 @@
 //! calls, duplicate side effects and the flags. Pure, so every rule here is unit-tested
 //! and gives the same answer whatever order the spans arrived in.
 
+use super::policy::{policy_for, ToolPolicy};
 use crate::canonical::{
-    DuplicateView, Outcome, RunDetail, RunSummary, SideEffect, StepView, TerminalReason, ToolCallView, Trigger,
+    CostSource, DuplicateView, Outcome, PriceUse, RunDetail, RunSummary, SideEffect, StepView, TerminalReason,
+    ToolCallView, Trigger,
 };
+use crate::pricing::{PriceTable, Tokens};
 use crate::storage::from_ms;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+/// What derivation reads besides the spans, and an admin can change: the price table
+/// (cost of runs whose agent sent none) and the tool policies (the class of a tool whose
+/// spans do not declare one). Stored runs are recomputed when either changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rules {
+    pub prices: PriceTable,
+    pub policies: Vec<ToolPolicy>,
+}
+
+impl Default for Rules {
+    /// The shipped prices and no policies.
+    fn default() -> Self {
+        Rules { prices: PriceTable::with_overrides([]), policies: Vec::new() }
+    }
+}
+
+static SHIPPED: LazyLock<Rules> = LazyLock::new(Rules::default);
 
 /// The stored canonical fields of one span: what derivation needs, nothing more. Read
 /// straight from a stored chunk (`storage::span_record`), skipping the rest of a record.
@@ -23,6 +45,10 @@ pub struct SpanFacts {
     pub terminal_reason: Option<String>,
     pub escalation_reason: Option<String>,
     pub cost: Option<f64>,
+    #[serde(default)]
+    pub step_limit: Option<i64>,
+    #[serde(default)]
+    pub cost_limit: Option<f64>,
     pub role: Option<String>,
     pub step_index: Option<i64>,
     pub stop_reason: Option<String>,
@@ -30,8 +56,17 @@ pub struct SpanFacts {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub cache_tokens: Option<i64>,
+    #[serde(default)]
+    pub cache_write_tokens: Option<i64>,
+    #[serde(default)]
+    pub reasoning_tokens: Option<i64>,
     pub tool_name: Option<String>,
     pub side_effect: Option<String>,
+    /// The span declared `side_effect` itself; otherwise it came from a policy (or is
+    /// unknown) and the current policies decide it again. Absent in records stored
+    /// before this was kept, which are judged as not declared.
+    #[serde(default)]
+    pub side_effect_declared: Option<bool>,
     pub idempotency_key: Option<String>,
     pub attempt: Option<i64>,
     pub outcome: Option<String>,
@@ -50,8 +85,14 @@ fn ns_to_time(ns: i64) -> Option<chrono::DateTime<chrono::Utc>> {
     (ns > 0).then(|| from_ms(ns / 1_000_000))
 }
 
-/// Recomputes everything about a run from all of its spans.
+/// Recomputes everything about a run from all of its spans, with the shipped prices and
+/// no policies (tests and tools that have no database).
 pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
+    derive_run_with(run_id, spans, &SHIPPED)
+}
+
+/// Recomputes everything about a run from all of its spans under `rules`.
+pub fn derive_run_with(run_id: &str, spans: &[SpanFacts], rules: &Rules) -> RunDetail {
     // Traces in order of their first span; the last one is the latest attempt.
     let mut first_start: BTreeMap<&str, i64> = BTreeMap::new();
     for s in spans {
@@ -99,11 +140,19 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
         .and_then(Trigger::parse)
         .unwrap_or(Trigger::Unknown);
 
+    let mut step_list = steps(spans);
     // Cost is a running total within an attempt: take each trace's highest, add attempts.
-    let cost: f64 = traces
-        .iter()
-        .map(|(t, _)| spans.iter().filter(|s| s.trace_id == *t).filter_map(|s| s.cost).fold(0.0, f64::max))
-        .sum();
+    // Without one from the agent, it is the steps' tokens at their models' prices.
+    let priced = price_steps(&mut step_list, spans, &rules.prices);
+    let (cost, cost_source, unpriced_models, prices_used) = if spans.iter().any(|s| s.cost.is_some()) {
+        let sent = traces
+            .iter()
+            .map(|(t, _)| spans.iter().filter(|s| s.trace_id == *t).filter_map(|s| s.cost).fold(0.0, f64::max))
+            .sum();
+        (sent, CostSource::Agent, Vec::new(), Vec::new())
+    } else {
+        priced
+    };
 
     let started_ns = spans.iter().map(|s| s.start_ns).filter(|n| *n > 0).min();
     let ended_ns = (terminal_reason != TerminalReason::Running)
@@ -114,9 +163,15 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
         _ => None,
     };
 
-    let step_list = steps(spans);
-    let tool_call_list = tool_calls(spans, &step_list);
+    let tool_call_list = tool_calls(spans, &step_list, &rules.policies);
     let duplicates = duplicates(&tool_call_list);
+    let unclassified_tools: Vec<String> = tool_call_list
+        .iter()
+        .filter(|c| c.side_effect == SideEffect::Unknown)
+        .map(|c| c.tool.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let deduped_calls = tool_call_list.iter().filter(|c| c.outcome == Outcome::Deduped).count() as i64;
     // "Never read anything" is only known when every call's class is known: a run whose
     // tools are unclassified is not flagged on a guess.
@@ -133,13 +188,16 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
             ended_at: ended_ns.and_then(ns_to_time),
             wall_clock_ms,
             cost,
+            cost_source,
+            unpriced_models,
             input_tokens: step_list.iter().map(|s| s.input_tokens).sum(),
             output_tokens: step_list.iter().map(|s| s.output_tokens).sum(),
             cache_tokens: step_list.iter().map(|s| s.cache_tokens).sum(),
             steps: step_list.len() as i64,
             tool_calls: tool_call_list.len() as i64,
             trace_ids,
-            duplicate_side_effects: duplicates.iter().map(|d| d.count - 1).sum(),
+            duplicate_side_effects: duplicates.iter().filter(|d| !d.possible).map(|d| d.count - 1).sum(),
+            possible_duplicates: duplicates.iter().filter(|d| d.possible).map(|d| d.count - 1).sum(),
             deduped_calls,
             completed_without_read: terminal_reason == TerminalReason::Completed && known_no_read,
             approval_violations: 0,
@@ -148,7 +206,63 @@ pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
         step_list,
         tool_call_list,
         duplicates,
+        prices_used,
+        unclassified_tools,
+        step_limit: spans.iter().find_map(|s| s.step_limit),
+        cost_limit: spans.iter().find_map(|s| s.cost_limit),
     }
+}
+
+/// Prices every step that reported tokens and names a model with a price (setting its
+/// `cost`), and says what the run's cost is made of.
+fn price_steps(
+    steps: &mut [StepView],
+    spans: &[SpanFacts],
+    prices: &PriceTable,
+) -> (f64, CostSource, Vec<String>, Vec<PriceUse>) {
+    let started: BTreeMap<&str, i64> =
+        spans.iter().filter(|s| s.role.as_deref() == Some("step")).map(|s| (s.span_id.as_str(), s.start_ns)).collect();
+    let mut total = 0.0;
+    let (mut with_tokens, mut priced) = (0, 0);
+    let mut unpriced: BTreeSet<String> = BTreeSet::new();
+    let mut used: Vec<PriceUse> = Vec::new();
+    for step in steps.iter_mut() {
+        let tokens = Tokens {
+            input: step.input_tokens,
+            output: step.output_tokens,
+            cache_read: step.cache_tokens,
+            cache_write: step.cache_write_tokens,
+            reasoning: step.reasoning_tokens,
+        };
+        if tokens.is_empty() {
+            continue;
+        }
+        with_tokens += 1;
+        let model = step.model_id.clone().unwrap_or_default();
+        let at = ns_to_time(started.get(step.span_id.as_str()).copied().unwrap_or(0)).unwrap_or_else(chrono::Utc::now);
+        let Some(price) = prices.find(&model, at) else {
+            unpriced.insert(if model.is_empty() { "(no model named)".to_string() } else { model });
+            continue;
+        };
+        let cost = price.cost(&tokens);
+        step.cost = Some(cost);
+        total += cost;
+        priced += 1;
+        match used.iter_mut().find(|u| u.model == model && u.price == *price) {
+            Some(u) => {
+                u.steps += 1;
+                u.cost += cost;
+            }
+            None => used.push(PriceUse { model, price: price.clone(), steps: 1, cost }),
+        }
+    }
+    let source = match (with_tokens, priced) {
+        (0, _) => CostSource::None,
+        (_, 0) => CostSource::Unpriced,
+        (n, p) if p < n => CostSource::Partial,
+        _ => CostSource::Prices,
+    };
+    (total, source, unpriced.into_iter().collect(), used)
 }
 
 /// Steps in order. Explicit `step.index` values are kept; steps without one are numbered
@@ -172,6 +286,9 @@ fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
                 input_tokens: s.input_tokens.unwrap_or(0),
                 output_tokens: s.output_tokens.unwrap_or(0),
                 cache_tokens: s.cache_tokens.unwrap_or(0),
+                cache_write_tokens: s.cache_write_tokens.unwrap_or(0),
+                reasoning_tokens: s.reasoning_tokens.unwrap_or(0),
+                cost: None,
             }
         })
         .collect();
@@ -179,9 +296,27 @@ fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
     out
 }
 
+/// The class of one call: what its span declared, else what the current policies say,
+/// else what was stored, else unknown.
+fn class_of(c: &SpanFacts, policies: &[ToolPolicy]) -> SideEffect {
+    let stored = c.side_effect.as_deref().and_then(SideEffect::parse).filter(|s| *s != SideEffect::Unknown);
+    if c.side_effect_declared == Some(true) {
+        if let Some(declared) = stored {
+            return declared;
+        }
+    }
+    c.tool_name
+        .as_deref()
+        .and_then(|t| policy_for(t, policies))
+        .map(|p| p.side_effect)
+        .filter(|s| *s != SideEffect::Unknown)
+        .or(stored)
+        .unwrap_or(SideEffect::Unknown)
+}
+
 /// Tool calls in start order, each placed in a step: its own `step.index`, else its
 /// parent step, else the latest step that started before it in the same trace.
-fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
+fn tool_calls(spans: &[SpanFacts], steps: &[StepView], policies: &[ToolPolicy]) -> Vec<ToolCallView> {
     let step_by_span: BTreeMap<&str, i64> = steps.iter().map(|s| (s.span_id.as_str(), s.index)).collect();
     let step_spans: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("step")).collect();
     let mut calls: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("tool")).collect();
@@ -204,7 +339,7 @@ fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
                 span_id: c.span_id.clone(),
                 step_index,
                 tool: c.tool_name.clone().unwrap_or_default(),
-                side_effect: c.side_effect.as_deref().and_then(SideEffect::parse).unwrap_or(SideEffect::Unknown),
+                side_effect: class_of(c, policies),
                 idempotency_key: c.idempotency_key.clone(),
                 attempt: c.attempt.unwrap_or(1),
                 outcome: c.outcome.as_deref().and_then(Outcome::parse).unwrap_or(Outcome::Unknown),
@@ -220,10 +355,14 @@ fn tool_calls(spans: &[SpanFacts], steps: &[StepView]) -> Vec<ToolCallView> {
 }
 
 /// A `write` or `irreversible` call that succeeded more than once for the same
-/// idempotency key (or, without a key, the same tool and argument hash).
+/// idempotency key (or, without a key, the same tool and argument hash). The same for an
+/// unclassified tool is a *possible* duplicate: nobody has said whether it writes.
 pub fn duplicates(calls: &[ToolCallView]) -> Vec<DuplicateView> {
-    let mut groups: BTreeMap<(String, String), (i64, BTreeSet<String>)> = BTreeMap::new();
-    for c in calls.iter().filter(|c| c.side_effect.changes_the_world() && c.outcome == Outcome::Ok) {
+    let mut groups: BTreeMap<(String, String), (i64, BTreeSet<String>, bool)> = BTreeMap::new();
+    let counted = |c: &&ToolCallView| {
+        (c.side_effect.changes_the_world() || c.side_effect == SideEffect::Unknown) && c.outcome == Outcome::Ok
+    };
+    for c in calls.iter().filter(counted) {
         let key = match (&c.idempotency_key, &c.args_sha256) {
             (Some(k), _) => k.clone(),
             (None, Some(hash)) => format!("args:{hash}"),
@@ -231,14 +370,21 @@ pub fn duplicates(calls: &[ToolCallView]) -> Vec<DuplicateView> {
         };
         let entry = groups.entry((c.tool.clone(), key)).or_default();
         entry.0 += 1;
+        entry.2 = c.side_effect == SideEffect::Unknown;
         if let Some(id) = &c.external_id {
             entry.1.insert(id.clone());
         }
     }
     groups
         .into_iter()
-        .filter(|(_, (count, _))| *count > 1)
-        .map(|((tool, key), (count, ids))| DuplicateView { tool, key, count, external_ids: ids.into_iter().collect() })
+        .filter(|(_, (count, _, _))| *count > 1)
+        .map(|((tool, key), (count, ids, possible))| DuplicateView {
+            tool,
+            key,
+            count,
+            external_ids: ids.into_iter().collect(),
+            possible,
+        })
         .collect()
 }
 
@@ -372,7 +518,8 @@ mod tests {
                 tool: "send_email".into(),
                 key: "k-mail".into(),
                 count: 2,
-                external_ids: vec!["msg_1".into(), "msg_2".into()]
+                external_ids: vec!["msg_1".into(), "msg_2".into()],
+                possible: false,
             }]
         );
         assert!((d.run.cost - 0.25).abs() < 1e-9, "costs of attempts add up: {}", d.run.cost);
@@ -429,5 +576,102 @@ mod tests {
         let mut reversed = spans.clone();
         reversed.reverse();
         assert_eq!(derive_run("r", &spans), derive_run("r", &reversed));
+    }
+
+    fn model_step(id: &str, start: i64, model: &str, input: i64, output: i64, cache: i64) -> SpanFacts {
+        SpanFacts {
+            model_id: Some(model.into()),
+            cache_tokens: Some(cache),
+            // 2026: every shipped price holds by then.
+            ..step("t", id, start, None, (input, output))
+        }
+    }
+
+    fn in_2026(mut s: SpanFacts) -> SpanFacts {
+        s.start_ns += 1_767_225_600_000_000_000;
+        s.end_ns += 1_767_225_600_000_000_000;
+        s
+    }
+
+    #[test]
+    fn without_a_sent_cost_the_tokens_are_priced() {
+        let spans: Vec<SpanFacts> = vec![
+            root("t", 100),
+            model_step("s1", 10, "claude-sonnet-4-5", 100_000, 10_000, 0),
+            model_step("s2", 20, "anthropic/claude-sonnet-4-5-20250929", 5_000, 1_000, 100_000),
+        ]
+        .into_iter()
+        .map(in_2026)
+        .collect();
+        let d = derive_run("r", &spans);
+        // 105k input at $3, 11k output at $15, 100k cache reads at $0.30 per million.
+        let want = (105_000.0 * 3.0 + 11_000.0 * 15.0 + 100_000.0 * 0.3) / 1e6;
+        assert!((d.run.cost - want).abs() < 1e-9, "{} != {want}", d.run.cost);
+        assert_eq!(d.run.cost_source, CostSource::Prices);
+        assert_eq!(d.prices_used.len(), 2, "one line per model name");
+        assert!(d.step_list.iter().all(|s| s.cost.is_some()));
+
+        // The agent's own figure wins over any price.
+        let mut sent = spans.clone();
+        sent[0].cost = Some(0.5);
+        let d = derive_run("r", &sent);
+        assert_eq!((d.run.cost, d.run.cost_source), (0.5, CostSource::Agent));
+        assert!(d.prices_used.is_empty());
+    }
+
+    #[test]
+    fn a_model_without_a_price_is_named_never_counted_as_free() {
+        let spans: Vec<SpanFacts> = vec![
+            root("t", 100),
+            model_step("s1", 10, "my-llama", 1000, 10, 0),
+            model_step("s2", 20, "gpt-4.1-mini", 1_000_000, 0, 0),
+        ]
+        .into_iter()
+        .map(in_2026)
+        .collect();
+        let d = derive_run("r", &spans);
+        assert_eq!(d.run.cost_source, CostSource::Partial);
+        assert_eq!(d.run.unpriced_models, vec!["my-llama"]);
+        assert!((d.run.cost - 0.4).abs() < 1e-9);
+        let d = derive_run("r", &spans[..2]);
+        assert_eq!((d.run.cost_source, d.run.cost), (CostSource::Unpriced, 0.0));
+        assert_eq!(derive_run("r", &spans[..1]).run.cost_source, CostSource::None, "no tokens, no cost");
+    }
+
+    #[test]
+    fn unclassified_tools_are_named_and_their_repeats_are_possible_duplicates() {
+        let mut a = tool("t", "a", 1, "send_email", "unknown", "ok", None, None);
+        a.args_sha256 = Some("h".into());
+        let mut b = tool("t", "b", 2, "send_email", "unknown", "ok", None, None);
+        b.args_sha256 = Some("h".into());
+        let spans = vec![root("t", 10), a, b];
+        let d = derive_run("r", &spans);
+        assert_eq!(d.unclassified_tools, vec!["send_email"]);
+        assert_eq!((d.run.duplicate_side_effects, d.run.possible_duplicates), (0, 1));
+        assert!(d.duplicates[0].possible);
+        assert!(!d.run.completed_without_read, "an unclassified tool is never taken as harmless");
+
+        // A policy made later classifies the stored calls, and the repeat is a duplicate.
+        let rules = Rules {
+            policies: vec![ToolPolicy::class("send_*", SideEffect::Irreversible)],
+            ..Rules::default()
+        };
+        let d = derive_run_with("r", &spans, &rules);
+        assert!(d.unclassified_tools.is_empty());
+        assert_eq!((d.run.duplicate_side_effects, d.run.possible_duplicates), (1, 0));
+        assert!(d.run.completed_without_read);
+        // ...but never overrides what a span declared itself.
+        let declared: Vec<SpanFacts> = spans
+            .iter()
+            .cloned()
+            .map(|mut s| {
+                if s.role.as_deref() == Some("tool") {
+                    s.side_effect = Some("read".into());
+                    s.side_effect_declared = Some(true);
+                }
+                s
+            })
+            .collect();
+        assert_eq!(derive_run_with("r", &declared, &rules).run.duplicate_side_effects, 0);
     }
 }

@@ -21,6 +21,12 @@ pub struct MappingTable {
     pub input_tokens: Vec<String>,
     pub output_tokens: Vec<String>,
     pub cache_tokens: Vec<String>,
+    pub cache_write_tokens: Vec<String>,
+    pub reasoning_tokens: Vec<String>,
+    /// Keys among `input_tokens` whose count includes the cache reads and writes (the
+    /// GenAI and OpenInference conventions); they are subtracted, so a step's input
+    /// tokens always mean uncached input, as the article's `step.input_tokens` does.
+    pub input_tokens_include_cache: Vec<String>,
     pub tool_name: Vec<String>,
     pub tool_arguments: Vec<String>,
     pub tool_side_effect: Vec<String>,
@@ -31,8 +37,21 @@ pub struct MappingTable {
     pub tool_external_id: Vec<String>,
     pub tool_approval_id: Vec<String>,
     pub cost: Vec<String>,
+    /// The run's limits, when the agent reports them: shown beside the value on a
+    /// step-limit or budget run.
+    pub step_limit: Vec<String>,
+    pub cost_limit: Vec<String>,
     pub wall_clock_ms: Vec<String>,
     pub escalation_reason: Vec<String>,
+    /// What blocks the agent, what it did and what remains, when sent as span
+    /// attributes (an `escalation` span event may carry them too, unprefixed).
+    pub escalation_blocking_fact: Vec<String>,
+    pub escalation_what_was_done: Vec<String>,
+    pub escalation_what_remains: Vec<String>,
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`) when spans carry them:
+    /// suggestions for an admin classifying the tool, never applied by themselves.
+    pub tool_read_only_hint: Vec<String>,
+    pub tool_destructive_hint: Vec<String>,
     /// `key=value` pairs (or a bare key, meaning "present") that make a span a tool call.
     pub tool_span: Vec<String>,
     /// Likewise for a step (one turn of the loop, usually a model call).
@@ -65,6 +84,19 @@ impl Default for MappingTable {
                 "gen_ai.usage.cache_read.input_tokens",
                 "llm.token_count.prompt_details.cache_read",
             ]),
+            cache_write_tokens: keys(&[
+                "step.cache_write_tokens",
+                "gen_ai.usage.cache_creation.input_tokens",
+                "gen_ai.usage.cache_creation_input_tokens",
+                "llm.token_count.prompt_details.cache_write",
+            ]),
+            reasoning_tokens: keys(&[
+                "step.reasoning_tokens",
+                "gen_ai.usage.reasoning.output_tokens",
+                "gen_ai.usage.reasoning_tokens",
+                "llm.token_count.completion_details.reasoning",
+            ]),
+            input_tokens_include_cache: keys(&["gen_ai.usage.input_tokens", "llm.token_count.prompt"]),
             tool_name: keys(&["tool.name", "gen_ai.tool.name"]),
             tool_arguments: keys(&["gen_ai.tool.call.arguments", "tool.parameters", "tool.arguments", "input.value"]),
             tool_side_effect: keys(&["tool.side_effect"]),
@@ -75,8 +107,23 @@ impl Default for MappingTable {
             tool_external_id: keys(&["tool.external_id"]),
             tool_approval_id: keys(&["approval.id", "tool.approval_id"]),
             cost: keys(&["budget.cost_spent"]),
+            step_limit: keys(&["budget.max_steps", "run.max_steps", "agent.max_steps", "gen_ai.agent.max_steps"]),
+            cost_limit: keys(&["budget.cost_limit", "budget.max_cost", "run.cost_limit"]),
             wall_clock_ms: keys(&["budget.wall_clock_ms"]),
             escalation_reason: keys(&["escalation.reason"]),
+            escalation_blocking_fact: keys(&["escalation.blocking_fact"]),
+            escalation_what_was_done: keys(&["escalation.what_was_done"]),
+            escalation_what_remains: keys(&["escalation.what_remains"]),
+            tool_read_only_hint: keys(&[
+                "mcp.tool.annotations.readOnlyHint",
+                "mcp.tool.annotations.read_only_hint",
+                "tool.annotations.readOnlyHint",
+            ]),
+            tool_destructive_hint: keys(&[
+                "mcp.tool.annotations.destructiveHint",
+                "mcp.tool.annotations.destructive_hint",
+                "tool.annotations.destructiveHint",
+            ]),
             tool_span: keys(&["gen_ai.operation.name=execute_tool", "openinference.span.kind=TOOL", "tool.name"]),
             step_span: keys(&[
                 "step.index",

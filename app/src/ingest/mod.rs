@@ -7,6 +7,7 @@
 pub mod attributes;
 pub mod decode;
 pub mod derive;
+pub mod failure;
 pub mod mapping;
 pub mod normalize;
 pub mod pipeline;

@@ -1,7 +1,7 @@
 //! One OTLP span in, one [`NormalizedSpan`] out: ids checked, attributes read through the
 //! mapping table, secrets redacted, bodies split off. Pure: no I/O, no clock.
 
-use super::attributes::{as_f64, as_i64, as_text, to_map};
+use super::attributes::{as_bool, as_f64, as_i64, as_text, to_map};
 use super::derive::SpanFacts;
 use super::mapping::{marker_matches, MappingTable};
 use super::policy::{policy_for, ToolPolicy};
@@ -48,7 +48,12 @@ pub struct NormalizedSpan {
     pub trigger: Option<Trigger>,
     pub terminal_reason: Option<TerminalReason>,
     pub escalation_reason: Option<String>,
+    /// An escalation's details sent as attributes: blocking fact, what was done and
+    /// what remains (JSON arrays, as the API takes them).
+    pub escalation_details: Option<EscalationDetails>,
     pub cost: Option<f64>,
+    pub step_limit: Option<i64>,
+    pub cost_limit: Option<f64>,
     pub wall_clock_ms: Option<i64>,
     pub role: Option<SpanRole>,
     pub step_index: Option<i64>,
@@ -57,8 +62,14 @@ pub struct NormalizedSpan {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub cache_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
+    pub reasoning_tokens: Option<i64>,
     pub tool_name: Option<String>,
     pub side_effect: Option<SideEffect>,
+    /// The span declared its class itself (a policy did not).
+    pub side_effect_declared: bool,
+    /// MCP annotations of the tool, when sent: (read-only, destructive).
+    pub tool_hints: (Option<bool>, Option<bool>),
     pub idempotency_key: Option<String>,
     pub attempt: Option<i64>,
     pub outcome: Option<Outcome>,
@@ -82,6 +93,14 @@ pub struct NormalizedSpan {
     /// The span as stored and its bodies, as JSON text, serialized here because
     /// normalization runs on many threads while the writer that stores them is one.
     pub json: StoredJson,
+}
+
+/// An escalation's details read from span attributes, redacted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EscalationDetails {
+    pub blocking_fact: Option<String>,
+    pub what_was_done: Option<Value>,
+    pub what_remains: Option<Value>,
 }
 
 /// A span as stored (JSON text).
@@ -127,6 +146,8 @@ impl NormalizedSpan {
             terminal_reason: self.terminal_reason.map(|t| t.as_str().to_string()),
             escalation_reason: self.escalation_reason.clone(),
             cost: self.cost,
+            step_limit: self.step_limit,
+            cost_limit: self.cost_limit,
             role: self.role.map(|r| r.as_str().to_string()),
             step_index: self.step_index,
             stop_reason: self.stop_reason.clone(),
@@ -134,8 +155,11 @@ impl NormalizedSpan {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cache_tokens: self.cache_tokens,
+            cache_write_tokens: self.cache_write_tokens,
+            reasoning_tokens: self.reasoning_tokens,
             tool_name: self.tool_name.clone(),
             side_effect: self.side_effect.map(|v| v.as_str().to_string()),
+            side_effect_declared: Some(self.side_effect_declared),
             idempotency_key: self.idempotency_key.clone(),
             attempt: self.attempt,
             outcome: self.outcome.map(|v| v.as_str().to_string()),
@@ -259,10 +283,12 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     let status_message = span.status.as_ref().map(|s| s.message.clone()).filter(|m| !m.is_empty());
     let raw_args = text(&m.tool_arguments);
     let mut policy = None;
+    let mut side_effect_declared = false;
     let (tool_name, side_effect, outcome) = if is_tool {
         let name = text(&m.tool_name).unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
         policy = policy_for(&name, cx.policies);
-        let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s));
+        let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s)).filter(|s| *s != SideEffect::Unknown);
+        side_effect_declared = declared.is_some();
         let side_effect = declared.or_else(|| policy.map(|p| p.side_effect)).unwrap_or(SideEffect::Unknown);
         let outcome = text(&m.tool_outcome).and_then(|s| Outcome::parse(&s)).unwrap_or_else(|| {
             let timed_out = status_message.as_deref().is_some_and(|msg| msg.to_ascii_lowercase().contains("timed out"));
@@ -275,6 +301,44 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
         (Some(name), Some(side_effect), Some(outcome))
     } else {
         (None, None, None)
+    };
+
+    // Tokens: input means uncached input whatever the convention (see the mapping).
+    let cache_read = if is_step { int(&m.cache_tokens) } else { None };
+    let cache_write = if is_step { int(&m.cache_write_tokens) } else { None };
+    let input_tokens = if is_step {
+        m.input_tokens.iter().find(|k| lookup(std::slice::from_ref(*k), &attrs, resource).is_some()).and_then(|key| {
+            let n = lookup(std::slice::from_ref(key), &attrs, resource).and_then(as_i64)?;
+            Some(if m.input_tokens_include_cache.contains(key) {
+                n.saturating_sub(cache_read.unwrap_or(0)).saturating_sub(cache_write.unwrap_or(0)).max(0)
+            } else {
+                n
+            })
+        })
+    } else {
+        None
+    };
+    let hint = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_bool);
+    let tool_hints = if is_tool { (hint(&m.tool_read_only_hint), hint(&m.tool_destructive_hint)) } else { (None, None) };
+    let escalation_details = {
+        let json = |keys: &[String]| {
+            lookup(keys, &attrs, resource).map(|v| match v {
+                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+                other => other.clone(),
+            })
+        };
+        let details = EscalationDetails {
+            blocking_fact: text(&m.escalation_blocking_fact).map(|t| cx.redactor.redact_text(&t)),
+            what_was_done: json(&m.escalation_what_was_done).map(|mut v| {
+                cx.redactor.redact_strings(&mut v);
+                v
+            }),
+            what_remains: json(&m.escalation_what_remains).map(|mut v| {
+                cx.redactor.redact_strings(&mut v);
+                v
+            }),
+        };
+        (details != EscalationDetails::default()).then_some(details)
     };
 
     let mut normalized = NormalizedSpan {
@@ -292,17 +356,24 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
         trigger: text(&m.trigger).map(|t| Trigger::parse(&t).unwrap_or(Trigger::Unknown)),
         terminal_reason: text(&m.terminal_reason).and_then(|t| TerminalReason::parse(&t)),
         escalation_reason,
+        escalation_details,
         cost: lookup(&m.cost, &attrs, resource).and_then(as_f64),
+        step_limit: int(&m.step_limit),
+        cost_limit: lookup(&m.cost_limit, &attrs, resource).and_then(as_f64),
         wall_clock_ms: int(&m.wall_clock_ms),
         role,
         step_index: int(&m.step_index),
         stop_reason: if is_step { text(&m.step_stop_reason) } else { None },
         model_id: if is_step { text(&m.step_model_id) } else { None },
-        input_tokens: if is_step { int(&m.input_tokens) } else { None },
+        input_tokens,
         output_tokens: if is_step { int(&m.output_tokens) } else { None },
-        cache_tokens: if is_step { int(&m.cache_tokens) } else { None },
+        cache_tokens: cache_read,
+        cache_write_tokens: cache_write,
+        reasoning_tokens: if is_step { int(&m.reasoning_tokens) } else { None },
         tool_name,
         side_effect,
+        side_effect_declared,
+        tool_hints,
         idempotency_key: if is_tool { text(&m.tool_idempotency_key) } else { None },
         attempt: if is_tool { Some(int(&m.tool_attempt).unwrap_or(1)) } else { None },
         outcome,
@@ -546,6 +617,80 @@ pub(crate) mod tests {
         assert_eq!(n.outcome, Some(Outcome::Timeout), "the timeout signature is recognised");
         assert_eq!(n.attempt, Some(1));
         assert_eq!(n.latency_ms, Some(250), "latency from the span when not reported");
+        assert!(!n.side_effect_declared, "the class came from a policy");
+    }
+
+    #[test]
+    fn standard_token_counts_become_uncached_input() {
+        // GenAI counts cache reads and writes within input; the article keeps them apart.
+        let chat = span(
+            "chat",
+            Some(1),
+            json!({
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "claude-sonnet-4-5",
+                "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.cache_read.input_tokens": 700,
+                "gen_ai.usage.cache_creation.input_tokens": 200, "gen_ai.usage.output_tokens": 50,
+                "gen_ai.usage.reasoning.output_tokens": 20
+            }),
+        );
+        let n = run(&chat, json!({})).unwrap();
+        assert_eq!(
+            (n.input_tokens, n.cache_tokens, n.cache_write_tokens, n.output_tokens, n.reasoning_tokens),
+            (Some(100), Some(700), Some(200), Some(50), Some(20))
+        );
+        let llm = span(
+            "llm",
+            Some(1),
+            json!({
+                "openinference.span.kind": "LLM", "llm.model_name": "m", "llm.token_count.prompt": 11,
+                "llm.token_count.prompt_details.cache_read": 4, "llm.token_count.completion": 3
+            }),
+        );
+        assert_eq!(run(&llm, json!({})).unwrap().input_tokens, Some(7));
+        let article = span(
+            "step",
+            None,
+            json!({"step.index": 1, "step.input_tokens": 10, "step.cache_read_tokens": 900, "step.output_tokens": 1}),
+        );
+        assert_eq!(run(&article, json!({})).unwrap().input_tokens, Some(10), "already uncached");
+        // Nonsense never goes below zero.
+        let odd = span(
+            "chat",
+            Some(1),
+            json!({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5, "gen_ai.usage.cache_read.input_tokens": 50}),
+        );
+        assert_eq!(run(&odd, json!({})).unwrap().input_tokens, Some(0));
+    }
+
+    #[test]
+    fn mcp_annotations_limits_and_escalation_details_are_read() {
+        let tool = span(
+            "tools/call delete_file",
+            Some(1),
+            json!({
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "delete_file",
+                "mcp.tool.annotations.destructiveHint": true, "mcp.tool.annotations.readOnlyHint": "false",
+                "tool.side_effect": "irreversible"
+            }),
+        );
+        let n = run(&tool, json!({})).unwrap();
+        assert_eq!(n.tool_hints, (Some(false), Some(true)));
+        assert!(n.side_effect_declared);
+        let root = span(
+            "agent",
+            None,
+            json!({
+                "budget.max_steps": 20, "budget.cost_limit": "1.5", "escalation.reason": "Budget Exceeded",
+                "escalation.blocking_fact": "needs sk_live_4eC39HqLyjWDarjtT1zdp7dc to continue",
+                "escalation.what_was_done": "[\"drafted the refund\"]", "escalation.what_remains": ["send it"]
+            }),
+        );
+        let n = run(&root, json!({})).unwrap();
+        assert_eq!((n.step_limit, n.cost_limit), (Some(20), Some(1.5)));
+        let d = n.escalation_details.expect("details from attributes");
+        assert!(!d.blocking_fact.unwrap().contains("sk_live_"), "redacted before storage");
+        assert_eq!(d.what_was_done, Some(json!(["drafted the refund"])));
+        assert_eq!(d.what_remains, Some(json!(["send it"])));
     }
 
     #[test]

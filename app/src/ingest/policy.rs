@@ -80,9 +80,59 @@ pub fn classify(tool: &str, policies: &[ToolPolicy]) -> Option<SideEffect> {
     policy_for(tool, policies).map(|p| p.side_effect)
 }
 
+/// A class to suggest for an unclassified tool, with why: from its MCP annotations when
+/// its spans carry them, else from the words of its name. Only ever shown to an admin,
+/// never applied: a wrong guess of `read` would hide duplicate side effects.
+pub fn suggest_class(name: &str, read_only_hint: Option<bool>, destructive_hint: Option<bool>) -> Option<(SideEffect, String)> {
+    match (read_only_hint, destructive_hint) {
+        (Some(true), _) => return Some((SideEffect::Read, "its MCP annotations say readOnlyHint".into())),
+        (_, Some(true)) => return Some((SideEffect::Irreversible, "its MCP annotations say destructiveHint".into())),
+        (Some(false), Some(false)) => {
+            return Some((SideEffect::Write, "its MCP annotations say it writes, but not destructively".into()))
+        }
+        _ => {}
+    }
+    let lower = name.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let any = |list: &[&str]| words.iter().find(|w| list.contains(w)).map(|w| w.to_string());
+    const IRREVERSIBLE: &[&str] = &[
+        "send", "email", "mail", "sms", "notify", "pay", "payment", "charge", "refund", "transfer", "wire", "delete",
+        "drop", "destroy", "purge", "remove", "deploy", "publish", "post", "tweet", "merge", "cancel", "terminate",
+        "execute", "exec", "shell", "run",
+    ];
+    const WRITE: &[&str] = &[
+        "create", "update", "write", "set", "put", "insert", "upsert", "save", "upload", "add", "edit", "modify",
+        "patch", "book", "reserve", "assign", "open", "comment", "store",
+    ];
+    const READ: &[&str] = &[
+        "get", "list", "search", "find", "read", "fetch", "lookup", "query", "describe", "show", "view", "check",
+        "retrieve", "browse", "load", "count", "status",
+    ];
+    if let Some(w) = any(IRREVERSIBLE) {
+        return Some((SideEffect::Irreversible, format!("its name says `{w}`")));
+    }
+    if let Some(w) = any(WRITE) {
+        return Some((SideEffect::Write, format!("its name says `{w}`")));
+    }
+    any(READ).map(|w| (SideEffect::Read, format!("its name says `{w}`")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggestions_come_from_annotations_first_then_the_name() {
+        assert_eq!(suggest_class("send_email", None, None).unwrap().0, SideEffect::Irreversible);
+        assert_eq!(suggest_class("createTicket", None, None), None, "camelCase is one word: no guess");
+        assert_eq!(suggest_class("create-ticket", None, None).unwrap().0, SideEffect::Write);
+        assert_eq!(suggest_class("search_docs", None, None).unwrap().0, SideEffect::Read);
+        assert_eq!(suggest_class("frobnicate", None, None), None);
+        let (class, why) = suggest_class("send_email", Some(true), None).unwrap();
+        assert_eq!(class, SideEffect::Read, "an annotation beats the name");
+        assert!(why.contains("readOnlyHint"));
+        assert_eq!(suggest_class("x", Some(false), Some(true)).unwrap().0, SideEffect::Irreversible);
+    }
 
     #[test]
     fn globs_match_whole_names() {

@@ -18,6 +18,9 @@ pub mod action {
     pub const TOKEN_REVOKED: &str = "token_revoked";
     pub const POLICY_SAVED: &str = "tool_policy_saved";
     pub const POLICY_DELETED: &str = "tool_policy_deleted";
+    pub const PRICE_SAVED: &str = "price_saved";
+    pub const PRICE_DELETED: &str = "price_deleted";
+    pub const RUNS_RECOMPUTED: &str = "runs_recomputed";
     pub const APPROVAL_APPROVED: &str = "approval_approved";
     pub const APPROVAL_DENIED: &str = "approval_denied";
     pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
@@ -27,6 +30,7 @@ pub mod action {
     pub const ESCALATION_NOTE: &str = "escalation_note";
     pub const ESCALATION_ITEM: &str = "escalation_item";
     pub const ESCALATION_RESOLVED: &str = "escalation_resolved";
+    pub const ESCALATION_RESOLVED_OVERRIDE: &str = "escalation_resolved_over_claim";
     pub const ALERT_ACKNOWLEDGED: &str = "alert_acknowledged";
     pub const ALERT_RULE_SAVED: &str = "alert_rule_saved";
 }

@@ -37,11 +37,21 @@ struct Row {
 
 impl From<Row> for Escalation {
     fn from(r: Row) -> Self {
+        // Escalations opened from traces before reasons were read in words ("budget
+        // exceeded" stored as `other`) are shown as they would be opened now.
+        let stored = EscalationReason::parse(&r.reason).unwrap_or(EscalationReason::Other);
+        let in_words = r.reason_text.as_deref().and_then(EscalationReason::from_words);
+        let (reason, reason_text) = match (stored, in_words) {
+            (EscalationReason::Other, Some(reason)) => (reason, None),
+            _ => (stored, r.reason_text),
+        };
         Escalation {
             id: r.id,
             run_id: r.run_id,
-            reason: EscalationReason::parse(&r.reason).unwrap_or(EscalationReason::Other),
-            reason_text: r.reason_text,
+            // Escalations opened from traces before reasons were read in words are shown
+            // as they would be opened now.
+            reason,
+            reason_text,
             blocking_fact: r.blocking_fact,
             what_was_done: serde_json::from_str(&r.what_was_done).unwrap_or_default(),
             what_remains: serde_json::from_str(&r.what_remains).unwrap_or_default(),
@@ -307,6 +317,10 @@ pub async fn set_item(db: &Db, id: &str, user: &str, index: usize, done: bool) -
 }
 
 /// Resolves an open escalation that is unclaimed or claimed by `user`.
+/// Resolves an open escalation. Only the holder of its claim may, so two people never
+/// finish the same task; `override_claim` (an administrator's explicit choice, audited by
+/// the caller) resolves it whoever holds it, or while nobody does.
+#[allow(clippy::too_many_arguments)]
 pub async fn resolve(
     db: &Db,
     id: &str,
@@ -314,10 +328,12 @@ pub async fn resolve(
     outcome: Resolution,
     note: &str,
     instructions: Option<&str>,
+    override_claim: bool,
 ) -> StoreResult<Escalation> {
+    let before = current(db, id).await?;
     let sql = "UPDATE escalations SET status = 'resolved', resolved_by = $1, resolved_at = $2, outcome = $3, \
                resolution_note = $4, instructions = $5 \
-               WHERE id = $6 AND status = 'open' AND (claimed_by IS NULL OR claimed_by = $1)";
+               WHERE id = $6 AND status = 'open' AND (claimed_by = $1 OR $7)";
     let n = on_pool!(db, pool => sqlx::query(sql)
         .bind(user)
         .bind(now_ms())
@@ -325,16 +341,24 @@ pub async fn resolve(
         .bind(note)
         .bind(instructions)
         .bind(id)
+        .bind(override_claim)
         .execute(pool)
         .await
         .map(|r| r.rows_affected()))?;
     let e = current(db, id).await?;
     if n == 0 {
-        return Err(StoreError::Conflict(
-            refusal(&e, user).unwrap_or_else(|| "the escalation changed; reload it".into()),
-        ));
+        let why = refusal(&e, user).unwrap_or_else(|| match &e.claimed_by {
+            None => "claim this escalation before resolving it, so nobody else works on it meanwhile".into(),
+            Some(_) => "the escalation changed; reload it".into(),
+        });
+        return Err(StoreError::Conflict(why));
     }
-    event(db, id, Some(user), "resolved", Some(&format!("{outcome}: {note}"))).await?;
+    let overridden = match (&before.claimed_by, override_claim) {
+        (Some(holder), true) if holder != user => format!(" (overriding {holder}'s claim)"),
+        (None, true) => " (without a claim, as administrator)".to_string(),
+        _ => String::new(),
+    };
+    event(db, id, Some(user), "resolved", Some(&format!("{outcome}{overridden}: {note}"))).await?;
     Ok(e)
 }
 
@@ -381,6 +405,49 @@ pub async fn announce(
     })
 }
 
+/// The details sent as span attributes (`escalation.blocking_fact`, ...).
+pub fn details_from_attributes(
+    d: &crate::ingest::normalize::EscalationDetails,
+) -> (Option<String>, Vec<DoneItem>, Vec<RemainingItem>) {
+    let done: Vec<DoneItem> = d.what_was_done.clone().and_then(|v| done_items(v)).unwrap_or_default();
+    let remains = d.what_remains.clone().map(remaining_items).unwrap_or_default();
+    (d.blocking_fact.clone(), done, remains)
+}
+
+/// `what_was_done` as sent: an array of objects (the API's items) or of plain texts.
+fn done_items(v: serde_json::Value) -> Option<Vec<DoneItem>> {
+    let items = v.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(|item| match item {
+                serde_json::Value::String(text) => Some(DoneItem {
+                    tool: None,
+                    description: Some(text.clone()),
+                    external_id: None,
+                    idempotency_key: None,
+                    at: None,
+                }),
+                other => serde_json::from_value(other.clone()).ok(),
+            })
+            .collect(),
+    )
+}
+
+/// `what_remains` as sent: an array of texts or of `{description}` objects.
+fn remaining_items(v: serde_json::Value) -> Vec<RemainingItem> {
+    v.as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|item| {
+            let description =
+                item.as_str().map(str::to_string).or_else(|| item["description"].as_str().map(str::to_string))?;
+            Some(RemainingItem { description, done: false, done_by: None })
+        })
+        .collect()
+}
+
 /// The details an `escalation` span event carries (the same fields as the API), if any.
 pub fn details_from_events(
     events: &[serde_json::Value],
@@ -394,17 +461,8 @@ pub fn details_from_events(
             other => Some(other.clone()),
         }
     };
-    let done: Vec<DoneItem> = parse("what_was_done").and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
-    let remains: Vec<RemainingItem> = parse("what_remains")
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|item| {
-            let description =
-                item.as_str().map(str::to_string).or_else(|| item["description"].as_str().map(str::to_string))?;
-            Some(RemainingItem { description, done: false, done_by: None })
-        })
-        .collect();
+    let done: Vec<DoneItem> = parse("what_was_done").and_then(done_items).unwrap_or_default();
+    let remains: Vec<RemainingItem> = parse("what_remains").map(remaining_items).unwrap_or_default();
     Some((text("blocking_fact"), done, remains))
 }
 
@@ -453,14 +511,21 @@ macro_rules! open_from_traces {
                 Some((_, id, false)) => merged.push(id.as_str()),
                 None => {
                     let raw = run.escalation_reason.clone().unwrap_or_else(|| "unspecified".into());
-                    let (reason, reason_text) = match $crate::escalations::EscalationReason::parse(&raw) {
+                    let (reason, reason_text) = match $crate::escalations::EscalationReason::from_words(&raw) {
                         Some(r) => (r, None),
                         None => ($crate::escalations::EscalationReason::Other, Some(raw)),
                     };
                     let details = $spans
                         .iter()
                         .filter(|s| run.trace_ids.contains(&s.trace_id))
-                        .find_map(|s| $crate::storage::escalations::details_from_events(&s.events));
+                        .find_map(|s| $crate::storage::escalations::details_from_events(&s.events))
+                        .or_else(|| {
+                            $spans
+                                .iter()
+                                .filter(|s| run.trace_ids.contains(&s.trace_id))
+                                .find_map(|s| s.escalation_details.as_ref())
+                                .map($crate::storage::escalations::details_from_attributes)
+                        });
                     let (blocking, done, remains) = details.unwrap_or_default();
                     opened.push((
                         $crate::storage::escalations::new_id(),

@@ -11,6 +11,9 @@ pub mod audit;
 pub mod escalations;
 pub mod metrics;
 pub mod policies;
+pub mod prices;
+pub mod recompute;
+pub mod rules;
 pub mod runs;
 pub mod sessions;
 pub mod span_record;
@@ -19,6 +22,7 @@ pub mod terms;
 #[cfg(feature = "test-support")]
 pub mod testing;
 pub mod tokens;
+pub mod tools;
 pub mod trends;
 pub mod users;
 pub mod wal;

@@ -4,9 +4,10 @@ use super::span_record::{self, StoredSpan};
 use super::spans;
 use super::{from_ms, now_ms, on_pool, terms, Db, StoreResult};
 use crate::canonical::{
-    DuplicateView, QueryParams, RunDetail, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+    CostSource, DuplicateView, QueryParams, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
-use crate::ingest::derive::derive_run;
+use crate::ingest::derive::{derive_run_with, Rules};
+use crate::ingest::failure::{failure_of, SpanOutcome};
 use serde::{Deserialize, Serialize};
 use sqlx::QueryBuilder;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -46,6 +47,8 @@ pub enum RunSort {
     Cost,
     /// Longest first.
     Duration,
+    /// Most duplicate side effects first.
+    Duplicates,
 }
 
 impl std::str::FromStr for RunSort {
@@ -55,7 +58,8 @@ impl std::str::FromStr for RunSort {
             "started" => Ok(RunSort::Started),
             "cost" => Ok(RunSort::Cost),
             "duration" => Ok(RunSort::Duration),
-            other => Err(format!("unknown sort `{other}` (expected started, cost or duration)")),
+            "duplicates" => Ok(RunSort::Duplicates),
+            other => Err(format!("unknown sort `{other}` (expected started, cost, duration or duplicates)")),
         }
     }
 }
@@ -71,6 +75,9 @@ pub struct RunQuery {
     pub flag: Option<RunFlag>,
     /// A run id, trace id, idempotency key, external resource id or tool name.
     pub search: Option<String>,
+    /// The tool name the search term names, as stored, when it differs only in case
+    /// (found by [`resolve_search`]).
+    pub search_tool: Option<String>,
     pub sort: RunSort,
     /// The cursor of the previous page's last run.
     pub after: Option<Cursor>,
@@ -132,6 +139,9 @@ struct RunRow {
     ended_ns: Option<i64>,
     wall_clock_ms: Option<i64>,
     cost: f64,
+    cost_source: String,
+    unpriced_models: Option<String>,
+    possible_duplicates: i64,
     input_tokens: i64,
     output_tokens: i64,
     cache_tokens: i64,
@@ -147,6 +157,7 @@ struct RunRow {
 }
 
 const RUN_COLUMNS: &str = "run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, wall_clock_ms, cost, \
+    cost_source, unpriced_models, possible_duplicates, \
     input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
     completed_without_read, approval_violations, escalation_reason, duplicates";
 
@@ -161,6 +172,8 @@ impl RunRow {
             ended_at: self.ended_ns.map(|ns| from_ms(ns / 1_000_000)),
             wall_clock_ms: self.wall_clock_ms,
             cost: self.cost,
+            cost_source: CostSource::parse(&self.cost_source).unwrap_or(CostSource::Agent),
+            unpriced_models: self.unpriced_models.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or_default(),
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cache_tokens: self.cache_tokens,
@@ -168,6 +181,7 @@ impl RunRow {
             tool_calls: self.tool_calls,
             trace_ids: serde_json::from_str(&self.trace_ids).unwrap_or_default(),
             duplicate_side_effects: self.duplicate_side_effects,
+            possible_duplicates: self.possible_duplicates,
             deduped_calls: self.deduped_calls,
             completed_without_read: self.completed_without_read,
             approval_violations: self.approval_violations,
@@ -229,6 +243,7 @@ impl QueryParams {
             until_ns: given(&self.until).map(|s| time_ns("until", s)).transpose()?,
             flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
             search: given(&self.q).map(str::to_string),
+            search_tool: None,
             sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
             after: given(&self.cursor).map(Cursor::decode).transpose()?,
             limit,
@@ -314,6 +329,7 @@ fn key_sql(sort: RunSort, c: &Cols) -> String {
         RunSort::Started => c.started.to_string(),
         RunSort::Cost => format!("{}cost", c.runs),
         RunSort::Duration => format!("COALESCE({}wall_clock_ms, -1)", c.runs),
+        RunSort::Duplicates => format!("{}duplicate_side_effects", c.runs),
     }
 }
 
@@ -325,8 +341,9 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
         sql.push(&format!(" AND {} = {p}", c.reason));
     }
     if let Some(agent) = &q.agent {
-        let p = sql.bind(Arg::Text(agent.clone()));
-        sql.push(&format!(" AND {}agent = {p}", c.runs));
+        // Part of the name, in any case: `billing` finds `Billing-Agent`.
+        let p = sql.bind(Arg::Text(format!("%{}%", like_escape(&agent.to_lowercase()))));
+        sql.push(&format!(" AND LOWER({}agent) LIKE {p} ESCAPE '\\'", c.runs));
     }
     if let Some(t) = q.trigger {
         let p = sql.bind(Arg::Text(t.as_str().into()));
@@ -366,16 +383,52 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
     }
 }
 
+/// `text` with LIKE's wildcards taken literally (escaped with a backslash).
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 /// The runs a search term names by id: as run id, trace id, idempotency key or external
 /// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
+/// The term is tried as typed and in lower case (hex trace ids are stored in lower case).
 fn push_runs_named_by(sql: &mut Sql, term: &str, postgres: bool) {
-    let t = sql.bind(Arg::Text(term.to_string()));
-    sql.push(&format!(
-        "SELECT run_id FROM runs WHERE run_id = {t} \
-         UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
-         UNION {}",
-        terms::runs_with_term_sql(postgres, &t)
-    ));
+    let mut variants = vec![term.to_string()];
+    if term.to_lowercase() != term {
+        variants.push(term.to_lowercase());
+    }
+    for (i, variant) in variants.into_iter().enumerate() {
+        if i > 0 {
+            sql.push(" UNION ");
+        }
+        let t = sql.bind(Arg::Text(variant));
+        sql.push(&format!(
+            "SELECT run_id FROM runs WHERE run_id = {t} \
+             UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
+             UNION {}",
+            terms::runs_with_term_sql(postgres, &t)
+        ));
+    }
+}
+
+/// Finds the stored spelling of a tool name the search term names in another case, so a
+/// search for `Send_Email` finds the runs that called `send_email`.
+pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
+    let mut q = q.clone();
+    if let Some(term) = q.term().map(str::to_string) {
+        let sql = "SELECT tool_name FROM tools WHERE tool_name = $1 OR LOWER(tool_name) = LOWER($1) \
+                   ORDER BY CASE WHEN tool_name = $1 THEN 0 ELSE 1 END LIMIT 1";
+        let found: Option<String> =
+            on_pool!(db, pool => sqlx::query_scalar(sql).bind(&term).fetch_optional(pool).await)?;
+        q.search_tool = found.filter(|t| *t != term);
+    }
+    Ok(q)
 }
 
 /// The list statement. Without a search term: `runs` filtered and walked in sort order.
@@ -408,7 +461,7 @@ fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
     if tools.runs == "r." {
         sql.push(" JOIN runs r ON r.run_id = rt.run_id");
     }
-    let t = sql.bind(Arg::Text(term.to_string()));
+    let t = sql.bind(Arg::Text(q.search_tool.clone().unwrap_or_else(|| term.to_string())));
     sql.push(&format!(" WHERE rt.tool_name = {t}"));
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), tools);
     sql.push(&order(tools));
@@ -431,7 +484,7 @@ fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
         sql.push(" GROUP BY terminal_reason");
         return sql;
     };
-    let t = sql.bind(Arg::Text(term.to_string()));
+    let t = sql.bind(Arg::Text(q.search_tool.clone().unwrap_or_else(|| term.to_string())));
     if q.filters_on_runs() {
         sql.push(&format!(
             "SELECT r.terminal_reason, COUNT(*) FROM run_tools rt JOIN runs r ON r.run_id = rt.run_id \
@@ -476,6 +529,8 @@ macro_rules! apply_reason_deltas {
 pub(crate) use apply_reason_deltas;
 
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
+    let resolved = resolve_search(db, q).await?;
+    let q = &resolved;
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1, matches!(db, Db::Postgres(_)));
     let rows: Vec<RunRow> = on_pool!(db, pool => {
@@ -489,6 +544,7 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
                 RunSort::Started => SortKey::Int(r.started_ns),
                 RunSort::Cost => SortKey::Float(r.cost),
                 RunSort::Duration => SortKey::Int(r.wall_clock_ms.unwrap_or(-1)),
+                RunSort::Duplicates => SortKey::Int(r.duplicate_side_effects),
             },
             run_id: r.run_id.clone(),
         })
@@ -504,6 +560,8 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
 /// Without filters (a reason aside) and without a search term they are the totals in
 /// `run_reason_counts`, which every change to `runs` keeps in its own transaction.
 pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
+    let resolved = resolve_search(db, q).await?;
+    let q = &resolved;
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
         on_pool!(db, pool => {
@@ -524,19 +582,30 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(Terminal
     Ok(counts.into_iter().filter(|(_, n)| *n > 0).collect())
 }
 
-/// One run with its steps, tool calls and duplicates, derived from its spans.
+/// One run with its steps, tool calls and duplicates, derived from its spans under the
+/// shipped prices and no policies (see [`get_with`]).
 pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
+    get_with(db, run_id, &Rules::default()).await
+}
+
+/// One run: its stored figures, and its steps and tool calls derived again under `rules`
+/// (each step's cost, each call's class as the policies say now).
+pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Option<RunDetail>> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
     let row: Option<RunRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_optional(pool).await)?;
     let Some(row) = row else { return Ok(None) };
     let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
-    let derived = derive_run(run_id, &facts);
+    let derived = derive_run_with(run_id, &facts, rules);
     let duplicates: Vec<DuplicateView> = serde_json::from_str(&row.duplicates).unwrap_or_default();
     Ok(Some(RunDetail {
         run: row.summary(),
         step_list: derived.step_list,
         tool_call_list: derived.tool_call_list,
         duplicates,
+        prices_used: derived.prices_used,
+        unclassified_tools: derived.unclassified_tools,
+        step_limit: derived.step_limit,
+        cost_limit: derived.cost_limit,
     }))
 }
 
@@ -689,11 +758,40 @@ impl From<StoredSpan> for WaterfallSpan {
 /// paged so a 5,000-span run never becomes a multi-megabyte page. (The run's spans are
 /// read whole either way: they are stored together, see `span_record`.)
 pub async fn waterfall(db: &Db, run_id: &str, offset: i64, limit: i64) -> StoreResult<(Vec<WaterfallSpan>, i64)> {
+    let (page, total, _) = waterfall_and_failure(db, run_id, offset, limit, None).await?;
+    Ok((page, total))
+}
+
+/// A page of the waterfall, the run's span count, and why the run failed when
+/// `latest_trace` (its latest attempt) is given.
+pub async fn waterfall_and_failure(
+    db: &Db,
+    run_id: &str,
+    offset: i64,
+    limit: i64,
+    latest_trace: Option<&str>,
+) -> StoreResult<(Vec<WaterfallSpan>, i64, Option<RunFailure>)> {
     let mut spans = spans::of_run(db, run_id).await?;
+    let failure = latest_trace.and_then(|trace| {
+        let outcomes: Vec<SpanOutcome> = spans
+            .iter()
+            .map(|s| SpanOutcome {
+                trace_id: &s.trace_id,
+                span_id: &s.span_id,
+                parent_span_id: s.parent_span_id.as_deref(),
+                name: &s.name,
+                start_ns: s.start_ns,
+                status_code: s.status_code,
+                status_message: s.status_message.as_deref(),
+                events: s.events.get(),
+            })
+            .collect();
+        failure_of(&outcomes, trace)
+    });
     spans.sort_by(|a, b| (a.start_ns, &a.trace_id, &a.span_id).cmp(&(b.start_ns, &b.trace_id, &b.span_id)));
     let total = spans.len() as i64;
     let page = spans.into_iter().skip(offset.max(0) as usize).take(limit.max(0) as usize).map(Into::into).collect();
-    Ok((page, total))
+    Ok((page, total, failure))
 }
 
 fn pretty(json: &str) -> String {
@@ -835,4 +933,13 @@ pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
     let agent: Option<Option<String>> =
         on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
     Ok(agent.flatten())
+}
+
+/// The models without a price that runs started since `since_ns` used (at most 100).
+pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<String>> {
+    let sql = "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
+    let rows: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(since_ns).fetch_all(pool).await)?;
+    let models: BTreeSet<String> =
+        rows.iter().flat_map(|r| serde_json::from_str::<Vec<String>>(r).unwrap_or_default()).collect();
+    Ok(models.into_iter().take(100).collect())
 }

@@ -45,6 +45,10 @@ struct Out<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     cost: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    step_limit: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_limit: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     wall_clock_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     role: Option<&'a str>,
@@ -61,9 +65,15 @@ struct Out<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    cache_write_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     tool_name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     side_effect: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    side_effect_declared: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     idempotency_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,6 +114,8 @@ pub fn encode(span: &NormalizedSpan, attributes: &Map<String, Value>, events: &[
         terminal_reason: span.terminal_reason.map(|t| t.as_str()),
         escalation_reason: span.escalation_reason.as_deref(),
         cost: span.cost,
+        step_limit: span.step_limit,
+        cost_limit: span.cost_limit,
         wall_clock_ms: span.wall_clock_ms,
         role: span.role.map(|r| r.as_str()),
         step_index: span.step_index,
@@ -112,8 +124,11 @@ pub fn encode(span: &NormalizedSpan, attributes: &Map<String, Value>, events: &[
         input_tokens: span.input_tokens,
         output_tokens: span.output_tokens,
         cache_tokens: span.cache_tokens,
+        cache_write_tokens: span.cache_write_tokens,
+        reasoning_tokens: span.reasoning_tokens,
         tool_name: span.tool_name.as_deref(),
         side_effect: span.side_effect.map(|v| v.as_str()),
+        side_effect_declared: span.side_effect_declared,
         idempotency_key: span.idempotency_key.as_deref(),
         attempt: span.attempt,
         outcome: span.outcome.map(|v| v.as_str()),

@@ -14,7 +14,7 @@
 use super::span_record::{self, corrupt};
 use super::{now_ms, on_pool, terms, Db, StoreResult};
 use crate::canonical::{RunDetail, SideEffect, TerminalReason};
-use crate::ingest::derive::{derive_run, SpanFacts};
+use crate::ingest::derive::{derive_run_with, Rules, SpanFacts};
 use crate::ingest::normalize::NormalizedSpan;
 use crate::ingest::pipeline::BodyPolicy;
 use serde_json::value::RawValue;
@@ -243,8 +243,20 @@ macro_rules! move_trace {
     }};
 }
 
-/// Stores spans, assigns their traces to runs, and recomputes the touched runs.
+/// Stores spans, assigns their traces to runs, and recomputes the touched runs with the
+/// shipped prices and no tool policies (tests; the server uses [`write_with`]).
 pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -> StoreResult<WriteOutcome> {
+    write_with(db, spans, body_policy, &Rules::default()).await
+}
+
+/// Stores spans, assigns their traces to runs, and recomputes the touched runs under
+/// `rules` (prices and tool policies).
+pub async fn write_with(
+    db: &Db,
+    spans: &[NormalizedSpan],
+    body_policy: BodyPolicy,
+    rules: &Rules,
+) -> StoreResult<WriteOutcome> {
     if spans.is_empty() {
         return Ok(WriteOutcome::default());
     }
@@ -517,7 +529,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
 
             let t_spans = std::time::Instant::now();
             let mut derived: Vec<RunDetail> =
-                touched.iter().map(|run| derive_run(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]))).collect();
+                touched.iter().map(|run| derive_run_with(run, facts_by_run.get(run).map(Vec::as_slice).unwrap_or(&[]), rules)).collect();
             let t_derived = std::time::Instant::now();
             super::approvals::count_violations!(tx, derived);
             super::escalations::open_from_traces!(tx, derived, spans, received_at);
@@ -527,9 +539,9 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
             for chunk in cacheable_chunks(&derived, ROWS_PER_INSERT / 2) {
                 let mut q = QueryBuilder::new(
                     "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
-                     wall_clock_ms, cost, input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, \
-                     duplicate_side_effects, deduped_calls, completed_without_read, approval_violations, \
-                     escalation_reason, duplicates, updated_at) ",
+                     wall_clock_ms, cost, cost_source, unpriced_models, input_tokens, output_tokens, cache_tokens, \
+                     steps, tool_calls, trace_ids, duplicate_side_effects, possible_duplicates, deduped_calls, \
+                     completed_without_read, approval_violations, escalation_reason, duplicates, updated_at) ",
                 );
                 q.push_values(chunk, |mut row, d| {
                     let r = &d.run;
@@ -542,6 +554,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         .push_bind(r.ended_at.and_then(|t| t.timestamp_nanos_opt()))
                         .push_bind(r.wall_clock_ms)
                         .push_bind(r.cost)
+                        .push_bind(r.cost_source.as_str())
+                        .push_bind(unpriced_json(&r.unpriced_models))
                         .push_bind(r.input_tokens)
                         .push_bind(r.output_tokens)
                         .push_bind(r.cache_tokens)
@@ -549,6 +563,7 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                         .push_bind(r.tool_calls)
                         .push_bind(serde_json::to_string(&r.trace_ids).unwrap_or_default())
                         .push_bind(r.duplicate_side_effects)
+                        .push_bind(r.possible_duplicates)
                         .push_bind(r.deduped_calls)
                         .push_bind(r.completed_without_read)
                         .push_bind(r.approval_violations)
@@ -560,6 +575,8 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     " ON CONFLICT (run_id) DO UPDATE SET agent = excluded.agent, run_trigger = excluded.run_trigger, \
                      terminal_reason = excluded.terminal_reason, started_ns = excluded.started_ns, \
                      ended_ns = excluded.ended_ns, wall_clock_ms = excluded.wall_clock_ms, cost = excluded.cost, \
+                     cost_source = excluded.cost_source, unpriced_models = excluded.unpriced_models, \
+                     possible_duplicates = excluded.possible_duplicates, \
                      input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, \
                      cache_tokens = excluded.cache_tokens, steps = excluded.steps, tool_calls = excluded.tool_calls, \
                      trace_ids = excluded.trace_ids, duplicate_side_effects = excluded.duplicate_side_effects, \
@@ -597,6 +614,45 @@ pub async fn write(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -
                     " ON CONFLICT (run_no, tool_name) DO UPDATE SET started_ns = excluded.started_ns, \
                      terminal_reason = excluded.terminal_reason \
                      WHERE run_tools.started_ns <> excluded.started_ns OR run_tools.terminal_reason <> excluded.terminal_reason",
+                );
+                q.build().execute(&mut *tx).await?;
+            }
+            // Every tool seen: its calls stored by this write, when, and what its spans
+            // declare about it (the admin's tools page).
+            let mut seen: BTreeMap<&str, ToolSeen> = BTreeMap::new();
+            for (_, s) in new_spans() {
+                let Some(name) = s.tool_name.as_deref() else { continue };
+                let t = seen.entry(name).or_insert(ToolSeen { calls: 0, first_ns: s.start_ns, last_ns: s.start_ns, ..Default::default() });
+                t.calls += 1;
+                t.first_ns = t.first_ns.min(s.start_ns);
+                t.last_ns = t.last_ns.max(s.start_ns);
+                if s.side_effect_declared {
+                    t.declared = s.side_effect.map(|c| c.as_str());
+                }
+                t.read_only = s.tool_hints.0.or(t.read_only);
+                t.destructive = s.tool_hints.1.or(t.destructive);
+            }
+            let seen: Vec<(&str, ToolSeen)> = seen.into_iter().collect();
+            for chunk in cacheable_chunks(&seen, ROWS_PER_INSERT / 4) {
+                let mut q = QueryBuilder::new(
+                    "INSERT INTO tools (tool_name, calls, first_seen_ns, last_seen_ns, declared_class, read_only_hint, destructive_hint) ",
+                );
+                q.push_values(chunk, |mut row, (name, t)| {
+                    row.push_bind(*name)
+                        .push_bind(t.calls)
+                        .push_bind(t.first_ns)
+                        .push_bind(t.last_ns)
+                        .push_bind(t.declared)
+                        .push_bind(t.read_only)
+                        .push_bind(t.destructive);
+                });
+                q.push(
+                    " ON CONFLICT (tool_name) DO UPDATE SET calls = tools.calls + excluded.calls, \
+                     first_seen_ns = CASE WHEN excluded.first_seen_ns < tools.first_seen_ns THEN excluded.first_seen_ns ELSE tools.first_seen_ns END, \
+                     last_seen_ns = CASE WHEN excluded.last_seen_ns > tools.last_seen_ns THEN excluded.last_seen_ns ELSE tools.last_seen_ns END, \
+                     declared_class = COALESCE(excluded.declared_class, tools.declared_class), \
+                     read_only_hint = COALESCE(excluded.read_only_hint, tools.read_only_hint), \
+                     destructive_hint = COALESCE(excluded.destructive_hint, tools.destructive_hint)",
                 );
                 q.build().execute(&mut *tx).await?;
             }
@@ -724,4 +780,20 @@ mod tests {
         assert_eq!(parts, chunks);
         assert_eq!(cacheable_parts(Vec::<String>::new(), 400).count(), 0);
     }
+}
+
+/// What one write saw of one tool.
+#[derive(Default, Clone, Copy)]
+struct ToolSeen {
+    calls: i64,
+    first_ns: i64,
+    last_ns: i64,
+    declared: Option<&'static str>,
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+}
+
+/// The stored form of a run's unpriced models: a JSON array, or NULL when there are none.
+pub fn unpriced_json(models: &[String]) -> Option<String> {
+    (!models.is_empty()).then(|| serde_json::to_string(models).unwrap_or_default())
 }

@@ -59,6 +59,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     approval_hub: ApprovalHub,
     webhooks: std::sync::Arc<Vec<app::notify::WebhookTarget>>,
     redactor: std::sync::Arc<app::ingest::redact::Redactor>,
+    rules: app::storage::rules::RulesCache,
 ) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
     let authenticated = table()
@@ -68,6 +69,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         .layer(Extension(approval_hub))
         .layer(Extension(webhooks))
         .layer(Extension(redactor))
+        .layer(Extension(rules))
         .layer(from_fn_with_state(auth, auth::require_token))
         .with_state(db);
     Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)

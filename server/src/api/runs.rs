@@ -34,10 +34,11 @@ pub async fn list(
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
+    Extension(rules): Extension<app::storage::rules::RulesCache>,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
     token.require(Scope::Read)?;
-    runs::get(&db, &run_id).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
+    runs::get_with(&db, &run_id, &rules.current()).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
 }
 
 /// `GET /api/v1/runs/{run_id}/replay`: the run's replay fixture (scope `read`).

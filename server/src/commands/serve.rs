@@ -7,6 +7,7 @@ use crate::otlp::IngestService;
 use crate::web;
 use anyhow::Context;
 use app::state::AppState;
+use app::storage::rules::RulesCache;
 use app::storage::sessions::SessionStoreAny;
 use app::storage::{policies, runs, wal, webhooks, Db};
 use leptos::config::{Env, LeptosOptions};
@@ -35,6 +36,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         );
     }
 
+    // Prices and policies for derivation, shared by the pages and the ingest writer.
+    let rules = RulesCache::new(config.prices.clone());
+    rules.refresh(&db).await?;
+
     let mut approval_hub = app::approvals::hub::ApprovalHub::new();
     // Tuning knob: how often a long poll re-reads the database without a wake-up.
     if let Some(secs) = std::env::var("FLIGHTDECK_APPROVAL_RECHECK_SECONDS").ok().and_then(|s| s.parse().ok()) {
@@ -46,14 +51,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         approvals: approval_hub.clone(),
         webhooks: Arc::new(config.webhooks.clone()),
         redactor: Arc::new(ingest_settings.redactor.clone()),
+        rules: rules.clone(),
     };
     // Started before the router so `/metrics` can report the receivers' counters.
-    let (ingest, writer_gone) = IngestService::start(
+    let (ingest, writer_gone) = IngestService::start_with_rules(
         db.clone(),
         ingest_settings,
         config.ingest_auth,
         config.max_body_bytes,
         config.ingest_queue_bytes,
+        rules,
     )
     .context("cannot start the ingest writer")?;
     ingest.refresh_policies().await;

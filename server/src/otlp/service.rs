@@ -8,11 +8,11 @@ use crate::config::IngestAuth;
 use app::access::Scope;
 use app::ingest::decode::{self, DecodeError, Encoding, Shape};
 use app::ingest::pipeline::{prepare, span_count, IngestSettings};
-use app::ingest::policy::ToolPolicy;
-use app::storage::{policies, Db};
+use app::storage::rules::RulesCache;
+use app::storage::Db;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
@@ -71,10 +71,9 @@ struct Inner {
     auth: IngestAuth,
     tokens: TokenAuth,
     db: Db,
-    /// The tool policies, with the number of the refresh that read them.
-    policies: RwLock<(u64, Arc<Vec<ToolPolicy>>)>,
-    /// Refreshes started so far.
-    policy_refreshes: AtomicU64,
+    /// Tool policies and prices, shared with the writer (and the pages when they run in
+    /// the same process).
+    rules: RulesCache,
     queue: mpsc::Sender<Job>,
     /// Bytes of requests between arrival and commit; bounds memory under overload.
     budget: Arc<Semaphore>,
@@ -122,20 +121,32 @@ impl IngestService {
         max_body_bytes: usize,
         budget_bytes: usize,
     ) -> std::io::Result<(Self, WriterGone)> {
+        Self::start_with_rules(db, settings, auth, max_body_bytes, budget_bytes, RulesCache::default())
+    }
+
+    /// Like [`IngestService::start`], deriving runs under `rules` (shared with the pages,
+    /// so a price or policy changed there applies to the next write at once).
+    pub fn start_with_rules(
+        db: Db,
+        settings: IngestSettings,
+        auth: IngestAuth,
+        max_body_bytes: usize,
+        budget_bytes: usize,
+        rules: RulesCache,
+    ) -> std::io::Result<(Self, WriterGone)> {
         // A request whose decoded form could never fit the budget is refused while it is
         // measured, before anything is built (see `memory_for`).
         let mut settings = settings;
         settings.decode.max_decoded_bytes = budget_bytes / 2;
         let (queue, jobs) = mpsc::channel(256);
-        let writer_gone = writer::start(db.clone(), settings.body_policy, jobs)?;
+        let writer_gone = writer::start(db.clone(), settings.body_policy, rules.clone(), jobs)?;
         let service = IngestService {
             inner: Arc::new(Inner {
                 settings,
                 auth,
                 tokens: TokenAuth::new(db.clone()),
                 db,
-                policies: RwLock::new((0, Arc::new(Vec::new()))),
-                policy_refreshes: AtomicU64::new(0),
+                rules,
                 queue,
                 budget: Arc::new(Semaphore::new(budget_bytes)),
                 budget_bytes,
@@ -167,19 +178,11 @@ impl IngestService {
         self.inner.counters.clone()
     }
 
-    /// Reloads tool policies (the writer reads the latest every few seconds).
+    /// Reloads tool policies and prices (also done every few seconds, which is how a
+    /// change made through another instance arrives).
     pub async fn refresh_policies(&self) {
-        // Numbered before reading: a refresh that read earlier (the periodic one, say) but
-        // finished later never replaces what a newer one stored.
-        let number = self.inner.policy_refreshes.fetch_add(1, Ordering::SeqCst) + 1;
-        match policies::list(&self.inner.db).await {
-            Ok(list) => {
-                let mut current = self.inner.policies.write().expect("policy lock");
-                if number > current.0 {
-                    *current = (number, Arc::new(list));
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "could not reload tool policies"),
+        if let Err(e) = self.inner.rules.refresh(&self.inner.db).await {
+            tracing::warn!(error = %e, "could not reload tool policies and prices");
         }
     }
 
@@ -259,10 +262,10 @@ impl IngestService {
         if span_count(&request) == 0 {
             return Ok(ExportOutcome::default());
         }
-        let policies = self.inner.policies.read().expect("policy lock").1.clone();
+        let rules = self.inner.rules.current();
         let service = self.clone();
         // Normalization is CPU work (mapping, redaction, hashing): keep it off the I/O threads.
-        let mut prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &policies))
+        let mut prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &rules.policies))
             .await
             .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
         for span in &mut prepared.spans {

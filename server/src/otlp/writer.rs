@@ -5,6 +5,7 @@
 
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::BodyPolicy;
+use app::storage::rules::RulesCache;
 use app::storage::{spans, wal, Db};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
@@ -81,23 +82,34 @@ impl WriterGone {
 /// With those at a lower priority (see `crate::priority`) the writer's two threads run
 /// first. On PostgreSQL the database server does the writing; the writer stays a task on
 /// the shared runtime, whose pool it shares.
-pub fn start(db: Db, body_policy: BodyPolicy, jobs: mpsc::Receiver<Job>) -> std::io::Result<WriterGone> {
+pub fn start(
+    db: Db,
+    body_policy: BodyPolicy,
+    rules: RulesCache,
+    jobs: mpsc::Receiver<Job>,
+) -> std::io::Result<WriterGone> {
     let (alive, gone) = oneshot::channel();
     match db {
         Db::Postgres(_) => {
-            tokio::spawn(run(db.dedicated(), body_policy, jobs, alive));
+            tokio::spawn(run(db.dedicated(), body_policy, rules, jobs, alive));
         }
         // Its connection is opened on that thread; it ends when every sender of `jobs`
         // is gone.
         Db::Sqlite(_) => crate::priority::spawn_on_own_thread("ingest-writer", move || {
-            run(db.dedicated(), body_policy, jobs, alive)
+            run(db.dedicated(), body_policy, rules, jobs, alive)
         })?,
     }
     Ok(WriterGone(gone))
 }
 
 /// `_alive` is dropped when this future is, which is what [`WriterGone`] waits for.
-async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>, _alive: oneshot::Sender<()>) {
+async fn run(
+    db: Db,
+    body_policy: BodyPolicy,
+    rules: RulesCache,
+    mut jobs: mpsc::Receiver<Job>,
+    _alive: oneshot::Sender<()>,
+) {
     let mut log = LogRestarter::default();
     while let Some(first) = jobs.recv().await {
         let mut batch = vec![first];
@@ -113,7 +125,8 @@ async fn run(db: Db, body_policy: BodyPolicy, mut jobs: mpsc::Receiver<Job>, _al
         }
         let all: Vec<NormalizedSpan> = batch.iter_mut().flat_map(|j| std::mem::take(&mut j.spans)).collect();
         let started = Instant::now();
-        let result = spans::write(&db, &all, body_policy).await;
+        // The prices and policies as they are now: runs are derived under them.
+        let result = spans::write_with(&db, &all, body_policy, &rules.current()).await;
         tracing::debug!(
             spans = all.len(),
             exports = batch.len(),

@@ -63,7 +63,13 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
     Router::new()
         .nest(
             "/api/v1",
-            api::router(state.db.clone(), state.approvals.clone(), state.webhooks.clone(), state.redactor.clone()),
+            api::router(
+                state.db.clone(),
+                state.approvals.clone(),
+                state.webhooks.clone(),
+                state.redactor.clone(),
+                state.rules.clone(),
+            ),
         )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))

@@ -34,6 +34,7 @@ impl Vocabulary for GenAi {
             attr::string("gen_ai.request.model", step.model.id),
             // The convention counts cached input as input.
             attr::uint("gen_ai.usage.input_tokens", step.input_tokens + step.cache_read_tokens),
+            attr::uint("gen_ai.usage.cache_read.input_tokens", step.cache_read_tokens),
             attr::uint("gen_ai.usage.output_tokens", step.output_tokens),
         ];
         if let Some(stop_reason) = step.stop_reason {

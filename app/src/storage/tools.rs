@@ -1,0 +1,27 @@
+//! Every tool ingest has seen (`tools`, kept by the write path), with how many runs
+//! called it (`run_tools`), for the admin's tools page.
+
+use super::{on_pool, Db, StoreResult};
+
+/// One tool as stored.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct SeenTool {
+    pub tool_name: String,
+    pub calls: i64,
+    pub runs: i64,
+    pub first_seen_ns: i64,
+    pub last_seen_ns: i64,
+    pub declared_class: Option<String>,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+}
+
+/// The most recently seen tools first, at most `limit`.
+pub async fn list(db: &Db, limit: i64) -> StoreResult<Vec<SeenTool>> {
+    // The count walks the `run_tools_search` index, whose first column is the tool name.
+    let sql = "SELECT t.tool_name, t.calls, \
+               (SELECT COUNT(*) FROM run_tools rt WHERE rt.tool_name = t.tool_name) AS runs, \
+               t.first_seen_ns, t.last_seen_ns, t.declared_class, t.read_only_hint, t.destructive_hint \
+               FROM tools t ORDER BY t.last_seen_ns DESC, t.tool_name LIMIT $1";
+    Ok(on_pool!(db, pool => sqlx::query_as(sql).bind(limit).fetch_all(pool).await)?)
+}
