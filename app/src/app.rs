@@ -109,6 +109,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/users") view=admin::users::UsersAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/tokens") view=admin::tokens::TokensAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/policies") view=admin::policies::PoliciesAdmin ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/tools") view=admin::tools::ToolsAdmin ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/prices") view=admin::prices::PricesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=admin::webhooks::WebhooksAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/alerts") view=admin::alerts::AlertRulesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/audit") view=admin::audit::AuditAdmin ssr=SsrMode::Async/>

@@ -105,6 +105,32 @@ pub struct PolicyRow {
     pub use_within_seconds: Option<i64>,
 }
 
+/// One tool ingest has seen, as the admin's tools page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolRow {
+    pub name: String,
+    pub calls: i64,
+    pub runs: i64,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// The class the tool has now: a policy's, else what its spans declare; `None` for
+    /// unclassified.
+    pub class: Option<crate::canonical::SideEffect>,
+    /// `policy <pattern>` or `declared by its spans`.
+    pub class_from: Option<String>,
+    /// A suggested class and why (from its name or MCP annotations), for unclassified tools.
+    pub suggestion: Option<(crate::canonical::SideEffect, String)>,
+}
+
+/// The prices page: every price (shipped, config file, admin) and the latest recomputes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PricesPage {
+    pub prices: Vec<crate::pricing::ModelPrice>,
+    /// Models runs used in the last 30 days that no price matches.
+    pub unpriced_models: Vec<String>,
+    pub recomputes: Vec<AuditEntry>,
+}
+
 /// A configured webhook as admins see it: the URL without its secret part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhookTargetSummary {

@@ -25,30 +25,42 @@ pub fn Tag(#[prop(into)] kind: String, #[prop(into)] value: String) -> impl Into
     view! { <span class=class>{value}</span> }
 }
 
-/// The flag icons of a run, each with its meaning as a tooltip and for screen readers.
+/// The flags of a run as short text badges (icons rendered as empty boxes in some
+/// fonts), each with its meaning as a tooltip.
 #[component]
 pub fn RunFlags(run: RunSummary) -> impl IntoView {
-    let mut flags: Vec<(&'static str, &'static str, String)> = Vec::new();
+    let mut flags: Vec<(&'static str, String, String)> = Vec::new();
     if run.duplicate_side_effects > 0 {
-        flags.push(("flag-dup", "⧉", format!("{} duplicate side effect(s)", run.duplicate_side_effects)));
+        flags.push((
+            "flag-dup",
+            format!("{} dup", run.duplicate_side_effects),
+            format!("{} duplicate side effect(s)", run.duplicate_side_effects),
+        ));
+    }
+    if run.possible_duplicates > 0 {
+        flags.push((
+            "flag-possible-dup",
+            format!("{} possible dup", run.possible_duplicates),
+            format!("{} repeat(s) of an unclassified tool with the same arguments", run.possible_duplicates),
+        ));
     }
     if run.completed_without_read {
-        flags.push(("flag-noread", "∅", "completed without calling a read tool".into()));
+        flags.push(("flag-noread", "no read".into(), "completed without calling a read tool".into()));
     }
     if run.approval_violations > 0 {
         flags.push((
             "flag-approval",
-            "⚠",
+            format!("{} unapproved", run.approval_violations),
             format!("{} tool call(s) ran without a valid approval", run.approval_violations),
         ));
     }
     if run.terminal_reason == TerminalReason::Escalated {
-        flags.push(("flag-escalated", "⇪", "escalated to a human".into()));
+        flags.push(("flag-escalated", "escalated".into(), "escalated to a human".into()));
     }
     flags
         .into_iter()
-        .map(|(class, icon, label)| {
-            view! { <span class=format!("flag {class}") title=label.clone() aria-label=label>{icon}</span> }
+        .map(|(class, text, label)| {
+            view! { <span class=format!("flag-badge {class}") title=label>{text}</span> }
         })
         .collect_view()
 }

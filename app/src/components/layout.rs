@@ -38,6 +38,7 @@ pub fn Shell() -> impl IntoView {
             _ => view! { <Outlet/> }.into_any(),
         }
     };
+    provide_context(NavRefresh(RwSignal::new(0)));
     view! {
         <div class="app">
             <NavBar me/>
@@ -45,6 +46,27 @@ pub fn Shell() -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// Bumped by pages after an action that changes a navigation count (a decision, a claim,
+/// an acknowledgement), so the counts update at once rather than at the next poll.
+#[derive(Clone, Copy)]
+pub struct NavRefresh(pub RwSignal<u32>);
+
+/// Refreshes the navigation counts whenever `action` completes.
+pub fn refresh_nav_after<A, O, E>(action: ServerAction<A>)
+where
+    A: leptos::server_fn::ServerFn<Output = O, Error = E> + Clone + Send + Sync + 'static,
+    O: Send + Sync + 'static,
+    E: Send + Sync + 'static,
+{
+    if let Some(NavRefresh(signal)) = use_context::<NavRefresh>() {
+        Effect::new(move |_| {
+            if action.version().get() > 0 {
+                signal.update(|n| *n += 1);
+            }
+        });
+    }
 }
 
 #[component]
@@ -67,8 +89,9 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
         {
             on_cleanup(move || handle.clear());
         }
+        let refresh = use_context::<NavRefresh>().map(|r| r.0);
         Effect::new(move |_| {
-            let _ = (location.pathname.get(), tick.get());
+            let _ = (location.pathname.get(), tick.get(), refresh.map(|r| r.get()));
             leptos::task::spawn_local(async move {
                 if let Ok(n) = crate::functions::approvals::pending_approvals().await {
                     pending.set(Some(n));
@@ -85,6 +108,10 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
     view! {
         <header class="topbar">
             <a class="brand" href="/runs">"Flightdeck"</a>
+            // On a phone the navigation folds behind this toggle (a checkbox, so it works
+            // without JavaScript too).
+            <input type="checkbox" id="nav-toggle" class="nav-toggle" aria-label="Show navigation"/>
+            <label for="nav-toggle" class="nav-button" aria-hidden="true">"Menu"</label>
             <nav class="mainnav" aria-label="Main">
                 <A href="/runs">"Runs"</A>
                 <A href="/approvals">

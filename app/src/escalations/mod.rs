@@ -25,6 +25,57 @@ vocabulary! {
     }
 }
 
+impl EscalationReason {
+    /// Reads a reason as people and agents write it: the canonical spelling in any case,
+    /// with spaces, hyphens or underscores ("Budget exceeded", "budget-exceeded"), and the
+    /// article's other wordings of the same reasons ("over budget", "permission denied").
+    pub fn from_words(text: &str) -> Option<EscalationReason> {
+        let words: Vec<String> = text
+            .split(|c: char| c.is_whitespace() || c == '_' || c == '-' || c == '.')
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_lowercase())
+            .collect();
+        let joined = words.join("_");
+        if let Some(reason) = EscalationReason::parse(&joined) {
+            return Some(reason);
+        }
+        let phrase = words.join(" ");
+        const ALIASES: &[(&str, EscalationReason)] = &[
+            ("insufficient permissions", EscalationReason::InsufficientPermission),
+            ("permission denied", EscalationReason::InsufficientPermission),
+            ("missing permission", EscalationReason::InsufficientPermission),
+            ("missing permissions", EscalationReason::InsufficientPermission),
+            ("not permitted", EscalationReason::InsufficientPermission),
+            ("contradictory info", EscalationReason::ContradictoryInformation),
+            ("conflicting information", EscalationReason::ContradictoryInformation),
+            ("contradiction", EscalationReason::ContradictoryInformation),
+            ("budget", EscalationReason::BudgetExceeded),
+            ("over budget", EscalationReason::BudgetExceeded),
+            ("budget exhausted", EscalationReason::BudgetExceeded),
+            ("out of budget", EscalationReason::BudgetExceeded),
+            ("uncertain", EscalationReason::LowConfidence),
+            ("not confident", EscalationReason::LowConfidence),
+            ("approval required", EscalationReason::ApprovalRequiredByPolicy),
+            ("requires approval", EscalationReason::ApprovalRequiredByPolicy),
+            ("needs approval", EscalationReason::ApprovalRequiredByPolicy),
+            ("approval required by policy", EscalationReason::ApprovalRequiredByPolicy),
+        ];
+        ALIASES.iter().find(|(alias, _)| *alias == phrase).map(|(_, reason)| *reason)
+    }
+
+    /// How pages show the reason.
+    pub fn label(self) -> &'static str {
+        match self {
+            EscalationReason::InsufficientPermission => "insufficient permission",
+            EscalationReason::ContradictoryInformation => "contradictory information",
+            EscalationReason::BudgetExceeded => "budget exceeded",
+            EscalationReason::LowConfidence => "low confidence",
+            EscalationReason::ApprovalRequiredByPolicy => "approval required by policy",
+            EscalationReason::Other => "other",
+        }
+    }
+}
+
 vocabulary! {
     /// How a person closed an escalation.
     Resolution {
@@ -89,4 +140,27 @@ pub struct TimelineEntry {
     pub actor: Option<String>,
     pub kind: String,
     pub detail: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_in_the_articles_words_map_to_the_canonical_one() {
+        for text in ["budget exceeded", "Budget Exceeded", "BUDGET_EXCEEDED", "budget-exceeded", " over budget "] {
+            assert_eq!(EscalationReason::from_words(text), Some(EscalationReason::BudgetExceeded), "{text}");
+        }
+        assert_eq!(EscalationReason::from_words("Low confidence"), Some(EscalationReason::LowConfidence));
+        assert_eq!(
+            EscalationReason::from_words("insufficient permission"),
+            Some(EscalationReason::InsufficientPermission)
+        );
+        assert_eq!(
+            EscalationReason::from_words("Approval required by policy"),
+            Some(EscalationReason::ApprovalRequiredByPolicy)
+        );
+        assert_eq!(EscalationReason::from_words("the moon is full"), None);
+        assert_eq!(EscalationReason::from_words(""), None);
+    }
 }

@@ -72,7 +72,7 @@ impl EscalationRequest {
             "`reason` is required (insufficient_permission, contradictory_information, budget_exceeded, \
              low_confidence, approval_required_by_policy, or other with `reason_text`)",
         )?;
-        let reason = EscalationReason::parse(&reason_raw).ok_or_else(|| {
+        let reason = EscalationReason::from_words(&reason_raw).ok_or_else(|| {
             format!(
                 "unknown `reason` `{reason_raw}` (expected insufficient_permission, contradictory_information, \
                  budget_exceeded, low_confidence, approval_required_by_policy or other)"

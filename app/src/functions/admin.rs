@@ -291,6 +291,12 @@ pub async fn save_policy(
             "a pattern needs 1 to 200 characters, e.g. send_* or delete_repository".into(),
         ));
     }
+    // No default: a class guessed for the admin would be applied as if they had said it.
+    if side_effect.trim().is_empty() {
+        return ssr::fail(AppError::Invalid(
+            "choose the side effect: none, read, write or irreversible (there is no default)".into(),
+        ));
+    }
     let Some(side_effect) = SideEffect::parse(&side_effect).filter(|s| *s != SideEffect::Unknown) else {
         return ssr::fail(AppError::Invalid(format!(
             "unknown side effect `{side_effect}` (expected none, read, write or irreversible)"
@@ -341,7 +347,24 @@ pub async fn save_policy(
         expiry_seconds.map(|s| format!("{s}s")).unwrap_or_else(|| "default".into()),
         run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
     );
-    ssr::audit(&db, &admin, action::POLICY_SAVED, &pattern, Some(&detail)).await
+    ssr::audit(&db, &admin, action::POLICY_SAVED, &pattern, Some(&detail)).await?;
+    recompute_tools_matching(&db, &admin.username, &pattern).await
+}
+
+/// After a policy changed: recompute the stored runs that called a tool it matches, so
+/// their duplicate and no-read flags follow the new class.
+#[cfg(feature = "ssr")]
+async fn recompute_tools_matching(db: &crate::storage::Db, actor: &str, pattern: &str) -> Result<(), AppError> {
+    use crate::ingest::policy::glob_matches;
+    use crate::storage::{recompute::Scope, tools};
+    let matching: Vec<String> =
+        tools::list(db, 100_000).await?.into_iter().map(|t| t.tool_name).filter(|t| glob_matches(pattern, t)).collect();
+    if matching.is_empty() {
+        super::ssr::state()?.rules.refresh(db).await?;
+        return Ok(());
+    }
+    let scope = Scope { tools: Some(matching), ..Scope::default() };
+    super::catalog::recompute_in_background(actor.to_string(), scope, format!("policy {pattern}")).await
 }
 
 #[server(prefix = "/fn", endpoint = "delete_policy")]
@@ -355,7 +378,8 @@ pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
     if !policies::delete(&db, &pattern).await? {
         return ssr::fail(AppError::NotFound(format!("tool policy `{pattern}`")));
     }
-    ssr::audit(&db, &admin, action::POLICY_DELETED, &pattern, None).await
+    ssr::audit(&db, &admin, action::POLICY_DELETED, &pattern, None).await?;
+    recompute_tools_matching(&db, &admin.username, &pattern).await
 }
 
 /// The configured webhooks (URLs without their secret part) and the newest 100 deliveries,

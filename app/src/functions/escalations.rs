@@ -23,6 +23,9 @@ pub struct EscalationView {
     pub timeline: Vec<TimelineEntry>,
     /// The signed-in user may act (holds `operator`).
     pub can_act: bool,
+    /// And may resolve over someone's claim (also holds `admin`).
+    #[serde(default)]
+    pub can_override: bool,
     pub me: String,
     pub run_known: bool,
     pub now: DateTime<Utc>,
@@ -62,6 +65,7 @@ pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
     let timeline = escalations::timeline(&db, &id).await?;
     Ok(EscalationView {
         can_act: me.can(crate::access::Role::Operator),
+        can_override: me.can(crate::access::Role::Operator) && me.can(crate::access::Role::Admin),
         me: me.username,
         run_known: run.is_some(),
         escalation,
@@ -150,6 +154,8 @@ pub async fn resolve_escalation(
     outcome: String,
     note: String,
     #[server(default)] instructions: Option<String>,
+    #[server(default)] accept_open_items: Option<String>,
+    #[server(default)] override_claim: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::escalations::Resolution;
@@ -167,10 +173,33 @@ pub async fn resolve_escalation(
     if outcome == Resolution::HandedBack && instructions.is_none() {
         return ssr::fail(AppError::Invalid("handing back needs instructions the agent can follow".into()));
     }
+    let checked = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.is_empty() && v != "false");
+    let override_claim = checked(&override_claim);
+    // Overriding someone's claim is an administrator's explicit act, and audited as one.
+    let me = ssr::require(crate::access::Role::Operator)?;
+    if override_claim && !me.can(crate::access::Role::Admin) {
+        return ssr::fail(AppError::Forbidden("only an administrator may resolve over a claim".into()));
+    }
+    let db = ssr::db()?;
+    if let Some(e) = escalations::get(&db, &id).await? {
+        let open: Vec<&str> =
+            e.what_remains.iter().filter(|i| !i.done).map(|i| i.description.as_str()).collect();
+        if !open.is_empty() && !checked(&accept_open_items) {
+            return ssr::fail(AppError::Conflict(format!(
+                "{} checklist item(s) are still open ({}); tick them, or confirm that you resolve with them open",
+                open.len(),
+                open.join("; ")
+            )));
+        }
+    }
     let target = id.clone();
-    let detail = format!("{outcome}: {note}");
-    act(&id, action::ESCALATION_RESOLVED, Some(detail), |db, me| async move {
-        escalations::resolve(&db, &target, &me, outcome, &note, instructions.as_deref()).await
+    let (action_name, detail) = if override_claim {
+        (action::ESCALATION_RESOLVED_OVERRIDE, format!("{outcome}, over the claim: {note}"))
+    } else {
+        (action::ESCALATION_RESOLVED, format!("{outcome}: {note}"))
+    };
+    act(&id, action_name, Some(detail), |db, me| async move {
+        escalations::resolve(&db, &target, &me, outcome, &note, instructions.as_deref(), override_claim).await
     })
     .await
 }

@@ -33,18 +33,35 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
     use crate::storage::runs;
     ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
-    let Some(mut detail) = runs::get(&db, &run_id).await? else {
+    let rules = ssr::rules()?;
+    let Some(mut detail) = runs::get_with(&db, &run_id, &rules).await? else {
         return ssr::fail(AppError::NotFound(format!("run `{run_id}`")));
     };
+    // The waterfall labels spans with the run's own step numbers (a GenAI step span
+    // carries no index; derivation numbers it).
+    let step_of_span: std::collections::HashMap<String, i64> = detail
+        .step_list
+        .iter()
+        .map(|s| (s.span_id.clone(), s.index))
+        .chain(detail.tool_call_list.iter().filter_map(|c| c.step_index.map(|i| (c.span_id.clone(), i))))
+        .collect();
+    let steps: Vec<crate::canonical::StepView> = std::mem::take(&mut detail.step_list);
     // The page is rendered on the server and this value is sent again for hydration, so
     // it carries only what the page shows: the side-effect table's calls (not every read
     // call or step, but any call that carried a credential, which the header flags) and the
     // waterfall's columns (tool name, keys and ids are in the panel).
-    detail.step_list.clear();
-    detail.tool_call_list.retain(|c| c.side_effect.changes_the_world() || c.credential_in_arguments);
+    detail.tool_call_list.retain(|c| {
+        c.side_effect.changes_the_world() || c.side_effect == crate::canonical::SideEffect::Unknown || c.credential_in_arguments
+    });
     let page = page.unwrap_or(1).max(1);
-    let (mut spans, total) = runs::waterfall(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE).await?;
+    let failed = detail.run.terminal_reason == crate::canonical::TerminalReason::Error;
+    let latest = detail.run.trace_ids.last().filter(|_| failed).cloned();
+    let (mut spans, total, failure) =
+        runs::waterfall_and_failure(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE, latest.as_deref()).await?;
     for s in &mut spans {
+        if let Some(index) = step_of_span.get(&s.span_id) {
+            s.step_index = Some(*index);
+        }
         s.tool_name = None;
         s.idempotency_key = None;
         s.external_id = None;
@@ -52,6 +69,8 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
     let has_bodies = runs::has_bodies(&db, &run_id).await?;
     Ok(RunView {
         detail,
+        failure,
+        steps,
         spans,
         span_page: page,
         span_pages: ((total + SPANS_PER_PAGE - 1) / SPANS_PER_PAGE).max(1),

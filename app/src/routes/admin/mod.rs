@@ -4,7 +4,9 @@
 pub mod alerts;
 pub mod audit;
 pub mod policies;
+pub mod prices;
 pub mod tokens;
+pub mod tools;
 pub mod users;
 pub mod webhooks;
 
@@ -37,6 +39,14 @@ pub fn AdminHome() -> impl IntoView {
                 <p>"Which tools read, write or do something irreversible, for agents whose spans do not say."</p>
             </li>
             <li class="card">
+                <h2><a href="/admin/tools">"Tools"</a></h2>
+                <p>"Every tool seen in spans, which ones nobody has classified yet, and a one-click classification."</p>
+            </li>
+            <li class="card">
+                <h2><a href="/admin/prices">"Model prices"</a></h2>
+                <p>"What tokens cost per model, for runs whose agent sends no cost; recompute stored runs after a change."</p>
+            </li>
+            <li class="card">
                 <h2><a href="/admin/webhooks">"Webhooks"</a></h2>
                 <p>"Where new approval requests, escalations and alerts are announced, and which deliveries failed."</p>
             </li>
@@ -59,7 +69,9 @@ pub fn AdminTabs() -> impl IntoView {
         <nav class="tabs" aria-label="Admin">
             <A href="/admin/users">"Users"</A>
             <A href="/admin/tokens">"API tokens"</A>
+            <A href="/admin/tools">"Tools"</A>
             <A href="/admin/policies">"Tool policies"</A>
+            <A href="/admin/prices">"Prices"</A>
             <A href="/admin/webhooks">"Webhooks"</A>
             <A href="/admin/alerts">"Alert rules"</A>
             <A href="/admin/audit">"Audit log"</A>

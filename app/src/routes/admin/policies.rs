@@ -28,7 +28,13 @@ pub fn PoliciesAdmin() -> impl IntoView {
         <ActionForm action=save attr:class="card form inline-form" attr:data-testid="save-policy">
             <h2>"Add or replace"</h2>
             <label>"Tool name or pattern" <input type="text" name="pattern" placeholder="send_*" required maxlength="200"/></label>
-            <label>"Side effect" <select name="side_effect">{classes()}</select></label>
+            // No default class: the admin chooses (a default would be a guess applied as fact).
+            <label>"Side effect"
+                <select name="side_effect" required>
+                    <option value="" selected disabled>"choose…"</option>
+                    {classes()}
+                </select>
+            </label>
             <label class="checkbox"><input type="checkbox" name="requires_approval" value="on"/>" Requires approval"</label>
             <label>"Approver role"
                 <select name="approver_role">

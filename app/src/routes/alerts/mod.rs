@@ -35,6 +35,7 @@ pub fn AlertsPage() -> impl IntoView {
     let q = use_query_map();
     let history = Memo::new(move |_| q.with(|q| q.get("view").as_deref() == Some("history")));
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
+    crate::components::layout::refresh_nav_after(acknowledge);
     let tick = RwSignal::new(0u32);
     #[cfg(feature = "hydrate")]
     {

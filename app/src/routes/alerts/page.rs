@@ -12,6 +12,7 @@ pub fn AlertPage() -> impl IntoView {
     // From the path, decoded once (see `components::url::path_id`).
     let id = crate::components::url::path_id("/alerts/");
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
+    crate::components::layout::refresh_nav_after(acknowledge);
     let data = Resource::new(move || (id.get(), acknowledge.version().get()), |(id, _)| load_alert(id));
     view! {
         <Title text="Alert"/>

@@ -21,6 +21,8 @@ pub fn ApprovalPage() -> impl IntoView {
     let id = crate::components::url::path_id("/approvals/");
     let decide = ServerAction::<DecideApproval>::new();
     let cancel = ServerAction::<CancelApproval>::new();
+    crate::components::layout::refresh_nav_after(decide);
+    crate::components::layout::refresh_nav_after(cancel);
     let request = Resource::new(
         move || (id.get(), decide.version().get(), cancel.version().get()),
         |(id, _, _)| load_approval(id),

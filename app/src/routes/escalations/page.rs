@@ -38,6 +38,8 @@ pub fn EscalationPage() -> impl IntoView {
         tick: ServerAction::new(),
         resolve: ServerAction::new(),
     };
+    crate::components::layout::refresh_nav_after(actions.claim);
+    crate::components::layout::refresh_nav_after(actions.resolve);
     let versions = move || {
         (
             actions.claim.version().get(),
@@ -253,17 +255,51 @@ fn Remaining(view: EscalationView, actions: Actions, mine: bool) -> impl IntoVie
     }
 }
 
+/// Resolving is for the holder of the claim; an administrator may resolve over it, as an
+/// explicit and audited choice. Open checklist items are named and must be confirmed.
 #[component]
 fn Resolve(view: EscalationView, actions: Actions, mine: bool) -> impl IntoView {
     let e = view.escalation;
-    if e.claimed_by.is_some() && !mine {
-        return None;
+    let overriding = !mine && view.can_override;
+    if !mine && !overriding {
+        return Some(view! {
+            <section class="card" data-testid="resolve">
+                <h2>"Resolve"</h2>
+                <p class="muted" data-testid="resolve-needs-claim">{match &e.claimed_by {
+                    None => "Claim the escalation to resolve it.".to_string(),
+                    Some(h) => format!("{h} holds the claim; only they (or an administrator) can resolve it."),
+                }}</p>
+            </section>
+        }.into_any());
     }
+    let open: Vec<String> = e.what_remains.iter().filter(|i| !i.done).map(|i| i.description.clone()).collect();
+    let form = NodeRef::<leptos::html::Form>::new();
     Some(view! {
         <section class="card" data-testid="resolve">
             <h2>"Resolve"</h2>
-            <ActionForm action=actions.resolve attr:class="form">
+            <ActionForm action=actions.resolve attr:class="form" node_ref=form>
                 <input type="hidden" name="id" value=e.id.clone()/>
+                {overriding.then(|| view! {
+                    <div class="callout warn" data-testid="override">
+                        <label class="check">
+                            <input type="checkbox" name="override_claim" value="on" required/>
+                            {match &e.claimed_by {
+                                Some(h) => format!(" Resolve over {h}'s claim, as administrator (recorded in the audit log)"),
+                                None => " Resolve without claiming it, as administrator (recorded in the audit log)".to_string(),
+                            }}
+                        </label>
+                    </div>
+                })}
+                {(!open.is_empty()).then(|| view! {
+                    <div class="callout warn" data-testid="open-items">
+                        <p>{format!("{} checklist item(s) are still open:", open.len())}</p>
+                        <ul>{open.iter().map(|d| view! { <li>{d.clone()}</li> }).collect_view()}</ul>
+                        <label class="check">
+                            <input type="checkbox" name="accept_open_items" value="on" required/>
+                            " Resolve with these items open"
+                        </label>
+                    </div>
+                })}
                 <label>"Outcome"
                     <select name="outcome">
                         {Resolution::ALL.iter().map(|o| view! { <option value=o.as_str()>{o.as_str().replace('_', " ")}</option> }).collect_view()}
@@ -277,7 +313,7 @@ fn Resolve(view: EscalationView, actions: Actions, mine: bool) -> impl IntoView 
                 <ActionError value=actions.resolve.value()/>
             </ActionForm>
         </section>
-    })
+    }.into_any())
 }
 
 #[component]
@@ -297,6 +333,15 @@ fn Outcome(view: EscalationView) -> impl IntoView {
 #[component]
 fn Timeline(view: EscalationView, actions: Actions) -> impl IntoView {
     let id = view.escalation.id.clone();
+    // A posted note leaves the box empty for the next one.
+    let note_form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if matches!(actions.note.value().get(), Some(Ok(()))) {
+            if let Some(form) = note_form.get() {
+                form.reset();
+            }
+        }
+    });
     view! {
         <section class="panel" data-testid="timeline">
             <h2>"Timeline"</h2>
@@ -311,7 +356,7 @@ fn Timeline(view: EscalationView, actions: Actions) -> impl IntoView {
                 }).collect_view()}
             </ol>
             {view.can_act.then(|| view! {
-                <ActionForm action=actions.note attr:class="inline-form">
+                <ActionForm action=actions.note attr:class="inline-form" node_ref=note_form>
                     <input type="hidden" name="id" value=id.clone()/>
                     <label>"Add a note" <input type="text" name="note" required maxlength="5000"/></label>
                     <button type="submit">"Add note"</button>

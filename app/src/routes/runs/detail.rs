@@ -2,7 +2,9 @@
 //! (side effects, duplicates called out), and the waterfall of every span of every trace
 //! on one time axis. Everything an agent sent is rendered as text.
 
-use crate::canonical::{RunDetail, RunView, SpanPanel, TerminalReason, ToolCallView, WaterfallSpan};
+use crate::canonical::{
+    RunDetail, RunFailure, RunView, SideEffect, SpanPanel, TerminalReason, ToolCallView, WaterfallSpan,
+};
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
@@ -41,27 +43,46 @@ pub fn RunDetailPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
             {move || Suspend::new(async move {
                 match run.await {
-                    Ok(view) => view! { <RunBody view selected=selected.get_untracked()/> }.into_any(),
+                    Ok(view) => view! { <RunBody view selected span/> }.into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
                 }
             })}
         </Suspense>
         <super::approvals_panel::RunApprovals data=approvals/>
-        <Suspense fallback=|| ()>
-            {move || Suspend::new(async move {
-                match span.await {
-                    Some(Ok(panel)) => Some(view! { <SpanPanelView panel run_id=run_id.get_untracked()/> }.into_any()),
-                    Some(Err(error)) => Some(view! { <ErrorBox error/> }.into_any()),
-                    None => None,
-                }
-            })}
+    }
+}
+
+/// The selected span's details, beside the waterfall (below it on a phone, as a sheet).
+#[component]
+fn SelectedSpan(span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>, run_id: String) -> impl IntoView {
+    view! {
+        <Suspense fallback=|| view! { <aside class="span-panel placeholder"><p class="loading">"Loading span…"</p></aside> }>
+            {move || {
+                let run_id = run_id.clone();
+                Suspend::new(async move {
+                    match span.await {
+                        Some(Ok(panel)) => view! { <SpanPanelView panel run_id/> }.into_any(),
+                        Some(Err(error)) => view! { <aside class="span-panel"><ErrorBox error/></aside> }.into_any(),
+                        None => view! {
+                            <aside class="span-panel placeholder" data-testid="span-placeholder">
+                                <p class="muted">"Select a span to see its attributes, events and bodies here."</p>
+                            </aside>
+                        }
+                        .into_any(),
+                    }
+                })
+            }}
         </Suspense>
     }
 }
 
 #[component]
-fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
-    let RunView { detail, spans, span_page, span_pages, total_spans, has_bodies } = view;
+fn RunBody(
+    view: RunView,
+    selected: Memo<Option<String>>,
+    span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>,
+) -> impl IntoView {
+    let RunView { detail, failure, steps, spans, span_page, span_pages, total_spans, has_bodies } = view;
     let run_id = detail.run.run_id.clone();
     let replay = if has_bodies {
         view! {
@@ -74,29 +95,35 @@ fn RunBody(view: RunView, selected: Option<String>) -> impl IntoView {
             .into_any()
     };
     view! {
-        <Header detail=detail.clone()/>
+        <Header detail=detail.clone() failure/>
         <div class="actions">{replay}</div>
         <Duplicates detail=detail.clone()/>
         <SideEffects calls=detail.tool_call_list.clone()/>
-        <section class="panel">
-            <h2>{format!("Waterfall · {total_spans} spans")}</h2>
-            <Waterfall spans run_id=run_id.clone() page=span_page selected/>
-            {(span_pages > 1).then(|| {
-                let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
-                view! {
-                    <p class="pager">
-                        {format!("Page {span_page} of {span_pages} (spans in start order). ")}
-                        {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
-                        {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
-                    </p>
-                }
-            })}
-        </section>
+        <super::cost::CostSection detail=detail.clone() steps/>
+        <div class="trace-layout">
+            <section class="panel trace-tree">
+                <h2>{format!("Waterfall · {total_spans} spans")}</h2>
+                <Waterfall spans run_id=run_id.clone() page=span_page selected/>
+                {(span_pages > 1).then(|| {
+                    let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
+                    view! {
+                        <p class="pager">
+                            {format!("Page {span_page} of {span_pages} (spans in start order). ")}
+                            {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
+                            {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
+                        </p>
+                    }
+                })}
+            </section>
+            <SelectedSpan span run_id=run_id.clone()/>
+        </div>
     }
 }
 
 #[component]
-fn Header(detail: RunDetail) -> impl IntoView {
+fn Header(detail: RunDetail, failure: Option<RunFailure>) -> impl IntoView {
+    let unclassified = detail.unclassified_tools.clone();
+    let (step_limit, cost_limit) = (detail.step_limit, detail.cost_limit);
     let r = detail.run;
     let mut flags: Vec<(&str, String)> = Vec::new();
     // The article: credentials must not enter the model's context. A tool call's
@@ -113,6 +140,25 @@ fn Header(detail: RunDetail) -> impl IntoView {
                 "{calls} tool call(s) carried a credential in their arguments ({}), redacted before storage: \
                  credentials must not reach the model's context",
                 leaked.join(", ")
+            ),
+        ));
+    }
+    if !unclassified.is_empty() {
+        flags.push((
+            "flag-unclassified",
+            format!(
+                "unclassified tool(s): {}. Nobody has said whether they read, write or cannot be undone, so \
+                 their repeats are possible duplicates; classify them under Admin → Tools",
+                unclassified.join(", ")
+            ),
+        ));
+    }
+    if r.possible_duplicates > 0 {
+        flags.push((
+            "flag-possible-dup",
+            format!(
+                "{} possible duplicate(s): an unclassified tool succeeded more than once with the same arguments",
+                r.possible_duplicates
             ),
         ));
     }
@@ -141,21 +187,50 @@ fn Header(detail: RunDetail) -> impl IntoView {
         flags.push(("flag-escalated", format!("escalation: {reason}")));
     }
     let unfinished = matches!(r.terminal_reason, TerminalReason::StepLimit | TerminalReason::Budget);
+    // Why it stopped, in words, beside the badge.
+    let why = match r.terminal_reason {
+        TerminalReason::StepLimit => Some(match step_limit {
+            Some(limit) => format!("stopped after {} steps (limit {limit})", r.steps),
+            None => format!("stopped after {} steps; the agent did not report its limit", r.steps),
+        }),
+        TerminalReason::Budget => Some(match cost_limit {
+            Some(limit) => format!("spent {} (budget {})", money(r.cost), money(limit)),
+            None => format!("spent {}; the agent did not report its budget", money(r.cost)),
+        }),
+        _ => None,
+    };
+    let failure_line = failure.map(|f| {
+        let what = match (&f.exception_type, &f.message) {
+            (Some(t), Some(m)) => format!("{t}: {m}"),
+            (Some(t), None) => t.clone(),
+            (None, Some(m)) => m.clone(),
+            (None, None) => "no message".into(),
+        };
+        view! {
+            <p class="failure" data-testid="run-failure">
+                <strong>"Failed in "</strong><code>{f.span_name.clone()}</code>": "
+                <span class="failure-message">{what}</span>
+            </p>
+        }
+    });
     view! {
         <header class="run-header">
             <h1><code>{r.run_id.clone()}</code></h1>
             <div class="reason-line" data-testid="terminal-reason">
                 <ReasonBadge reason=r.terminal_reason large=true/>
                 {unfinished.then(|| view! { <span class="warn-text">"did not finish its task"</span> })}
+                {why.map(|w| view! { <span class="limit" data-testid="run-limit">{w}</span> })}
             </div>
+            {failure_line}
             <dl class="facts">
                 <div><dt>"Agent"</dt><dd>{r.agent.clone().unwrap_or_else(|| "—".into())}</dd></div>
                 <div><dt>"Trigger"</dt><dd>{r.trigger.as_str()}</dd></div>
                 <div><dt>"Started"</dt><dd>{r.started_at.map(|t| format_utc(&t)).unwrap_or_else(|| "—".into())}</dd></div>
                 <div><dt>"Wall clock"</dt><dd>{r.wall_clock_ms.map(duration_ms).unwrap_or_else(|| "running".into())}</dd></div>
-                <div><dt>"Cost"</dt><dd>{format!("${:.4}", r.cost)}</dd></div>
-                <div><dt>"Tokens in / out"</dt><dd>{format!("{} / {}", r.input_tokens, r.output_tokens)}
-                    {(r.cache_tokens > 0).then(|| format!(" ({} cached)", r.cache_tokens))}</dd></div>
+                <div><dt>"Cost"</dt><dd data-testid="run-cost">{super::cost::cost_text(&r)}
+                    <span class="muted small cost-source">{super::cost::source_text(&r)}</span></dd></div>
+                <div><dt>"Tokens in / out"</dt><dd>{format!("{} / {}", thousands(r.input_tokens), thousands(r.output_tokens))}
+                    {(r.cache_tokens > 0).then(|| view! { <span class="muted small">{format!(" + {} cache reads", thousands(r.cache_tokens))}</span> })}</dd></div>
                 <div><dt>"Steps"</dt><dd>{r.steps}</dd></div>
                 <div><dt>"Tool calls"</dt><dd>{r.tool_calls}</dd></div>
                 <div><dt>"Traces"</dt><dd>
@@ -173,6 +248,32 @@ fn Header(detail: RunDetail) -> impl IntoView {
     }
 }
 
+/// Dollars as the run page shows them: cents for large amounts, more digits for small.
+pub fn money(usd: f64) -> String {
+    if usd >= 100.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+/// An integer with thin spaces between thousands, so token counts read at a glance.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push('\u{202f}');
+        }
+        out.push(ch);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
 fn times(n: i64) -> String {
     match n {
         2 => "twice".into(),
@@ -183,35 +284,52 @@ fn times(n: i64) -> String {
 
 #[component]
 fn Duplicates(detail: RunDetail) -> impl IntoView {
-    (!detail.duplicates.is_empty()).then(|| {
-        view! {
+    let (possible, sure): (Vec<_>, Vec<_>) = detail.duplicates.into_iter().partition(|d| d.possible);
+    let list = |items: Vec<crate::canonical::DuplicateView>| {
+        items
+            .into_iter()
+            .map(|d| {
+                let ids = match d.external_ids.len() {
+                    0 => "no external ids were reported".to_string(),
+                    _ => format!("external ids {}", d.external_ids.join(" and ")),
+                };
+                view! {
+                    <li>
+                        <code>{d.tool.clone()}</code>
+                        {format!(" succeeded {} for key ", times(d.count))}
+                        <code>{d.key.clone()}</code>
+                        {format!(": {ids}")}
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        {(!sure.is_empty()).then(|| view! {
             <section class="callout danger" data-testid="duplicates">
                 <h2>"Duplicate side effects"</h2>
-                <ul>
-                    {detail.duplicates.into_iter().map(|d| {
-                        let ids = match d.external_ids.len() {
-                            0 => "no external ids were reported".to_string(),
-                            _ => format!("external ids {}", d.external_ids.join(" and ")),
-                        };
-                        view! {
-                            <li>
-                                <code>{d.tool.clone()}</code>
-                                {format!(" succeeded {} for key ", times(d.count))}
-                                <code>{d.key.clone()}</code>
-                                {format!(": {ids}")}
-                            </li>
-                        }
-                    }).collect_view()}
-                </ul>
+                <ul>{list(sure)}</ul>
             </section>
-        }
-    })
+        })}
+        {(!possible.is_empty()).then(|| view! {
+            <section class="callout warn" data-testid="possible-duplicates">
+                <h2>"Possible duplicates"</h2>
+                <p class="small">"These tools are unclassified: if they write, each repeat below happened twice in the world."</p>
+                <ul>{list(possible)}</ul>
+            </section>
+        })}
+    }
 }
 
-/// Every write or irreversible call, retries grouped under the key they share.
+/// Every write, irreversible or unclassified call (an unclassified tool may well write),
+/// retries grouped under the key they share.
 #[component]
 fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
-    let mut effects: Vec<ToolCallView> = calls.into_iter().filter(|c| c.side_effect.changes_the_world()).collect();
+    let mut effects: Vec<ToolCallView> = calls
+        .into_iter()
+        .filter(|c| c.side_effect.changes_the_world() || c.side_effect == SideEffect::Unknown)
+        .collect();
+    let unclassified = effects.iter().filter(|c| c.side_effect == SideEffect::Unknown).count();
     effects.sort_by(|a, b| {
         (a.idempotency_key.as_deref(), a.attempt, a.started_at).cmp(&(
             b.idempotency_key.as_deref(),
@@ -222,8 +340,13 @@ fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
     view! {
         <section class="panel" data-testid="side-effects">
             <h2>"Side effects"</h2>
+            {(unclassified > 0).then(|| view! {
+                <p class="small warn-text" data-testid="unclassified-note">
+                    {format!("{unclassified} call(s) of unclassified tools are listed too: they may have changed the world.")}
+                </p>
+            })}
             {if effects.is_empty() {
-                view! { <p class="muted">"No write or irreversible tool calls."</p> }.into_any()
+                view! { <p class="muted">"No write, irreversible or unclassified tool calls."</p> }.into_any()
             } else {
                 view! {
                     <table class="grid">
@@ -233,7 +356,7 @@ fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
                                 <tr class:retry={c.attempt > 1}>
                                     <td>{c.step_index.map(|s| s.to_string()).unwrap_or_default()}</td>
                                     <td><code>{c.tool.clone()}</code></td>
-                                    <td><Tag kind="effect" value=c.side_effect.as_str()/></td>
+                                    <td>{effect_tag(c.side_effect)}</td>
                                     <td><Tag kind="outcome" value=c.outcome.as_str()/></td>
                                     <td>{if c.attempt > 1 { format!("↳ retry {}", c.attempt) } else { "1".into() }}</td>
                                     <td><code>{c.idempotency_key.clone().unwrap_or_default()}</code></td>
@@ -248,10 +371,16 @@ fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
     }
 }
 
+/// A class as the pages name it: `unknown` is shown as "unclassified", never as harmless.
+pub fn effect_tag(class: SideEffect) -> impl IntoView {
+    let label = if class == SideEffect::Unknown { "unclassified" } else { class.as_str() };
+    view! { <span class=format!("badge effect-{}", class.as_str())>{label}</span> }
+}
+
 /// The spans of one page as a tree: children under their parent, collapsible, bars to
 /// scale on the run's time axis.
 #[component]
-fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Option<String>) -> impl IntoView {
+fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Memo<Option<String>>) -> impl IntoView {
     if spans.is_empty() {
         return view! { <p class="muted">"No spans."</p> }.into_any();
     }
@@ -304,7 +433,7 @@ struct WaterfallCx {
     end: i64,
     run_href: String,
     page: i64,
-    selected: Option<String>,
+    selected: Memo<Option<String>>,
 }
 
 fn node(
@@ -344,23 +473,41 @@ fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
     let width = ((s.end_ns.max(s.start_ns) - s.start_ns) as f64 / total * 100.0).max(0.4);
     let key = format!("{}:{}", s.trace_id, s.span_id);
     let href = format!("{}?page={}&span={}", cx.href_base(), cx.page, encode(&key));
-    let is_selected = cx.selected.as_deref() == Some(key.as_str());
+    let selected = cx.selected;
+    let is_selected = {
+        let key = key.clone();
+        move || selected.with(|s| s.as_deref() == Some(key.as_str()))
+    };
     let role = s.role.clone().unwrap_or_default();
     let error = s.status_code == 2;
     let duration = duration_ms((s.end_ns.max(s.start_ns) - s.start_ns) / 1_000_000);
+    let status = match s.status_code {
+        2 => format!("error{}", s.status_message.as_deref().map(|m| format!(": {m}")).unwrap_or_default()),
+        1 => "ok".into(),
+        _ => "unset".into(),
+    };
+    let tooltip = format!("{} · {duration} · {status}", s.name);
     view! {
         <div class=format!("wf-row role-{role}") class:selected=is_selected class:error=error
-            style=format!("--depth:{depth}")>
-            <a class="wf-name" href=href>
+            style=format!("--depth:{depth}") title=tooltip>
+            // Opens the span beside the tree without moving the page (with JavaScript);
+            // without it, the page reloads with the span open.
+            <a class="wf-name" href=href data-noscroll="">
                 {match role.as_str() {
-                    "step" => Some(view! { <span class="badge role-step">{format!("step {}", s.step_index.unwrap_or(0))}</span> }.into_any()),
-                    "tool" => Some(view! { <span class="badge role-tool">"tool"</span> }.into_any()),
+                    "step" => Some(view! { <span class="badge role-step">{match s.step_index {
+                        Some(i) => format!("step {i}"),
+                        None => "step".to_string(),
+                    }}</span> }.into_any()),
+                    "tool" => Some(view! { <span class="badge role-tool">{match s.step_index {
+                        Some(i) => format!("tool · step {i}"),
+                        None => "tool".to_string(),
+                    }}</span> }.into_any()),
                     _ => None,
                 }}
                 <span class="name">{s.name.clone()}</span>
             </a>
             <span class="wf-tags">
-                {s.side_effect.clone().map(|v| view! { <Tag kind="effect" value=v/> })}
+                {s.side_effect.as_deref().and_then(SideEffect::parse).map(effect_tag)}
                 {s.outcome.clone().map(|v| view! { <Tag kind="outcome" value=v/> })}
                 {s.attempt.filter(|a| *a > 1).map(|a| view! { <span class="badge retry">{format!("↳ retry, attempt {a}")}</span> })}
                 {s.status_message.clone().map(|m| {
@@ -395,7 +542,7 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
         ("role", s.role.clone()),
         ("step", s.step_index.map(|i| i.to_string())),
         ("tool", s.tool_name.clone()),
-        ("side effect", s.side_effect.clone()),
+        ("side effect", s.side_effect.as_deref().map(|v| if v == "unknown" { "unclassified".to_string() } else { v.to_string() })),
         ("outcome", s.outcome.clone()),
         ("attempt", s.attempt.map(|a| a.to_string())),
         ("idempotency key", s.idempotency_key.clone()),

@@ -2,6 +2,7 @@
 //! and search live in the URL, so a view can be shared and the back button works.
 
 mod approvals_panel;
+mod cost;
 pub mod detail;
 mod escalation_link;
 
@@ -110,7 +111,8 @@ fn Filters(params: Memo<QueryParams>) -> impl IntoView {
                     }).collect_view()}
                 </select>
             </label>
-            <label>"Agent" <input type="text" name="agent" value=p.agent.clone().unwrap_or_default()/></label>
+            <label>"Agent" <input type="text" name="agent" value=p.agent.clone().unwrap_or_default()
+                placeholder="part of a name"/></label>
             <label>
                 "Trigger"
                 <select name="trigger">
@@ -145,6 +147,7 @@ fn Filters(params: Memo<QueryParams>) -> impl IntoView {
                     <option value="started">"newest"</option>
                     <option value="cost" selected=selected(&p.sort, "cost")>"most expensive"</option>
                     <option value="duration" selected=selected(&p.sort, "duration")>"longest"</option>
+                    <option value="duplicates" selected=selected(&p.sort, "duplicates")>"most duplicates"</option>
                 </select>
             </label>
             <button type="submit" class="primary">"Apply"</button>
@@ -173,11 +176,18 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
             }
         })
         .collect_view();
+    // Keyset paging goes one way; the way back is the first page (newest runs), which is
+    // also where new runs appear.
+    let paged = params.cursor.is_some();
     let next = view.next_cursor.clone().map(|c| {
         let mut href = href_with(&params, |_| {});
         href.push_str(if href.contains('?') { "&cursor=" } else { "?cursor=" });
         href.push_str(&c);
-        view! { <a class="pager" href=href>"Older runs →"</a> }
+        view! { <a class="pager" href=href data-testid="older-runs">"Older runs →"</a> }
+    });
+    let newest = paged.then(|| {
+        let href = href_with(&params, |_| {});
+        view! { <a class="pager" href=href data-testid="newest-runs">"← Newest runs"</a> }
     });
     if view.runs.is_empty() && total == 0 && params == QueryParams::default() {
         return view! {
@@ -198,7 +208,12 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         .into_any();
     }
     let now = view.now;
+    let sort_href = |by: &str| href_with(&params, |p| p.sort = Some(by.to_string()));
     view! {
+        {paged.then(|| view! {
+            <p class="paging-note small muted">"Showing older runs; this page does not refresh. "
+                {newest.clone()}</p>
+        })}
         <div class="counts" data-testid="reason-counts">
             <span class="muted small">{format!("{total} runs:")}</span>
             {counts}
@@ -212,7 +227,10 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
                         <tr>
                             <th>"Run"</th><th>"Agent"</th><th>"Trigger"</th><th>"Started"</th><th>"Duration"</th>
                             <th>"Reason"</th><th class="num">"Steps"</th><th class="num">"Tool calls"</th>
-                            <th class="num">"Cost"</th><th class="num">"Tokens in / out"</th><th>"Flags"</th>
+                            <th class="num"><a href=sort_href("cost") title="most expensive first">"Cost"</a></th>
+                            <th class="num">"Tokens in / out"</th>
+                            <th class="num"><a href=sort_href("duplicates") title="most duplicates first">"Dup."</a></th>
+                            <th>"Flags"</th>
                         </tr>
                     </thead>
                     <tbody>
@@ -221,9 +239,18 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
                 </table>
             }.into_any()
         }}
-        {next}
+        <nav class="pagers">{newest}" "{next}</nav>
     }
     .into_any()
+}
+
+/// Duplicate side effects, with possible ones (unclassified tools) in brackets.
+fn dup_text(run: &RunSummary) -> String {
+    match (run.duplicate_side_effects, run.possible_duplicates) {
+        (0, 0) => "0".into(),
+        (n, 0) => n.to_string(),
+        (n, p) => format!("{n} (+{p}?)"),
+    }
 }
 
 #[component]
@@ -240,8 +267,9 @@ fn RunRow(run: RunSummary, now: chrono::DateTime<chrono::Utc>) -> impl IntoView 
             <td><ReasonBadge reason=run.terminal_reason/></td>
             <td class="num">{run.steps}</td>
             <td class="num">{run.tool_calls}</td>
-            <td class="num">{format!("${:.4}", run.cost)}</td>
-            <td class="num">{format!("{} / {}", run.input_tokens, run.output_tokens)}</td>
+            <td class="num" title=cost::source_text(&run)>{cost::cost_text(&run)}</td>
+            <td class="num">{format!("{} / {}", detail::thousands(run.input_tokens), detail::thousands(run.output_tokens))}</td>
+            <td class="num" data-testid="dup-count">{dup_text(&run)}</td>
             <td class="flags"><RunFlags run/></td>
         </tr>
     }
