@@ -82,6 +82,7 @@ async fn setup(t: &TestDb) -> Router {
         approvals: Default::default(),
         webhooks: Default::default(),
         redactor: Default::default(),
+        rules: Default::default(),
     };
     flightdeck::web::router(state, &config)
 }

@@ -16,8 +16,13 @@ use serde_json::{json, Value};
 /// Operators olga and oscar, a viewer victor, and an agent token with `escalations`.
 async fn live(t: &TestDb) -> Live {
     let operator: &[Role] = &[Role::Operator, Role::Viewer];
-    common::live(t, &[("olga", operator), ("oscar", operator), ("victor", &[Role::Viewer])], &[Scope::Escalations])
-        .await
+    let admin: &[Role] = &[Role::Operator, Role::Admin, Role::Viewer];
+    common::live(
+        t,
+        &[("olga", operator), ("oscar", operator), ("victor", &[Role::Viewer]), ("ada", admin)],
+        &[Scope::Escalations],
+    )
+    .await
 }
 
 /// A span starting `id` ms after a fixed instant.
@@ -269,13 +274,31 @@ async fn two_operators_cannot_both_hold_the_claim() {
         let (status, _) = holder.call("tick_escalation_item", &[("id", id), ("index", "0"), ("done", "true")]).await;
         assert_eq!(status, StatusCode::OK);
         let resolve = |outcome: &'static str, instructions: &'static str| {
-            [("id", id), ("outcome", outcome), ("note", "manager approved the refund"), ("instructions", instructions)]
+            [
+                ("id", id),
+                ("outcome", outcome),
+                ("note", "manager approved the refund"),
+                ("instructions", instructions),
+                ("accept_open_items", "on"),
+            ]
         };
         let (status, _) = other.call("resolve_escalation", &resolve("completed_by_human", "")).await;
         assert_eq!(status, StatusCode::CONFLICT, "only the holder may resolve");
+        let (status, body) = other
+            .call("resolve_escalation", &[&resolve("completed_by_human", "")[..], &[("override_claim", "on")]].concat())
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "an operator cannot override a claim: {body}");
         let (status, body) = holder.call("resolve_escalation", &resolve("handed_back", "")).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(body.contains("instructions"), "{body}");
+        let (status, body) = holder
+            .call(
+                "resolve_escalation",
+                &[("id", id), ("outcome", "handed_back"), ("note", "n"), ("instructions", "refund order 77, then close")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::CONFLICT, "an item is still open: {body}");
+        assert!(body.contains("still open") && body.contains("tell the customer"), "{body}");
         let (status, _) =
             holder.call("resolve_escalation", &resolve("handed_back", "refund order 77, then close")).await;
         assert_eq!(status, StatusCode::OK);
@@ -288,6 +311,75 @@ async fn two_operators_cannot_both_hold_the_claim() {
         assert_eq!(kinds, vec!["opened", "claimed", "item_done", "resolved"]);
         let audit = app::storage::audit::list(&t.db, None, Some("escalation_resolved"), 5).await.unwrap();
         assert_eq!(audit.entries.len(), 1);
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn resolving_needs_the_claim_unless_an_administrator_overrides_it() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let (_, e) = s.escalate(report("run-override")).await;
+        let id = e["id"].as_str().unwrap();
+        let (olga, ada) = (s.person("olga").await, s.person("ada").await);
+        let form = |extra: &[(&'static str, &'static str)]| {
+            let mut f = vec![("id", id), ("outcome", "abandoned"), ("note", "customer withdrew"), ("accept_open_items", "on")];
+            f.extend_from_slice(extra);
+            f
+        };
+        let (status, body) = olga.call("resolve_escalation", &form(&[])).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert!(body.contains("claim this escalation before resolving it"), "{body}");
+        let (status, _) = olga.call("claim_escalation", &[("id", id)]).await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, body) = ada.call("resolve_escalation", &form(&[])).await;
+        assert_eq!(status, StatusCode::CONFLICT, "an administrator too, unless they say so: {body}");
+        let (status, body) = ada.call("resolve_escalation", &form(&[("override_claim", "on")])).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let audit = app::storage::audit::list(&t.db, None, Some("escalation_resolved_over_claim"), 5).await.unwrap();
+        assert_eq!(audit.entries.len(), 1, "the override is audited as one");
+        assert_eq!(audit.entries[0].actor.as_deref(), Some("ada"));
+        let timeline = app::storage::escalations::timeline(&t.db, id).await.unwrap();
+        let resolved = timeline.iter().find(|e| e.kind == "resolved").unwrap();
+        assert!(resolved.detail.as_deref().unwrap().contains("overriding olga's claim"), "{resolved:?}");
+        let page = olga.page(&format!("/escalations/{id}")).await;
+        assert!(page.contains("data-testid=\"outcome\""));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn reasons_and_details_sent_in_the_articles_words_on_spans_are_understood() {
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let root = span(
+            7,
+            1,
+            None,
+            "agent.run",
+            vec![
+                kv("run.id", "run-words"),
+                kv("escalation.reason", "Budget Exceeded"),
+                kv("escalation.blocking_fact", "the refund needs 40 EUR more budget"),
+                kv("escalation.what_was_done", r#"[{"tool": "send_email", "idempotency_key": "k1"}]"#),
+                kv("escalation.what_remains", r#"["issue the refund"]"#),
+            ],
+        );
+        ingest(&t.db, vec![root]).await;
+        let opened = app::storage::escalations::for_run(&t.db, "run-words").await.unwrap();
+        let e = serde_json::to_value(opened.first().expect("opened from the trace")).unwrap();
+        assert_eq!(e["reason"], "budget_exceeded", "{e}");
+        assert!(e["reason_text"].is_null());
+        assert_eq!(e["blocking_fact"], "the refund needs 40 EUR more budget");
+        assert_eq!(e["what_was_done"][0]["tool"], "send_email");
+        assert_eq!(e["what_remains"][0]["description"], "issue the refund");
+        // The API takes the same words and shows the same label.
+        let mut body = report("run-words-api");
+        body["reason"] = json!("low confidence");
+        body["idempotency_key"] = json!("esc-words");
+        let (status, filed) = s.escalate(body).await;
+        assert_eq!(status, StatusCode::CREATED, "{filed}");
+        assert_eq!(filed["reason"], "low_confidence");
         t.cleanup().await;
     }
 }

@@ -27,6 +27,7 @@ async fn setup(t: &TestDb) -> Router {
         webhooks: Default::default(),
 
         redactor: Default::default(),
+        rules: Default::default(),
     };
     flightdeck::web::router(state, &config)
 }
@@ -689,6 +690,7 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
         approvals: Default::default(),
         webhooks: Default::default(),
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let mut b = Browser::new(&app);

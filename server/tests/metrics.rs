@@ -41,6 +41,7 @@ async fn serve(t: &TestDb) -> Server {
         webhooks: Default::default(),
 
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let web = flightdeck::web::router_with_ingest(state, &config, ingest.shared_counters());
     let otlp = flightdeck::otlp::http::router(ingest);

@@ -189,6 +189,7 @@ async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String
         webhooks: Arc::new(targets.to_vec()),
 
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")

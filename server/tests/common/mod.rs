@@ -50,6 +50,7 @@ pub async fn live(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope]) -> L
         webhooks: Default::default(),
 
         redactor: Default::default(),
+        rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -15,6 +15,14 @@ pub fn kv_f64(key: &str, v: f64) -> KeyValue {
     KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::DoubleValue(v)) }), ..Default::default() }
 }
 
+pub fn kv_i64(key: &str, v: i64) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::IntValue(v)) }), ..Default::default() }
+}
+
+pub fn kv_bool(key: &str, v: bool) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::BoolValue(v)) }), ..Default::default() }
+}
+
 /// A span of trace `trace` (all 16 bytes equal), id `id`, from `start_ns` for 1 ms.
 pub fn span_at(trace: u8, id: u8, parent: Option<u8>, name: &str, start_ns: u64, attributes: Vec<KeyValue>) -> Span {
     Span {
