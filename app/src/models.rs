@@ -129,6 +129,9 @@ pub struct PricesPage {
     /// Models runs used in the last 30 days that no price matches.
     pub unpriced_models: Vec<String>,
     pub recomputes: Vec<AuditEntry>,
+    /// The server's date (UTC), for the forms' defaults: the browser build has no clock
+    /// that chrono can read.
+    pub today: chrono::NaiveDate,
 }
 
 /// A configured webhook as admins see it: the URL without its secret part.

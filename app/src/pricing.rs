@@ -50,8 +50,9 @@ pub struct ModelPrice {
     /// Reasoning tokens, counted within output; the output price when absent.
     #[serde(default)]
     pub reasoning: Option<f64>,
-    /// Set by whoever loads the price, never read from a file.
-    #[serde(skip_deserializing, default = "builtin_source")]
+    /// Set by whoever loads the price (a config file's `source` is overwritten with
+    /// `config`); it travels with the price to the browser, so it must deserialize.
+    #[serde(default = "builtin_source")]
     pub source: PriceSource,
 }
 
@@ -306,6 +307,13 @@ mod tests {
         assert!(ModelPrice { input: -1.0, ..ok.clone() }.validate().is_err());
         assert!(ModelPrice { output: f64::NAN, ..ok.clone() }.validate().is_err());
         assert!(builtin().iter().all(|p| p.validate().is_ok()));
+    }
+
+    #[test]
+    fn a_price_survives_the_trip_to_the_browser() {
+        let admin = ModelPrice { source: PriceSource::Admin, ..builtin()[0].clone() };
+        let back: ModelPrice = serde_json::from_str(&serde_json::to_string(&admin).unwrap()).unwrap();
+        assert_eq!(back, admin, "pages hydrate from this JSON");
     }
 
     #[test]

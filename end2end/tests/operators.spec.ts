@@ -115,13 +115,16 @@ test('a posted note leaves the note box empty', async ({ page, request }) => {
   await page.goto(`/escalations/${id}`);
   await waitForHydration(page);
   await expect(page.getByTestId('blocking')).toContainText('low confidence');
-  await expect(page.getByTestId('resolve-needs-claim')).toContainText('Claim the escalation');
+  // alice administers too: before claiming she is offered only the explicit override.
+  await expect(page.getByTestId('override')).toContainText('Resolve without claiming it, as administrator');
   const box = page.getByTestId('timeline').getByLabel('Add a note');
   await box.fill('called the customer');
   await page.getByRole('button', { name: 'Add note' }).click();
   await expect(page.getByTestId('timeline')).toContainText('called the customer');
   await expect(box).toHaveValue('');
   await page.getByRole('button', { name: 'Claim' }).click();
+  await expect(page.getByTestId('claimed-by')).toHaveText('Claimed by alice');
+  await expect(page.getByTestId('override')).toHaveCount(0);
   await expect(page.getByTestId('open-items')).toContainText('check the invoice');
 });
 
@@ -170,7 +173,7 @@ test.describe('on a phone', () => {
       const box = await page.getByTestId(testid).boundingBox();
       expect(box!.x + box!.width).toBeLessThanOrEqual(391);
     }
-    for (const name of ['Approve', 'Deny']) {
+    for (const name of ['Approve this exact payload', 'Deny']) {
       const button = page.getByRole('button', { name, exact: true });
       await button.scrollIntoViewIfNeeded();
       const box = await button.boundingBox();

@@ -93,6 +93,8 @@ async fn standard_runs_get_a_cost_from_their_tokens_and_unpriced_models_are_name
         assert_eq!(priced["cache_tokens"], 20_000);
         assert_eq!(priced["prices_used"][0]["price"]["pattern"], "*claude-sonnet-4*");
         assert!((priced["step_list"][0]["cost"].as_f64().unwrap() - want).abs() < 1e-9);
+        // What the server sends, the browser (and any Rust client) reads back.
+        serde_json::from_value::<app::canonical::RunDetail>(priced.clone()).expect("a run deserializes");
 
         let llama = run_json(&s, "run-llama").await;
         assert_eq!((llama["cost_source"].as_str(), llama["cost"].as_f64()), (Some("unpriced"), Some(0.0)));

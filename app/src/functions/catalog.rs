@@ -90,7 +90,7 @@ pub async fn load_prices() -> Result<PricesPage, AppError> {
     let month_ago = (chrono::Utc::now() - chrono::Duration::days(30)).timestamp_nanos_opt().unwrap_or(0);
     let unpriced_models = runs::unpriced_models_since(&db, month_ago).await?;
     let recomputes = audit::list(&db, None, Some(audit::action::RUNS_RECOMPUTED), 5).await?.entries;
-    Ok(PricesPage { prices, unpriced_models, recomputes })
+    Ok(PricesPage { prices, unpriced_models, recomputes, today: chrono::Utc::now().date_naive() })
 }
 
 /// Adds or replaces an admin price. Numbers arrive as text from the form; cache and

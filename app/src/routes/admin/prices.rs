@@ -19,8 +19,6 @@ pub fn PricesAdmin() -> impl IntoView {
         move || (save.version().get(), delete.version().get(), recompute.version().get()),
         |_| load_prices(),
     );
-    let today = chrono::Utc::now().date_naive();
-    let month_ago = today - chrono::Duration::days(30);
     view! {
         <Title text="Prices"/>
         <h1>"Model prices"</h1>
@@ -31,41 +29,12 @@ pub fn PricesAdmin() -> impl IntoView {
             "step. The most specific matching pattern wins; an admin price beats the config file's, which beats "
             "the shipped table. Dollars per million tokens; an empty cache price means the input price."
         </p>
-        <div class="admin-forms">
-            <ActionForm action=save attr:class="card form" attr:data-testid="save-price">
-                <h2>"Add or replace a price"</h2>
-                <div class="form-grid">
-                    <label>"Model or pattern" <input type="text" name="pattern" placeholder="gpt-4.1-mini*" required maxlength="200"/></label>
-                    <label>"Valid from" <input type="date" name="valid_from" value=today.to_string() required/></label>
-                    <label>"Input" <input type="text" inputmode="decimal" name="input" placeholder="0.40" required/></label>
-                    <label>"Output" <input type="text" inputmode="decimal" name="output" placeholder="1.60" required/></label>
-                    <label>"Cache read" <input type="text" inputmode="decimal" name="cache_read" placeholder="= input"/></label>
-                    <label>"Cache write" <input type="text" inputmode="decimal" name="cache_write" placeholder="= input"/></label>
-                    <label>"Reasoning" <input type="text" inputmode="decimal" name="reasoning" placeholder="= output"/></label>
-                </div>
-                <div><button type="submit" class="primary">"Save price"</button></div>
-                <ActionError value=save.value()/>
-            </ActionForm>
-            <ActionForm action=recompute attr:class="card form" attr:data-testid="recompute">
-                <h2>"Recompute stored runs"</h2>
-                <p class="small muted">"New prices apply to runs received from now on. To reprice runs already stored, "
-                    "recompute a period: in the background, 200 runs at a time, so ingest goes on."</p>
-                <div class="form-grid">
-                    <label>"From" <input type="date" name="since" value=month_ago.to_string() required/></label>
-                    <label>"To" <input type="date" name="until" value=today.to_string() required/></label>
-                </div>
-                <div><button type="submit">"Recompute"</button></div>
-                <ActionError value=recompute.value()/>
-                {move || recompute.value().get().and_then(|r| r.ok()).map(|_| view! {
-                    <p class="small" role="status">"Started; the list below shows when it finished."</p>
-                })}
-            </ActionForm>
-        </div>
         <ActionError value=delete.value()/>
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(page) => view! {
+                        {forms(save, recompute, page.today)}
                         {(!page.unpriced_models.is_empty()).then(|| view! {
                             <section class="callout warn" data-testid="unpriced-models">
                                 <h2>"Models without a price"</h2>
@@ -123,5 +92,46 @@ pub fn PricesAdmin() -> impl IntoView {
                 }
             })}
         </Suspense>
+    }
+}
+
+/// The two forms, with dates defaulting to the server's today and a month before.
+fn forms(
+    save: ServerAction<SavePrice>,
+    recompute: ServerAction<RecomputeRuns>,
+    today: chrono::NaiveDate,
+) -> impl IntoView {
+    let month_ago = today - chrono::Duration::days(30);
+    view! {
+        <div class="admin-forms">
+            <ActionForm action=save attr:class="card form" attr:data-testid="save-price">
+                <h2>"Add or replace a price"</h2>
+                <div class="form-grid">
+                    <label>"Model or pattern" <input type="text" name="pattern" placeholder="gpt-4.1-mini*" required maxlength="200"/></label>
+                    <label>"Valid from" <input type="date" name="valid_from" value=today.to_string() required/></label>
+                    <label>"Input" <input type="text" inputmode="decimal" name="input" placeholder="0.40" required/></label>
+                    <label>"Output" <input type="text" inputmode="decimal" name="output" placeholder="1.60" required/></label>
+                    <label>"Cache read" <input type="text" inputmode="decimal" name="cache_read" placeholder="= input"/></label>
+                    <label>"Cache write" <input type="text" inputmode="decimal" name="cache_write" placeholder="= input"/></label>
+                    <label>"Reasoning" <input type="text" inputmode="decimal" name="reasoning" placeholder="= output"/></label>
+                </div>
+                <div><button type="submit" class="primary">"Save price"</button></div>
+                <ActionError value=save.value()/>
+            </ActionForm>
+            <ActionForm action=recompute attr:class="card form" attr:data-testid="recompute">
+                <h2>"Recompute stored runs"</h2>
+                <p class="small muted">"New prices apply to runs received from now on. To reprice runs already stored, "
+                    "recompute a period: in the background, 200 runs at a time, so ingest goes on."</p>
+                <div class="form-grid">
+                    <label>"From" <input type="date" name="since" value=month_ago.to_string() required/></label>
+                    <label>"To" <input type="date" name="until" value=today.to_string() required/></label>
+                </div>
+                <div><button type="submit">"Recompute"</button></div>
+                <ActionError value=recompute.value()/>
+                {move || recompute.value().get().and_then(|r| r.ok()).map(|_| view! {
+                    <p class="small" role="status">"Started; the list below shows when it finished."</p>
+                })}
+            </ActionForm>
+        </div>
     }
 }

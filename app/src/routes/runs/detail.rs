@@ -20,7 +20,12 @@ pub fn RunDetailPage() -> impl IntoView {
     let query = use_query_map();
     // From the path, decoded once (see `components::url::path_id`).
     let run_id = crate::components::url::path_id("/runs/");
-    let page = Memo::new(move |_| query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok())));
+    // Page 1 is the same with or without `?page=1`: selecting a span (whose link names the
+    // page) must not reload the run, which empties the page for a moment and scrolls it
+    // to the top.
+    let page = Memo::new(move |_| {
+        query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok()).filter(|p| *p > 1))
+    });
     let selected = Memo::new(move |_| query.with(|q| q.get("span")));
     let run = Resource::new(move || (run_id.get(), page.get()), |(id, page)| load_run(id, page));
     let span = Resource::new(
@@ -40,26 +45,44 @@ pub fn RunDetailPage() -> impl IntoView {
         <Title text=move || format!("Run {}", run_id.get())/>
         <p class="crumbs"><a href="/runs">"← Runs"</a></p>
         <super::escalation_link::RunEscalations data=escalations/>
+        // Siblings, not nested: the waterfall and the selected span each read their own
+        // resource, side by side in one grid.
         <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
             {move || Suspend::new(async move {
                 match run.await {
-                    Ok(view) => view! { <RunBody view selected span/> }.into_any(),
+                    Ok(view) => view! { <RunTop view/> }.into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
                 }
             })}
         </Suspense>
+        <div class="trace-layout">
+            <Suspense fallback=|| ()>
+                // One view type whatever the outcome: an `Option` here lost its marker in
+                // the server's render and hydration failed.
+                {move || Suspend::new(async move {
+                    match run.await {
+                        Ok(view) => view! { <RunTrace view selected/> }.into_any(),
+                        Err(_) => ().into_any(),
+                    }
+                })}
+            </Suspense>
+            <SelectedSpan span run_id=run_id/>
+        </div>
         <super::approvals_panel::RunApprovals data=approvals/>
     }
 }
 
 /// The selected span's details, beside the waterfall (below it on a phone, as a sheet).
 #[component]
-fn SelectedSpan(span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>, run_id: String) -> impl IntoView {
+fn SelectedSpan(
+    span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>,
+    run_id: Memo<String>,
+) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <aside class="span-panel placeholder"><p class="loading">"Loading span…"</p></aside> }>
             {move || {
-                let run_id = run_id.clone();
                 Suspend::new(async move {
+                    let run_id = run_id.get_untracked();
                     match span.await {
                         Some(Ok(panel)) => view! { <SpanPanelView panel run_id/> }.into_any(),
                         Some(Err(error)) => view! { <aside class="span-panel"><ErrorBox error/></aside> }.into_any(),
@@ -76,13 +99,10 @@ fn SelectedSpan(span: Resource<Option<Result<SpanPanel, crate::errors::AppError>
     }
 }
 
+/// Everything above the waterfall: why the run stopped, what it cost, what it changed.
 #[component]
-fn RunBody(
-    view: RunView,
-    selected: Memo<Option<String>>,
-    span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>,
-) -> impl IntoView {
-    let RunView { detail, failure, steps, spans, span_page, span_pages, total_spans, has_bodies } = view;
+fn RunTop(view: RunView) -> impl IntoView {
+    let RunView { detail, failure, steps, has_bodies, .. } = view;
     let run_id = detail.run.run_id.clone();
     let replay = if has_bodies {
         view! {
@@ -99,24 +119,30 @@ fn RunBody(
         <div class="actions">{replay}</div>
         <Duplicates detail=detail.clone()/>
         <SideEffects calls=detail.tool_call_list.clone()/>
-        <super::cost::CostSection detail=detail.clone() steps/>
-        <div class="trace-layout">
-            <section class="panel trace-tree">
-                <h2>{format!("Waterfall · {total_spans} spans")}</h2>
-                <Waterfall spans run_id=run_id.clone() page=span_page selected/>
-                {(span_pages > 1).then(|| {
-                    let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
-                    view! {
-                        <p class="pager">
-                            {format!("Page {span_page} of {span_pages} (spans in start order). ")}
-                            {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
-                            {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
-                        </p>
-                    }
-                })}
-            </section>
-            <SelectedSpan span run_id=run_id.clone()/>
-        </div>
+        <super::cost::CostSection detail steps/>
+    }
+}
+
+/// The waterfall, a page of spans at a time.
+#[component]
+fn RunTrace(view: RunView, selected: Memo<Option<String>>) -> impl IntoView {
+    let RunView { detail, spans, span_page, span_pages, total_spans, .. } = view;
+    let run_id = detail.run.run_id.clone();
+    view! {
+        <section class="panel trace-tree">
+            <h2>{format!("Waterfall · {total_spans} spans")}</h2>
+            <Waterfall spans run_id=run_id.clone() page=span_page selected/>
+            {(span_pages > 1).then(|| {
+                let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
+                view! {
+                    <p class="pager">
+                        {format!("Page {span_page} of {span_pages} (spans in start order). ")}
+                        {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
+                        {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
+                    </p>
+                }
+            })}
+        </section>
     }
 }
 

@@ -12,7 +12,7 @@ pub fn RunEscalations(data: Resource<Result<Vec<Escalation>, AppError>>) -> impl
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 match data.await {
-                    Ok(list) if !list.is_empty() => Some(view! {
+                    Ok(list) if !list.is_empty() => view! {
                         <section class="callout escalation" data-testid="run-escalations">
                             {list.into_iter().map(|e| {
                                 let state = if e.open {
@@ -28,8 +28,9 @@ pub fn RunEscalations(data: Resource<Result<Vec<Escalation>, AppError>>) -> impl
                                 }
                             }).collect_view()}
                         </section>
-                    }),
-                    _ => None,
+                    }
+                    .into_any(),
+                    _ => ().into_any(),
                 }
             })}
         </Suspense>
