@@ -14,6 +14,9 @@ use leptos_router::{path, SsrMode};
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
     set_page_policy();
+    // The bundle's files share one content-hashed name (`cargo xtask build`); the script
+    // and wasm names come from it inside `HydrationScripts`.
+    let stylesheet = format!("/{}/{}.css", options.site_pkg_dir, options.output_name);
     let user_json = serde_json::to_string(&current_user())
         .unwrap_or_else(|_| "null".into())
         // never let a value close the script element
@@ -24,7 +27,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
-                <link rel="stylesheet" href="/pkg/flightdeck.css"/>
+                <link rel="stylesheet" href=stylesheet/>
                 <link rel="icon" href="data:,"/>
                 <script id="fd-user" type="application/json" inner_html=user_json></script>
                 <HydrationScripts options/>

@@ -644,7 +644,8 @@ async fn head_is_guarded_like_get_and_malformed_paths_are_400() {
     assert!(!leaky.body.contains("sk_live_4eC3"));
     let page = b.get("/runs/a%2541%2Fb").await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
-    assert!(page.body.contains("<code>a%41/b</code>"), "the run decoded once, not as aA/b");
+    // `<!>` is a hydration marker (Leptos puts one after dynamic text), not content.
+    assert!(page.body.replace("<!>", "").contains("<code>a%41/b</code>"), "the run decoded once, not as aA/b");
     t.cleanup().await;
 }
 

@@ -7,6 +7,11 @@
 //!   cargo xtask build [--release]                       build the bundle and the server
 //!   cargo xtask test                                    the whole test suite
 //!   cargo xtask bench [--seconds N] [--concurrency N]   ingest throughput and server memory
+//!   cargo xtask first-load [--runs N]                   bundle sizes and cold load in Chromium
+
+mod bundle;
+mod compress;
+mod wasm_opt;
 
 use anyhow::{bail, Context, Result};
 use std::env;
@@ -21,8 +26,12 @@ fn main() -> ExitCode {
         Some("build") => build(has_flag(&args, "--release")).map(|_| ()),
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
+        Some("first-load") => first_load(&args[1..]),
         _ => {
-            eprintln!("usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | bench [--seconds N] [--concurrency N]");
+            eprintln!(
+                "usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | \
+                 bench [--seconds N] [--concurrency N] | first-load [--runs N]"
+            );
             return ExitCode::from(2);
         }
     };
@@ -164,16 +173,8 @@ fn build(release: bool) -> Result<PathBuf> {
     ]))?;
     let wasm = target_dir().join("wasm32-unknown-unknown/wasm-release/app.wasm");
     let pkg = site_root().join("pkg");
-    std::fs::create_dir_all(&pkg).with_context(|| format!("cannot create {}", pkg.display()))?;
-    wasm_bindgen_cli_support::Bindgen::new()
-        .input_path(&wasm)
-        .out_name("flightdeck")
-        .web(true)?
-        .typescript(false)
-        .generate(&pkg)
-        .with_context(|| format!("wasm-bindgen failed on {}", wasm.display()))?;
-    std::fs::copy(workspace_root().join("style/main.css"), pkg.join("flightdeck.css"))
-        .context("cannot copy style/main.css")?;
+    step("binding, optimizing, hashing and compressing the bundle");
+    bundle::write(&wasm, &workspace_root().join("style/main.css"), &pkg, &target_dir().join("wasm-bindgen"))?;
 
     step(if release { "building the server (release)" } else { "building the server" });
     let mut server = cargo();
@@ -262,11 +263,7 @@ fn test() -> Result<()> {
     match chromium() {
         None => missing("Chromium", "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM")?,
         Some(browser) => {
-            let e2e = workspace_root().join("end2end");
-            if !e2e.join("node_modules/playwright-core").exists() {
-                step("installing the browser-test packages (npm ci)");
-                check(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&e2e))?;
-            }
+            let e2e = end2end_packages()?;
             step("browser tests (Playwright, headless Chromium)");
             check_within(
                 Command::new("npx")
@@ -281,6 +278,38 @@ fn test() -> Result<()> {
     }
     eprintln!("\nall test suites passed in {:.0?}", started.elapsed());
     Ok(())
+}
+
+/// The Playwright project, its packages installed.
+fn end2end_packages() -> Result<PathBuf> {
+    let e2e = workspace_root().join("end2end");
+    if !e2e.join("node_modules/playwright-core").exists() {
+        step("installing the browser-test packages (npm ci)");
+        check(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&e2e))?;
+    }
+    Ok(e2e)
+}
+
+/// First load: the release bundle's sizes (printed by the build), then the cold-cache
+/// time to a hydrated page in headless Chromium, unthrottled and on a throttled link
+/// (end2end/bench/first-load.mjs). Prints the figures; asserts nothing.
+fn first_load(args: &[String]) -> Result<()> {
+    let Some(browser) = chromium() else {
+        bail!("first-load needs Chromium: install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM");
+    };
+    let binary = build(true)?;
+    let e2e = end2end_packages()?;
+    step("cold-cache first load in headless Chromium");
+    eprintln!("machine: {}", machine_description());
+    check(
+        Command::new("node")
+            .arg("bench/first-load.mjs")
+            .args(args)
+            .current_dir(&e2e)
+            .env("FLIGHTDECK_BIN", &binary)
+            .env("FLIGHTDECK_SITE_ROOT", site_root())
+            .env("FLIGHTDECK_CHROMIUM", browser),
+    )
 }
 
 /// A free TCP port on loopback (the OS picks it; it is released at once for the server).

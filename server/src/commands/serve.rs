@@ -28,7 +28,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         policies::upsert(&db, policy).await?;
     }
 
-    let bundle = config.site_root.join("pkg").join("flightdeck_bg.wasm");
+    let options = leptos_options(&config);
+    let bundle = config.site_root.join(&*options.site_pkg_dir).join(format!("{}_bg.wasm", options.output_name));
     if !bundle.exists() {
         tracing::warn!(
             missing = %bundle.display(),
@@ -47,7 +48,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let state = AppState {
         db: db.clone(),
-        leptos_options: leptos_options(&config),
+        leptos_options: options,
         approvals: approval_hub.clone(),
         webhooks: Arc::new(config.webhooks.clone()),
         redactor: Arc::new(ingest_settings.redactor.clone()),
@@ -189,10 +190,11 @@ async fn stop_if_the_writer_ends(
 }
 
 /// Leptos' options from Flightdeck's own configuration (no cargo-leptos metadata needed):
-/// the bundle is `/pkg/flightdeck.js` and `/pkg/flightdeck_bg.wasm` under the site root.
+/// the bundle is `/pkg/NAME.js`, `/pkg/NAME_bg.wasm` and `/pkg/NAME.css` under the site
+/// root, NAME being the content-hashed name in `pkg/manifest.json` (`web::assets`).
 pub fn leptos_options(config: &Config) -> LeptosOptions {
     LeptosOptions::builder()
-        .output_name("flightdeck")
+        .output_name(web::assets::output_name(&config.site_root.join("pkg")))
         .site_root(config.site_root.to_string_lossy().to_string())
         .site_pkg_dir("pkg")
         .site_addr(config.listen)

@@ -1,6 +1,8 @@
 //! The HTTP surface on the UI/API listener: pages and server functions (Leptos), the
-//! agent REST API, health checks, `/metrics`, and the layers in front of them.
+//! browser bundle under `/pkg`, the agent REST API, health checks, `/metrics`, and the
+//! layers in front of them.
 
+pub mod assets;
 mod csrf;
 mod current_user;
 pub mod headers;
@@ -74,6 +76,8 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::metrics::router(state.db.clone(), ingest))
+        // Before the pages: no session is loaded for a file.
+        .nest_service("/pkg", assets::router(&pkg_dir(&state.leptos_options)))
         .merge(pages)
         .layer(from_fn(csrf::refuse_cross_site))
         .layer(from_fn(paths::refuse_malformed))
@@ -83,6 +87,11 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Where the bundle is: `pkg` under the site root.
+fn pkg_dir(options: &leptos::config::LeptosOptions) -> std::path::PathBuf {
+    std::path::Path::new(&*options.site_root).join(&*options.site_pkg_dir)
 }
 
 /// The page routes, worked out once per process.
