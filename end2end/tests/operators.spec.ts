@@ -203,3 +203,23 @@ test.describe('on a phone', () => {
     await noSidewaysScroll(page);
   });
 });
+
+test('the navigation count follows a decision at once', async ({ page, request }) => {
+  const created = await request.post('/api/v1/approvals', {
+    headers: { Authorization: `Bearer ${agentToken()}` },
+    data: { run_id: `run-e2e-navcount-${Date.now()}`, tool: 'send_email', arguments: { to: 'ana@example.com' } },
+  });
+  expect(created.status()).toBe(201);
+  const { id } = (await created.json()) as { id: string };
+  await signIn(page, ALICE);
+  await page.goto(`/approvals/${id}`);
+  await waitForHydration(page);
+  const count = page.getByTestId('nav-approvals');
+  await expect(count).toBeVisible();
+  const before = Number(await count.textContent());
+  await page.getByRole('button', { name: 'Approve this exact payload' }).click();
+  await expect(page.getByTestId('outcome')).toBeVisible();
+  // Well before the 15 s poll: the decision itself refreshes the count.
+  if (before > 1) await expect(count).toHaveText(String(before - 1), { timeout: 5000 });
+  else await expect(count).toHaveCount(0, { timeout: 5000 });
+});

@@ -80,8 +80,17 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
     let pending = RwSignal::new(None::<i64>);
     let backlog = RwSignal::new(None::<(i64, Option<chrono::DateTime<chrono::Utc>>, chrono::DateTime<chrono::Utc>)>);
     let alerts = RwSignal::new(None::<(i64, i64)>);
+    let toggle = NodeRef::<leptos::html::Input>::new();
     #[cfg(feature = "hydrate")]
     {
+        // The folded menu closes again once a link in it was followed.
+        let at = leptos_router::hooks::use_location();
+        Effect::new(move |_| {
+            let _ = at.pathname.get();
+            if let Some(input) = toggle.get_untracked() {
+                input.set_checked(false);
+            }
+        });
         let location = leptos_router::hooks::use_location();
         let tick = RwSignal::new(0u32);
         if let Ok(handle) =
@@ -110,7 +119,7 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
             <a class="brand" href="/runs">"Flightdeck"</a>
             // On a phone the navigation folds behind this toggle (a checkbox, so it works
             // without JavaScript too).
-            <input type="checkbox" id="nav-toggle" class="nav-toggle" aria-label="Show navigation"/>
+            <input type="checkbox" id="nav-toggle" class="nav-toggle" aria-label="Show navigation" node_ref=toggle/>
             <label for="nav-toggle" class="nav-button" aria-hidden="true">"Menu"</label>
             <nav class="mainnav" aria-label="Main">
                 <A href="/runs">"Runs"</A>

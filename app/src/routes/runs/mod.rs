@@ -185,10 +185,10 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         href.push_str(&c);
         view! { <a class="pager" href=href data-testid="older-runs">"Older runs →"</a> }
     });
-    let newest = paged.then(|| {
-        let href = href_with(&params, |_| {});
-        view! { <a class="pager" href=href data-testid="newest-runs">"← Newest runs"</a> }
-    });
+    let newest_href = href_with(&params, |_| {});
+    let newest = move || {
+        paged.then(|| view! { <a class="pager" href=newest_href.clone() data-testid="newest-runs">"← Newest runs"</a> })
+    };
     if view.runs.is_empty() && total == 0 && params == QueryParams::default() {
         return view! {
             <EmptyState title="No runs yet">
@@ -212,7 +212,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
     view! {
         {paged.then(|| view! {
             <p class="paging-note small muted">"Showing older runs; this page does not refresh. "
-                {newest.clone()}</p>
+                {newest()}</p>
         })}
         <div class="counts" data-testid="reason-counts">
             <span class="muted small">{format!("{total} runs:")}</span>
@@ -239,7 +239,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
                 </table>
             }.into_any()
         }}
-        <nav class="pagers">{newest}" "{next}</nav>
+        <nav class="pagers">{newest()}" "{next}</nav>
     }
     .into_any()
 }
