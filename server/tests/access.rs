@@ -62,6 +62,12 @@ const SERVER_FUNCTIONS: &[(&str, Option<Role>, &str)] = &[
     ("load_policies", Some(Role::Admin), ""),
     ("save_policy", Some(Role::Admin), "pattern=x&side_effect=read"),
     ("delete_policy", Some(Role::Admin), "pattern=x"),
+    ("load_tools", Some(Role::Admin), ""),
+    ("classify_tool", Some(Role::Admin), "tool=x&side_effect=read"),
+    ("load_prices", Some(Role::Admin), ""),
+    ("save_price", Some(Role::Admin), "pattern=x&valid_from=2026-01-01&input=1&output=1"),
+    ("delete_price", Some(Role::Admin), "pattern=x&valid_from=2026-01-01"),
+    ("recompute_runs", Some(Role::Admin), "since=2026-01-01&until=2026-01-02"),
     ("load_webhooks_page", Some(Role::Admin), "failed_only=false"),
 ];
 
