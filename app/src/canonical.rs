@@ -216,7 +216,8 @@ pub struct DuplicateView {
     pub count: i64,
     pub external_ids: Vec<String>,
     /// The tool is unclassified: a duplicate if it writes, harmless if it only reads.
-    #[serde(default)]
+    /// Left out when false, so a duplicate reads as it always did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub possible: bool,
 }
 
