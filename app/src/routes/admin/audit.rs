@@ -78,8 +78,8 @@ pub fn AuditAdmin() -> impl IntoView {
                                             <td><Timestamp at=e.at/></td>
                                             <td>{e.actor.unwrap_or_else(|| "—".into())}</td>
                                             <td><code>{e.action}</code></td>
-                                            <td>{e.target.unwrap_or_default()}</td>
-                                            <td>{e.detail.unwrap_or_default()}</td>
+                                            <td class="long">{e.target.unwrap_or_default()}</td>
+                                            <td class="long">{e.detail.unwrap_or_default()}</td>
                                             <td>{e.source.unwrap_or_default()}</td>
                                         </tr>
                                     }).collect_view()}
