@@ -290,13 +290,17 @@ mod tests {
             reasoning: Some(20.0),
             source: PriceSource::Builtin,
         };
-        let t = Tokens { input: 1_000_000, output: 100_000, cache_read: 2_000_000, cache_write: 10_000, reasoning: 50_000 };
+        let t =
+            Tokens { input: 1_000_000, output: 100_000, cache_read: 2_000_000, cache_write: 10_000, reasoning: 50_000 };
         let want = 3.0 + 0.05 * 15.0 + 0.6 + 0.0375 + 0.05 * 20.0;
         assert!((p.cost(&t) - want).abs() < 1e-9, "{} != {want}", p.cost(&t));
         // Absent cache and reasoning prices fall back to input and output.
         let plain = ModelPrice { cache_read: None, cache_write: None, reasoning: None, ..p.clone() };
         let t = Tokens { input: 0, output: 10, cache_read: 10, cache_write: 10, reasoning: 20 };
-        assert!((plain.cost(&t) - (10.0 * 3.0 + 10.0 * 3.0 + 10.0 * 15.0) / 1e6).abs() < 1e-12, "reasoning within output");
+        assert!(
+            (plain.cost(&t) - (10.0 * 3.0 + 10.0 * 3.0 + 10.0 * 15.0) / 1e6).abs() < 1e-12,
+            "reasoning within output"
+        );
     }
 
     #[test]

@@ -23,7 +23,13 @@ async fn live(t: &TestDb) -> Live {
 /// 2026-06-01, when every shipped price used here holds.
 const T0: u64 = 1_780_272_000_000_000_000;
 
-fn at(trace: u8, id: u8, parent: Option<u8>, name: &str, attrs: Vec<opentelemetry_proto::tonic::common::v1::KeyValue>) -> Span {
+fn at(
+    trace: u8,
+    id: u8,
+    parent: Option<u8>,
+    name: &str,
+    attrs: Vec<opentelemetry_proto::tonic::common::v1::KeyValue>,
+) -> Span {
     span_at(trace, id, parent, name, T0 + u64::from(trace) * 60_000_000_000 + u64::from(id) * 1_000_000, attrs)
 }
 
@@ -35,7 +41,11 @@ fn genai_run(trace: u8, run: &str, agent: &str, steps: &[(&str, i64, i64, i64)])
         1,
         None,
         "invoke_agent",
-        vec![kv("gen_ai.operation.name", "invoke_agent"), kv("gen_ai.agent.name", agent), kv("gen_ai.conversation.id", run)],
+        vec![
+            kv("gen_ai.operation.name", "invoke_agent"),
+            kv("gen_ai.agent.name", agent),
+            kv("gen_ai.conversation.id", run),
+        ],
     )];
     for (i, (model, input, cached, output)) in steps.iter().enumerate() {
         spans.push(at(
@@ -77,7 +87,8 @@ async fn eventually(s: &Live, run: &str, ok: impl Fn(&Value) -> bool) -> Value {
 async fn standard_runs_get_a_cost_from_their_tokens_and_unpriced_models_are_named() {
     for t in TestDb::each_backend().await {
         let s = live(&t).await;
-        ingest(&t.db, genai_run(1, "run-priced", "billing-agent", &[("claude-sonnet-4-5", 100_000, 20_000, 5_000)])).await;
+        ingest(&t.db, genai_run(1, "run-priced", "billing-agent", &[("claude-sonnet-4-5", 100_000, 20_000, 5_000)]))
+            .await;
         ingest(&t.db, genai_run(2, "run-llama", "billing-agent", &[("my-llama-3", 1_000, 0, 10)])).await;
         ingest(
             &t.db,
@@ -122,7 +133,10 @@ async fn an_admin_price_and_a_recompute_reprice_stored_runs() {
         ingest(&t.db, genai_run(1, "run-llama", "a", &[("my-llama-3", 1_000_000, 0, 1_000_000)])).await;
         let ada = s.person("ada").await;
         let (status, body) = ada
-            .call("save_price", &[("pattern", "my-llama*"), ("valid_from", "2026-01-01"), ("input", "x"), ("output", "1")])
+            .call(
+                "save_price",
+                &[("pattern", "my-llama*"), ("valid_from", "2026-01-01"), ("input", "x"), ("output", "1")],
+            )
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         assert!(body.contains("dollars per million tokens"), "{body}");
@@ -173,7 +187,13 @@ fn unclassified_run(trace: u8, run: &str) -> Vec<Span> {
         )
     };
     vec![
-        at(trace, 1, None, "invoke_agent", vec![kv("gen_ai.conversation.id", run), kv("gen_ai.agent.name", "Support-Bot")]),
+        at(
+            trace,
+            1,
+            None,
+            "invoke_agent",
+            vec![kv("gen_ai.conversation.id", run), kv("gen_ai.agent.name", "Support-Bot")],
+        ),
         email(2),
         email(3),
     ]
@@ -268,7 +288,13 @@ async fn an_error_run_says_why_at_the_top_and_steps_are_numbered() {
         let s = live(&t).await;
         let mut spans = genai_run(1, "run-fail", "a", &[("gpt-4.1", 10, 0, 1), ("gpt-4.1", 10, 0, 1)]);
         spans[0].status = Some(Status { code: 2, message: "agent crashed".into() });
-        let mut tool = at(1, 20, Some(11), "execute_tool query_db", vec![kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.name", "query_db")]);
+        let mut tool = at(
+            1,
+            20,
+            Some(11),
+            "execute_tool query_db",
+            vec![kv("gen_ai.operation.name", "execute_tool"), kv("gen_ai.tool.name", "query_db")],
+        );
         tool.status = Some(Status { code: 2, message: "error".into() });
         tool.events.push(Event {
             name: "exception".into(),
@@ -284,7 +310,8 @@ async fn an_error_run_says_why_at_the_top_and_steps_are_numbered() {
 
         let victor = s.person("victor").await;
         let page = victor.page("/runs/run-fail").await;
-        let failure = page.split("data-testid=\"run-failure\"").nth(1).expect("a failure line").split("</p>").next().unwrap();
+        let failure =
+            page.split("data-testid=\"run-failure\"").nth(1).expect("a failure line").split("</p>").next().unwrap();
         assert!(failure.contains("query_db") && failure.contains("TimeoutError: db timed out after 30 s"), "{failure}");
         assert!(page.contains(">step 1<") && page.contains(">step 2<"), "GenAI steps numbered as the run counts them");
         assert!(!page.contains(">step 0<"));

@@ -294,7 +294,12 @@ async fn two_operators_cannot_both_hold_the_claim() {
         let (status, body) = holder
             .call(
                 "resolve_escalation",
-                &[("id", id), ("outcome", "handed_back"), ("note", "n"), ("instructions", "refund order 77, then close")],
+                &[
+                    ("id", id),
+                    ("outcome", "handed_back"),
+                    ("note", "n"),
+                    ("instructions", "refund order 77, then close"),
+                ],
             )
             .await;
         assert_eq!(status, StatusCode::CONFLICT, "an item is still open: {body}");
@@ -323,7 +328,8 @@ async fn resolving_needs_the_claim_unless_an_administrator_overrides_it() {
         let id = e["id"].as_str().unwrap();
         let (olga, ada) = (s.person("olga").await, s.person("ada").await);
         let form = |extra: &[(&'static str, &'static str)]| {
-            let mut f = vec![("id", id), ("outcome", "abandoned"), ("note", "customer withdrew"), ("accept_open_items", "on")];
+            let mut f =
+                vec![("id", id), ("outcome", "abandoned"), ("note", "customer withdrew"), ("accept_open_items", "on")];
             f.extend_from_slice(extra);
             f
         };

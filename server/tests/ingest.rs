@@ -67,7 +67,13 @@ async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harn
         http: flightdeck::otlp::http::router(service.clone()),
         api: Router::new().nest(
             "/api/v1",
-            flightdeck::api::router(t.db.clone(), Default::default(), Default::default(), Default::default(), Default::default()),
+            flightdeck::api::router(
+                t.db.clone(),
+                Default::default(),
+                Default::default(),
+                Default::default(),
+                Default::default(),
+            ),
         ),
         service,
         ingest_token: token(&t.db, &[Scope::Ingest]).await,

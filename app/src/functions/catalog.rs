@@ -21,7 +21,8 @@ pub async fn load_tools() -> Result<Vec<ToolRow>, AppError> {
         .into_iter()
         .map(|t| {
             let policy = policy_for(&t.tool_name, &rules.policies);
-            let declared = t.declared_class.as_deref().and_then(SideEffect::parse).filter(|c| *c != SideEffect::Unknown);
+            let declared =
+                t.declared_class.as_deref().and_then(SideEffect::parse).filter(|c| *c != SideEffect::Unknown);
             let (class, class_from) = match (policy, declared) {
                 (Some(p), _) => (Some(p.side_effect), Some(format!("policy {}", p.pattern))),
                 (None, Some(c)) => (Some(c), Some("declared by its spans".to_string())),
@@ -71,8 +72,12 @@ pub async fn classify_tool(tool: String, side_effect: String) -> Result<(), AppE
     policies::upsert(&db, &policy).await?;
     ssr::audit(&db, &admin, action::POLICY_SAVED, &tool, Some(&format!("classified as {class} on the tools page")))
         .await?;
-    recompute_in_background(admin.username.clone(), Scope { tools: Some(vec![tool.clone()]), ..Scope::default() }, format!("tool {tool}"))
-        .await
+    recompute_in_background(
+        admin.username.clone(),
+        Scope { tools: Some(vec![tool.clone()]), ..Scope::default() },
+        format!("tool {tool}"),
+    )
+    .await
 }
 
 /// The prices page.
@@ -192,11 +197,7 @@ pub async fn recompute_runs(since: String, until: String) -> Result<(), AppError
         (Err(e), _) | (_, Err(e)) => return ssr::fail(e),
     };
     let ns = |d: chrono::NaiveDate| d.and_hms_opt(0, 0, 0).and_then(|t| t.and_utc().timestamp_nanos_opt());
-    let scope = Scope {
-        since_ns: ns(since_day),
-        until_ns: ns(until_day + chrono::Duration::days(1)),
-        tools: None,
-    };
+    let scope = Scope { since_ns: ns(since_day), until_ns: ns(until_day + chrono::Duration::days(1)), tools: None };
     recompute_in_background(admin.username.clone(), scope, format!("runs started {since_day} to {until_day}")).await
 }
 

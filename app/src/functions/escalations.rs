@@ -182,8 +182,7 @@ pub async fn resolve_escalation(
     }
     let db = ssr::db()?;
     if let Some(e) = escalations::get(&db, &id).await? {
-        let open: Vec<&str> =
-            e.what_remains.iter().filter(|i| !i.done).map(|i| i.description.as_str()).collect();
+        let open: Vec<&str> = e.what_remains.iter().filter(|i| !i.done).map(|i| i.description.as_str()).collect();
         if !open.is_empty() && !checked(&accept_open_items) {
             return ssr::fail(AppError::Conflict(format!(
                 "{} checklist item(s) are still open ({}); tick them, or confirm that you resolve with them open",

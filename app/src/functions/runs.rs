@@ -51,13 +51,16 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
     // call or step, but any call that carried a credential, which the header flags) and the
     // waterfall's columns (tool name, keys and ids are in the panel).
     detail.tool_call_list.retain(|c| {
-        c.side_effect.changes_the_world() || c.side_effect == crate::canonical::SideEffect::Unknown || c.credential_in_arguments
+        c.side_effect.changes_the_world()
+            || c.side_effect == crate::canonical::SideEffect::Unknown
+            || c.credential_in_arguments
     });
     let page = page.unwrap_or(1).max(1);
     let failed = detail.run.terminal_reason == crate::canonical::TerminalReason::Error;
     let latest = detail.run.trace_ids.last().filter(|_| failed).cloned();
     let (mut spans, total, failure) =
-        runs::waterfall_and_failure(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE, latest.as_deref()).await?;
+        runs::waterfall_and_failure(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE, latest.as_deref())
+            .await?;
     for s in &mut spans {
         if let Some(index) = step_of_span.get(&s.span_id) {
             s.step_index = Some(*index);

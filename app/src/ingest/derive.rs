@@ -652,10 +652,7 @@ mod tests {
         assert!(!d.run.completed_without_read, "an unclassified tool is never taken as harmless");
 
         // A policy made later classifies the stored calls, and the repeat is a duplicate.
-        let rules = Rules {
-            policies: vec![ToolPolicy::class("send_*", SideEffect::Irreversible)],
-            ..Rules::default()
-        };
+        let rules = Rules { policies: vec![ToolPolicy::class("send_*", SideEffect::Irreversible)], ..Rules::default() };
         let d = derive_run_with("r", &spans, &rules);
         assert!(d.unclassified_tools.is_empty());
         assert_eq!((d.run.duplicate_side_effects, d.run.possible_duplicates), (1, 0));

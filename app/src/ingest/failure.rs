@@ -17,7 +17,6 @@ pub struct SpanOutcome<'a> {
     pub events: &'a str,
 }
 
-
 #[derive(Deserialize)]
 struct Event {
     #[serde(default)]
@@ -64,7 +63,14 @@ pub fn failure_of(spans: &[SpanOutcome<'_>], latest_trace: &str) -> Option<Failu
 mod tests {
     use super::*;
 
-    fn s<'a>(id: &'a str, parent: Option<&'a str>, start: i64, code: i32, msg: Option<&'a str>, events: &'a str) -> SpanOutcome<'a> {
+    fn s<'a>(
+        id: &'a str,
+        parent: Option<&'a str>,
+        start: i64,
+        code: i32,
+        msg: Option<&'a str>,
+        events: &'a str,
+    ) -> SpanOutcome<'a> {
         SpanOutcome {
             trace_id: "t",
             span_id: id,

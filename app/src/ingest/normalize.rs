@@ -287,7 +287,8 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     let (tool_name, side_effect, outcome) = if is_tool {
         let name = text(&m.tool_name).unwrap_or_else(|| span.name.trim_start_matches("execute_tool ").to_string());
         policy = policy_for(&name, cx.policies);
-        let declared = text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s)).filter(|s| *s != SideEffect::Unknown);
+        let declared =
+            text(&m.tool_side_effect).and_then(|s| SideEffect::parse(&s)).filter(|s| *s != SideEffect::Unknown);
         side_effect_declared = declared.is_some();
         let side_effect = declared.or_else(|| policy.map(|p| p.side_effect)).unwrap_or(SideEffect::Unknown);
         let outcome = text(&m.tool_outcome).and_then(|s| Outcome::parse(&s)).unwrap_or_else(|| {
@@ -319,7 +320,8 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
         None
     };
     let hint = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_bool);
-    let tool_hints = if is_tool { (hint(&m.tool_read_only_hint), hint(&m.tool_destructive_hint)) } else { (None, None) };
+    let tool_hints =
+        if is_tool { (hint(&m.tool_read_only_hint), hint(&m.tool_destructive_hint)) } else { (None, None) };
     let escalation_details = {
         let json = |keys: &[String]| {
             lookup(keys, &attrs, resource).map(|v| match v {

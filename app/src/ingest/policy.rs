@@ -83,7 +83,11 @@ pub fn classify(tool: &str, policies: &[ToolPolicy]) -> Option<SideEffect> {
 /// A class to suggest for an unclassified tool, with why: from its MCP annotations when
 /// its spans carry them, else from the words of its name. Only ever shown to an admin,
 /// never applied: a wrong guess of `read` would hide duplicate side effects.
-pub fn suggest_class(name: &str, read_only_hint: Option<bool>, destructive_hint: Option<bool>) -> Option<(SideEffect, String)> {
+pub fn suggest_class(
+    name: &str,
+    read_only_hint: Option<bool>,
+    destructive_hint: Option<bool>,
+) -> Option<(SideEffect, String)> {
     match (read_only_hint, destructive_hint) {
         (Some(true), _) => return Some((SideEffect::Read, "its MCP annotations say readOnlyHint".into())),
         (_, Some(true)) => return Some((SideEffect::Irreversible, "its MCP annotations say destructiveHint".into())),
@@ -96,9 +100,33 @@ pub fn suggest_class(name: &str, read_only_hint: Option<bool>, destructive_hint:
     let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let any = |list: &[&str]| words.iter().find(|w| list.contains(w)).map(|w| w.to_string());
     const IRREVERSIBLE: &[&str] = &[
-        "send", "email", "mail", "sms", "notify", "pay", "payment", "charge", "refund", "transfer", "wire", "delete",
-        "drop", "destroy", "purge", "remove", "deploy", "publish", "post", "tweet", "merge", "cancel", "terminate",
-        "execute", "exec", "shell", "run",
+        "send",
+        "email",
+        "mail",
+        "sms",
+        "notify",
+        "pay",
+        "payment",
+        "charge",
+        "refund",
+        "transfer",
+        "wire",
+        "delete",
+        "drop",
+        "destroy",
+        "purge",
+        "remove",
+        "deploy",
+        "publish",
+        "post",
+        "tweet",
+        "merge",
+        "cancel",
+        "terminate",
+        "execute",
+        "exec",
+        "shell",
+        "run",
     ];
     const WRITE: &[&str] = &[
         "create", "update", "write", "set", "put", "insert", "upsert", "save", "upload", "add", "edit", "modify",

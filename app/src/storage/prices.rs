@@ -64,6 +64,7 @@ pub async fn upsert(db: &Db, p: &ModelPrice) -> StoreResult<()> {
 pub async fn delete(db: &Db, pattern: &str, valid_from: NaiveDate) -> StoreResult<bool> {
     let sql = "DELETE FROM model_prices WHERE pattern = $1 AND valid_from = $2";
     let day = valid_from.format("%Y-%m-%d").to_string();
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(pattern).bind(&day).execute(pool).await.map(|r| r.rows_affected()))?;
+    let n =
+        on_pool!(db, pool => sqlx::query(sql).bind(pattern).bind(&day).execute(pool).await.map(|r| r.rows_affected()))?;
     Ok(n > 0)
 }

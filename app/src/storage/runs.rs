@@ -4,7 +4,8 @@ use super::span_record::{self, StoredSpan};
 use super::spans;
 use super::{from_ms, now_ms, on_pool, terms, Db, StoreResult};
 use crate::canonical::{
-    CostSource, DuplicateView, QueryParams, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+    CostSource, DuplicateView, QueryParams, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger,
+    WaterfallSpan,
 };
 use crate::ingest::derive::{derive_run_with, Rules};
 use crate::ingest::failure::{failure_of, SpanOutcome};
@@ -173,7 +174,11 @@ impl RunRow {
             wall_clock_ms: self.wall_clock_ms,
             cost: self.cost,
             cost_source: CostSource::parse(&self.cost_source).unwrap_or(CostSource::Agent),
-            unpriced_models: self.unpriced_models.as_deref().and_then(|m| serde_json::from_str(m).ok()).unwrap_or_default(),
+            unpriced_models: self
+                .unpriced_models
+                .as_deref()
+                .and_then(|m| serde_json::from_str(m).ok())
+                .unwrap_or_default(),
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cache_tokens: self.cache_tokens,
@@ -937,7 +942,8 @@ pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
 
 /// The models without a price that runs started since `since_ns` used (at most 100).
 pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<String>> {
-    let sql = "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
+    let sql =
+        "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
     let rows: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(since_ns).fetch_all(pool).await)?;
     let models: BTreeSet<String> =
         rows.iter().flat_map(|r| serde_json::from_str::<Vec<String>>(r).unwrap_or_default()).collect();

@@ -38,7 +38,10 @@ pub async fn get(
     Path(run_id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
     token.require(Scope::Read)?;
-    runs::get_with(&db, &run_id, &rules.current()).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
+    runs::get_with(&db, &run_id, &rules.current())
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
 }
 
 /// `GET /api/v1/runs/{run_id}/replay`: the run's replay fixture (scope `read`).

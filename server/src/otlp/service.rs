@@ -265,9 +265,10 @@ impl IngestService {
         let rules = self.inner.rules.current();
         let service = self.clone();
         // Normalization is CPU work (mapping, redaction, hashing): keep it off the I/O threads.
-        let mut prepared = tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &rules.policies))
-            .await
-            .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
+        let mut prepared =
+            tokio::task::spawn_blocking(move || prepare(&request, &service.inner.settings, &rules.policies))
+                .await
+                .map_err(|_| IngestError::Unavailable("ingest worker failed; retry".into()))?;
         for span in &mut prepared.spans {
             span.sent_by_token = sent_by;
         }

@@ -262,15 +262,18 @@ fn Resolve(view: EscalationView, actions: Actions, mine: bool) -> impl IntoView 
     let e = view.escalation;
     let overriding = !mine && view.can_override;
     if !mine && !overriding {
-        return Some(view! {
-            <section class="card" data-testid="resolve">
-                <h2>"Resolve"</h2>
-                <p class="muted" data-testid="resolve-needs-claim">{match &e.claimed_by {
-                    None => "Claim the escalation to resolve it.".to_string(),
-                    Some(h) => format!("{h} holds the claim; only they (or an administrator) can resolve it."),
-                }}</p>
-            </section>
-        }.into_any());
+        return Some(
+            view! {
+                <section class="card" data-testid="resolve">
+                    <h2>"Resolve"</h2>
+                    <p class="muted" data-testid="resolve-needs-claim">{match &e.claimed_by {
+                        None => "Claim the escalation to resolve it.".to_string(),
+                        Some(h) => format!("{h} holds the claim; only they (or an administrator) can resolve it."),
+                    }}</p>
+                </section>
+            }
+            .into_any(),
+        );
     }
     let open: Vec<String> = e.what_remains.iter().filter(|i| !i.done).map(|i| i.description.clone()).collect();
     let form = NodeRef::<leptos::html::Form>::new();

@@ -39,7 +39,9 @@ pub fn CostSection(detail: RunDetail, steps: Vec<StepView>) -> impl IntoView {
                 "); Flightdeck's prices are not used for it."</p>
         }
         .into_any(),
-        CostSource::None => view! { <p class="small muted">"The run reported neither a cost nor any tokens."</p> }.into_any(),
+        CostSource::None => {
+            view! { <p class="small muted">"The run reported neither a cost nor any tokens."</p> }.into_any()
+        }
         _ => {
             let missing = (!r.unpriced_models.is_empty()).then(|| {
                 view! {

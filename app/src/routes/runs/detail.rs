@@ -23,9 +23,7 @@ pub fn RunDetailPage() -> impl IntoView {
     // Page 1 is the same with or without `?page=1`: selecting a span (whose link names the
     // page) must not reload the run, which empties the page for a moment and scrolls it
     // to the top.
-    let page = Memo::new(move |_| {
-        query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok()).filter(|p| *p > 1))
-    });
+    let page = Memo::new(move |_| query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok()).filter(|p| *p > 1)));
     let selected = Memo::new(move |_| query.with(|q| q.get("span")));
     let run = Resource::new(move || (run_id.get(), page.get()), |(id, page)| load_run(id, page));
     let span = Resource::new(
@@ -568,7 +566,10 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
         ("role", s.role.clone()),
         ("step", s.step_index.map(|i| i.to_string())),
         ("tool", s.tool_name.clone()),
-        ("side effect", s.side_effect.as_deref().map(|v| if v == "unknown" { "unclassified".to_string() } else { v.to_string() })),
+        (
+            "side effect",
+            s.side_effect.as_deref().map(|v| if v == "unknown" { "unclassified".to_string() } else { v.to_string() }),
+        ),
         ("outcome", s.outcome.clone()),
         ("attempt", s.attempt.map(|a| a.to_string())),
         ("idempotency key", s.idempotency_key.clone()),
