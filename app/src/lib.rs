@@ -15,6 +15,7 @@ pub mod errors;
 pub mod escalations;
 pub mod functions;
 pub mod models;
+pub mod pattern;
 pub mod pricing;
 pub mod routes;
 pub mod stats;

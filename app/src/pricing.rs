@@ -8,6 +8,7 @@
 //! of precedence: the admin page, the config file (`[[prices]]`), and the table shipped
 //! here. Pure and in both builds: the admin page shows the same table the server uses.
 
+use crate::pattern::glob_ignore_case;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -111,30 +112,10 @@ impl ModelPrice {
     }
 }
 
-/// The part of a model name prices are matched against: without a `provider/` prefix,
-/// in lower case.
-pub fn model_key(model: &str) -> String {
-    model.rsplit('/').next().unwrap_or(model).trim().to_ascii_lowercase()
-}
-
-/// Whether a `*`-wildcard pattern matches the whole of `name` (both already lower case).
-pub fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if name.len() < first.len() + last.len() || !name.starts_with(first) || !name.ends_with(last) {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(at) => rest = &rest[at + middle.len()..],
-            None => return false,
-        }
-    }
-    true
+/// The part of a model name prices are matched against (in any case): without a
+/// `provider/` prefix.
+pub fn model_key(model: &str) -> &str {
+    model.rsplit('/').next().unwrap_or(model).trim()
 }
 
 /// Every known price; look one up with [`PriceTable::find`].
@@ -159,7 +140,7 @@ impl PriceTable {
         let day = at.date_naive();
         self.prices
             .iter()
-            .filter(|p| p.valid_from <= day && glob(&p.pattern.to_ascii_lowercase(), &key))
+            .filter(|p| p.valid_from <= day && glob_ignore_case(&p.pattern, key))
             .max_by_key(|p| (p.source.rank(), p.specificity(), p.valid_from))
     }
 }
@@ -318,14 +299,5 @@ mod tests {
         let admin = ModelPrice { source: PriceSource::Admin, ..builtin()[0].clone() };
         let back: ModelPrice = serde_json::from_str(&serde_json::to_string(&admin).unwrap()).unwrap();
         assert_eq!(back, admin, "pages hydrate from this JSON");
-    }
-
-    #[test]
-    fn glob_matches_whole_names() {
-        assert!(glob("gpt-4*", "gpt-4.1"));
-        assert!(glob("*sonnet*", "claude-sonnet-4"));
-        assert!(!glob("gpt-4", "gpt-4.1"));
-        assert!(!glob("a*b*c", "acb"));
-        assert!(glob("a*b*c", "a-b-c"));
     }
 }

@@ -51,24 +51,7 @@ impl ToolPolicy {
 }
 
 /// Whether `name` matches a `*`-wildcard pattern (case-sensitive, whole name).
-pub fn glob_matches(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !name.starts_with(first) || !name[first.len()..].ends_with(last) || name.len() < first.len() + last.len() {
-        return false;
-    }
-    let mut rest = &name[first.len()..name.len() - last.len()];
-    for middle in &parts[1..parts.len() - 1] {
-        match rest.find(middle) {
-            Some(at) => rest = &rest[at + middle.len()..],
-            None => return false,
-        }
-    }
-    true
-}
+pub use crate::pattern::glob as glob_matches;
 
 /// The policy that governs `tool`: its exact name first, else the first matching pattern.
 pub fn policy_for<'a>(tool: &str, policies: &'a [ToolPolicy]) -> Option<&'a ToolPolicy> {

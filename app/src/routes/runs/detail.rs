@@ -43,8 +43,8 @@ pub fn RunDetailPage() -> impl IntoView {
         <Title text=move || format!("Run {}", run_id.get())/>
         <p class="crumbs"><a href="/runs">"← Runs"</a></p>
         <super::escalation_link::RunEscalations data=escalations/>
-        // Siblings, not nested: the waterfall and the selected span each read their own
-        // resource, side by side in one grid.
+        // The waterfall and the selected span are sibling boundaries, side by side in
+        // one grid, each waiting on its own resource.
         <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
             {move || Suspend::new(async move {
                 match run.await {
@@ -55,8 +55,7 @@ pub fn RunDetailPage() -> impl IntoView {
         </Suspense>
         <div class="trace-layout">
             <Suspense fallback=|| ()>
-                // One view type whatever the outcome: an `Option` here lost its marker in
-                // the server's render and hydration failed.
+                // The run's error is shown once, above; here it leaves the grid empty.
                 {move || Suspend::new(async move {
                     match run.await {
                         Ok(view) => view! { <RunTrace view selected/> }.into_any(),
