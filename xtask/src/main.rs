@@ -48,8 +48,22 @@ fn has_flag(args: &[String], flag: &str) -> bool {
     args.iter().take_while(|a| *a != "--").any(|a| a == flag)
 }
 
+/// The workspace this command was run in: found from the working directory at run time,
+/// not baked in at compile time. Clones of the workspace that share one `CARGO_TARGET_DIR`
+/// (CI's clean clone and a developer's tree) build bit-identical xtask binaries that cargo
+/// treats as one, so a path baked into the binary could name the other clone.
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+    let baked = || Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf();
+    let Ok(mut dir) = env::current_dir() else { return baked() };
+    loop {
+        let manifest = dir.join("Cargo.toml");
+        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]")) && dir.join("xtask").is_dir() {
+            return dir;
+        }
+        if !dir.pop() {
+            return baked();
+        }
+    }
 }
 
 fn target_dir() -> PathBuf {
