@@ -2,7 +2,7 @@
 
 use crate::components::layout::Shell;
 use crate::components::status::NotFound;
-use crate::models::CurrentUser;
+use crate::models::{CurrentUser, SessionUser};
 use crate::routes::{admin, alerts, approvals, escalations, login, runs, trends};
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
@@ -67,9 +67,6 @@ fn set_page_policy() {
 /// Every route renders with `SsrMode::Async`: the server waits for the page's data and
 /// sends complete HTML, so pages work without JavaScript and the status code (403, 404)
 /// is decided before the first byte is sent.
-/// The signed-in user, if any, as every component sees it.
-#[derive(Debug, Clone)]
-pub struct SessionUser(pub Option<CurrentUser>);
 
 /// On the server: the user the request's session belongs to. In the browser: the user the
 /// server embedded in the page. Signing in or out reloads the page, so it stays true.

@@ -8,35 +8,7 @@ use serde::{Deserialize, Serialize};
 /// What stands in, everywhere it is stored and shown, for a secret Flightdeck redacted.
 pub const REDACTED: &str = "[REDACTED]";
 
-macro_rules! vocabulary {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $($(#[$vdoc])* $variant),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            /// Parses the canonical spelling, ignoring case and surrounding space.
-            pub fn parse(text: &str) -> Option<$name> {
-                let text = text.trim();
-                $name::ALL.iter().copied().find(|v| v.as_str().eq_ignore_ascii_case(text))
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-pub(crate) use vocabulary;
+use crate::vocabulary::vocabulary;
 
 vocabulary! {
     /// Why a run stopped. `Running` until the root span ends.

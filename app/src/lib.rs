@@ -10,6 +10,7 @@ pub mod alerts;
 pub mod app;
 pub mod approvals;
 pub mod canonical;
+pub mod clock;
 pub mod components;
 pub mod errors;
 pub mod escalations;
@@ -20,6 +21,8 @@ pub mod pricing;
 pub mod routes;
 pub mod stats;
 pub mod trends;
+pub mod url;
+pub mod vocabulary;
 
 #[cfg(feature = "ssr")]
 pub mod auth;
@@ -27,6 +30,8 @@ pub mod auth;
 pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod notify;
+#[cfg(feature = "ssr")]
+pub mod services;
 #[cfg(feature = "ssr")]
 pub mod state;
 #[cfg(feature = "ssr")]

@@ -182,3 +182,7 @@ pub struct WebhooksPage {
     /// Whether `deliveries` holds failures only.
     pub failed_only: bool,
 }
+
+/// The signed-in user, if any, as every component sees it (provided by the app shell).
+#[derive(Debug, Clone)]
+pub struct SessionUser(pub Option<CurrentUser>);

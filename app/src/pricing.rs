@@ -12,7 +12,7 @@ use crate::pattern::glob_ignore_case;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-crate::canonical::vocabulary! {
+crate::vocabulary::vocabulary! {
     /// Where a price came from; a higher one overrides a lower one for the same model.
     PriceSource {
         Builtin = "builtin",

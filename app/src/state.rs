@@ -1,8 +1,8 @@
 //! The state every server function and page render can reach through `use_context`.
 
-use crate::approvals::hub::ApprovalHub;
 use crate::ingest::redact::Redactor;
 use crate::notify::WebhookTarget;
+use crate::services::approval_hub::ApprovalHub;
 use crate::storage::rules::RulesCache;
 use crate::storage::Db;
 use axum::extract::FromRef;

@@ -28,8 +28,9 @@ async fn users_are_created_listed_and_unique() {
 
         let dup = users::create(db, "alice", "$argon2id$other", &[Role::Viewer]).await.unwrap_err();
         assert!(matches!(dup, StoreError::Conflict(ref m) if m.contains("already exists")), "{dup:?}");
+        // A bad name is the caller's mistake (a 400), not a conflict with what is stored.
         let bad = users::create(db, "bad name", "x", &[Role::Viewer]).await.unwrap_err();
-        assert!(matches!(bad, StoreError::Conflict(ref m) if m.contains("invalid username")), "{bad:?}");
+        assert!(matches!(bad, StoreError::Invalid(ref m) if m.contains("invalid username")), "{bad:?}");
         assert_eq!(users::count(db).await.unwrap(), 1, "a refused user changes nothing");
 
         users::create(db, "bob", "$argon2id$b", &[Role::Approver]).await.unwrap();
@@ -147,7 +148,7 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
 mod ingest_storage {
     use super::*;
     use app::ingest::pipeline::{prepare, BodyPolicy, IngestSettings};
-    use app::storage::{runs, spans};
+    use app::storage::{retention, runs, spans, write};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
@@ -249,7 +250,7 @@ mod ingest_storage {
             let now_ns = (now_ms() as u64) * 1_000_000;
             // More failed runs than one read takes (500), so they are read in batches.
             for first in [0, 600] {
-                spans::write(db, &failing_runs(first, 600, now_ns), BodyPolicy::None).await.unwrap();
+                write::commit(db, &failing_runs(first, 600, now_ns), BodyPolicy::None).await.unwrap();
             }
             let mut found: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
                 .await
@@ -303,8 +304,8 @@ mod ingest_storage {
             // Distinct costs in a scrambled order: 137 runs in the window, 61 before it.
             let window: Vec<f64> = (0..137u32).map(|i| f64::from((i * 37) % 137) / 100.0).collect();
             let baseline: Vec<f64> = (0..61u32).map(|i| f64::from((i * 17) % 61) / 1000.0).collect();
-            spans::write(db, &costed_runs(0, &window, ns(now - 10 * 60_000)), BodyPolicy::None).await.unwrap();
-            spans::write(db, &costed_runs(1_000, &baseline, ns(now - 2 * 3_600_000)), BodyPolicy::None).await.unwrap();
+            write::commit(db, &costed_runs(0, &window, ns(now - 10 * 60_000)), BodyPolicy::None).await.unwrap();
+            write::commit(db, &costed_runs(1_000, &baseline, ns(now - 2 * 3_600_000)), BodyPolicy::None).await.unwrap();
             let hour_ago = now - 3_600_000;
 
             for (from, to, costs) in [(hour_ago, now, &window), (now - 25 * 3_600_000, hour_ago, &baseline)] {
@@ -339,7 +340,7 @@ mod ingest_storage {
             let failed = run_spans(2, "run-failed", true, now_ns);
             let old = run_spans(3, "run-old", true, now_ns - 40 * 86_400 * 1_000_000_000);
             for batch in [&ok, &failed, &old] {
-                spans::write(db, batch, BodyPolicy::FailedRuns).await.unwrap();
+                write::commit(db, batch, BodyPolicy::FailedRuns).await.unwrap();
             }
             assert!(runs::bodies(db, "run-ok").await.unwrap().is_empty(), "completed runs keep no bodies");
             let kept = runs::bodies(db, "run-failed").await.unwrap();
@@ -350,26 +351,26 @@ mod ingest_storage {
 
             // Kept while the run is open (its root has not arrived), dropped when it completes.
             let later = run_spans(5, "run-later", false, now_ns);
-            spans::write(db, &later[1..], BodyPolicy::FailedRuns).await.unwrap();
+            write::commit(db, &later[1..], BodyPolicy::FailedRuns).await.unwrap();
             // Until the root names the run, the trace is its own run.
             let open = runs::bodies(db, &"05".repeat(16)).await.unwrap();
             assert_eq!(open.len(), 1, "an open run keeps its bodies");
-            spans::write(db, &later[..1], BodyPolicy::FailedRuns).await.unwrap();
+            write::commit(db, &later[..1], BodyPolicy::FailedRuns).await.unwrap();
             assert!(runs::bodies(db, "run-later").await.unwrap().is_empty(), "and drops them when it completes");
             // A failed run's bodies follow its trace when the root names the run later.
             let late_failed = run_spans(6, "run-late-failed", true, now_ns);
-            spans::write(db, &late_failed[1..], BodyPolicy::FailedRuns).await.unwrap();
-            spans::write(db, &late_failed[..1], BodyPolicy::FailedRuns).await.unwrap();
+            write::commit(db, &late_failed[1..], BodyPolicy::FailedRuns).await.unwrap();
+            write::commit(db, &late_failed[..1], BodyPolicy::FailedRuns).await.unwrap();
             assert!(runs::bodies(db, &"06".repeat(16)).await.unwrap().is_empty(), "{}", t.backend());
             let moved = runs::bodies(db, "run-late-failed").await.unwrap();
             assert_eq!(moved.len(), 1, "{}", t.backend());
             assert_eq!(moved[0].1["gen_ai.tool.call.arguments"], "{\"to\":\"x\"}");
 
             let none = run_spans(4, "run-none", true, now_ns);
-            spans::write(db, &none, BodyPolicy::None).await.unwrap();
+            write::commit(db, &none, BodyPolicy::None).await.unwrap();
             assert!(runs::bodies(db, "run-none").await.unwrap().is_empty());
 
-            let (deleted_runs, _) = runs::apply_retention(db, 30, 7).await.unwrap();
+            let (deleted_runs, _) = retention::apply(db, 30, 7).await.unwrap();
             assert_eq!(deleted_runs, 1);
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
@@ -386,7 +387,7 @@ mod ingest_storage {
             let writer = t.db.dedicated();
             let now_ns = (now_ms() as u64) * 1_000_000;
             for (trace, run) in [(9, "via-writer-1"), (10, "via-writer-2")] {
-                spans::write(&writer, &run_spans(trace, run, false, now_ns), BodyPolicy::None).await.unwrap();
+                write::commit(&writer, &run_spans(trace, run, false, now_ns), BodyPolicy::None).await.unwrap();
                 assert!(runs::get(&t.db, run).await.unwrap().is_some(), "{run} on {}", t.backend());
             }
             assert_eq!(spans::count(&t.db).await.unwrap(), 4);
@@ -423,10 +424,10 @@ mod ingest_storage {
                 (4, "a4", true, "fetch"),
             ] {
                 let start = t0 + trace as u64 * 1_000_000;
-                spans::write(db, &tool_run(trace, run, failed, start, tool), BodyPolicy::None).await.unwrap();
+                write::commit(db, &tool_run(trace, run, failed, start, tool), BodyPolicy::None).await.unwrap();
             }
             let old = tool_run(5, "a-old", false, t0 - 40 * 86_400 * 1_000_000_000, "send");
-            spans::write(db, &old, BodyPolicy::None).await.unwrap();
+            write::commit(db, &old, BodyPolicy::None).await.unwrap();
             let search = |term: &str| RunQuery { search: Some(term.into()), limit: 2, ..Default::default() };
 
             // newest first, the run named both ways once, in pages of two
@@ -474,11 +475,11 @@ mod ingest_storage {
             };
             let mut early = with_key(tool_run(6, "moved", false, t0 + 6_000_000, "move"));
             early.retain(|s| s.explicit_run_id.is_none());
-            spans::write(db, &early, BodyPolicy::None).await.unwrap();
+            write::commit(db, &early, BodyPolicy::None).await.unwrap();
             assert_eq!(all_pages(db, search("move")).await, ["06".repeat(16)]);
             assert_eq!(all_pages(db, search("key-6")).await, ["06".repeat(16)]);
             let all = with_key(tool_run(6, "moved", false, t0 + 6_000_000, "move"));
-            assert_eq!(spans::write(db, &all, BodyPolicy::None).await.unwrap().stored, 1, "only the root is new");
+            assert_eq!(write::commit(db, &all, BodyPolicy::None).await.unwrap().stored, 1, "only the root is new");
             assert_eq!(all_pages(db, search("move")).await, ["moved"]);
             assert_eq!(all_pages(db, search("key-6")).await, ["moved"], "{}", t.backend());
             let moved = runs::get(db, "moved").await.unwrap().unwrap();
@@ -493,9 +494,9 @@ mod ingest_storage {
             budget.span_id = "0303030303030303".into();
             budget.terminal_reason = Some(TerminalReason::Budget);
             budget.refresh_record();
-            spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
+            write::commit(db, &[budget], BodyPolicy::None).await.unwrap();
             assert_eq!(runs::get(db, "send").await.unwrap().unwrap().run.terminal_reason, TerminalReason::Budget);
-            runs::apply_retention(db, 30, 7).await.unwrap();
+            retention::apply(db, 30, 7).await.unwrap();
             assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send"]);
             assert_eq!(
                 runs::count_by_reason(db, &search("send")).await.unwrap(),
@@ -534,13 +535,13 @@ mod ingest_storage {
                 call.external_id = Some(external.into());
                 call.refresh_record();
                 let new = if i == 0 { spans } else { vec![spans.remove(1)] };
-                spans::write(db, &new, BodyPolicy::None).await.unwrap();
+                write::commit(db, &new, BodyPolicy::None).await.unwrap();
             }
             // An old run holding the fourth term, for retention.
             let mut old = tool_run(8, "old-exact", false, t0 - 40 * 86_400 * 1_000_000_000, "send");
             old[1].idempotency_key = Some(keys[3].into());
             old[1].refresh_record();
-            spans::write(db, &old, BodyPolicy::None).await.unwrap();
+            write::commit(db, &old, BodyPolicy::None).await.unwrap();
 
             for key in &keys[..3] {
                 assert_eq!(found(key).await, ["exact"], "{key:?} on {}", t.backend());
@@ -552,7 +553,7 @@ mod ingest_storage {
                 assert!(found(near_miss).await.is_empty(), "{near_miss:?} matched on {}", t.backend());
             }
 
-            runs::apply_retention(db, 30, 7).await.unwrap();
+            retention::apply(db, 30, 7).await.unwrap();
             assert!(found(keys[3]).await.is_empty(), "{}", t.backend());
             assert_eq!(found(keys[0]).await, ["exact"]);
             if matches!(db, app::storage::Db::Sqlite(_)) {
@@ -622,7 +623,7 @@ mod ingest_storage {
             assert!(runs::has_bodies(db, "migrated").await.unwrap());
             assert_eq!(spans::count(db).await.unwrap(), 2, "{}", t.backend());
             // Re-sent after the migration: recognised as stored, and the run derived from both.
-            let outcome = spans::write(db, &spans_before, BodyPolicy::None).await.unwrap();
+            let outcome = write::commit(db, &spans_before, BodyPolicy::None).await.unwrap();
             assert_eq!(outcome.stored, 0, "{}", t.backend());
             assert_eq!(spans::count(db).await.unwrap(), 2);
             let detail = runs::get(db, "migrated").await.unwrap().expect("the run");
@@ -668,7 +669,7 @@ mod ingest_storage {
                 .into_iter()
                 .map(|part| {
                     let db = db.clone();
-                    tokio::spawn(async move { spans::write(&db, &part, BodyPolicy::None).await.unwrap().stored })
+                    tokio::spawn(async move { write::commit(&db, &part, BodyPolicy::None).await.unwrap().stored })
                 })
                 .collect();
             let mut stored = 0;
@@ -717,7 +718,7 @@ mod ingest_storage {
     #[tokio::test]
     async fn runs_stored_before_run_numbers_read_back_the_same_and_leave_whole() {
         use app::canonical::{Outcome, SideEffect};
-        use app::storage::span_record;
+        use app::ingest::record as span_record;
         for t in TestDb::each_backend_at(15).await {
             let db = &t.db;
             let now_ns = (now_ms() as u64) * 1_000_000;
@@ -778,7 +779,7 @@ mod ingest_storage {
             let by_tool = runs::RunQuery { search: Some("wire_money".into()), ..Default::default() };
             assert_eq!(all_pages(db, by_tool.clone()).await, ["numbered-late"], "{}", t.backend());
             // Re-sent: recognised as stored, and the run derived from them.
-            let outcome = spans::write(db, &before, BodyPolicy::FailedRuns).await.unwrap();
+            let outcome = write::commit(db, &before, BodyPolicy::FailedRuns).await.unwrap();
             assert_eq!(outcome.stored, 0, "{}", t.backend());
             let detail = runs::get(db, "numbered-late").await.unwrap().expect("the run");
             assert_eq!(detail.tool_call_list.len(), 1);
@@ -786,7 +787,7 @@ mod ingest_storage {
 
             // A run arriving afterwards is numbered after it, and found by the same tool.
             let after = tool_run(9, "numbered-next", false, now_ns, "wire_money");
-            spans::write(db, &after, BodyPolicy::FailedRuns).await.unwrap();
+            write::commit(db, &after, BodyPolicy::FailedRuns).await.unwrap();
             let number = |run: &'static str| async move {
                 let sql = "SELECT run_no FROM runs WHERE run_id = $1";
                 app::storage::on_pool!(db, pool => sqlx::query_scalar::<_, i64>(sql).bind(run).fetch_one(pool).await)
@@ -798,7 +799,7 @@ mod ingest_storage {
             assert_eq!(found, ["numbered-late", "numbered-next"], "{}", t.backend());
 
             // Retention removes the migrated run with everything keyed by its number.
-            let (deleted, _) = runs::apply_retention(db, 30, 7).await.unwrap();
+            let (deleted, _) = retention::apply(db, 30, 7).await.unwrap();
             assert_eq!(deleted, 1, "{}", t.backend());
             assert!(runs::get(db, "numbered-late").await.unwrap().is_none());
             assert!(runs::bodies(db, "numbered-late").await.unwrap().is_empty());
@@ -829,12 +830,12 @@ mod ingest_storage {
             };
             let t0 = (now_ms() as u64) * 1_000_000;
             for (trace, run, failed) in [(1, "t1", false), (2, "t2", true), (3, "t3", false)] {
-                spans::write(db, &tool_run(trace, run, failed, t0 + trace as u64 * 1_000, "send"), BodyPolicy::None)
+                write::commit(db, &tool_run(trace, run, failed, t0 + trace as u64 * 1_000, "send"), BodyPolicy::None)
                     .await
                     .unwrap();
             }
             // the same spans again change nothing
-            spans::write(db, &tool_run(1, "t1", false, t0 + 1_000, "send"), BodyPolicy::None).await.unwrap();
+            write::commit(db, &tool_run(1, "t1", false, t0 + 1_000, "send"), BodyPolicy::None).await.unwrap();
             let expected = vec![(TerminalReason::Completed, 2), (TerminalReason::Error, 1)];
             assert_eq!(totals().await, expected, "{}", t.backend());
             assert_eq!(scanned().await, expected);
@@ -844,7 +845,7 @@ mod ingest_storage {
             budget.span_id = "0303030303030303".into();
             budget.terminal_reason = Some(TerminalReason::Budget);
             budget.refresh_record();
-            spans::write(db, &[budget], BodyPolicy::None).await.unwrap();
+            write::commit(db, &[budget], BodyPolicy::None).await.unwrap();
             let expected =
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]
                     .into_iter()
@@ -857,20 +858,20 @@ mod ingest_storage {
             // a trace first counted as its own run moves into the run it names later
             let mut early = tool_run(6, "t6", true, t0 + 6_000, "send");
             early.retain(|s| s.explicit_run_id.is_none());
-            spans::write(db, &early, BodyPolicy::None).await.unwrap();
+            write::commit(db, &early, BodyPolicy::None).await.unwrap();
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
-            spans::write(db, &tool_run(6, "t6", true, t0 + 6_000, "send"), BodyPolicy::None).await.unwrap();
+            write::commit(db, &tool_run(6, "t6", true, t0 + 6_000, "send"), BodyPolicy::None).await.unwrap();
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
             assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 4);
 
             // retention deletes old runs, and several reasons at once
             for (trace, run, failed) in [(7, "old1", false), (8, "old2", true), (9, "old3", true)] {
                 let start = t0 - 40 * 86_400 * 1_000_000_000 + trace as u64;
-                spans::write(db, &tool_run(trace, run, failed, start, "send"), BodyPolicy::None).await.unwrap();
+                write::commit(db, &tool_run(trace, run, failed, start, "send"), BodyPolicy::None).await.unwrap();
             }
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
             assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 7);
-            assert_eq!(runs::apply_retention(db, 30, 7).await.unwrap().0, 3);
+            assert_eq!(retention::apply(db, 30, 7).await.unwrap().0, 3);
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
             assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 4);
             t.cleanup().await;

@@ -12,8 +12,8 @@
 //!   FLIGHTDECK_BENCH_DECISIONS=500 ...   # more samples (default 200)
 
 use app::access::{Role, Scope};
-use app::approvals::hub::ApprovalHub;
 use app::auth::{password, secrets};
+use app::services::approval_hub::ApprovalHub;
 use app::state::AppState;
 use app::storage::testing::TestDb;
 use app::storage::{tokens, users, Db};

@@ -25,7 +25,7 @@ use app::ingest::decode::{self, Encoding};
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
-use app::storage::{spans, Db};
+use app::storage::{spans, write, Db};
 use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
 use prost::Message;
@@ -126,7 +126,7 @@ async fn store(db: &Db, batches: &[Vec<NormalizedSpan>], per_commit: usize, sett
     let started = Instant::now();
     for all in &commits {
         let t = Instant::now();
-        stored += spans::write(&writer, all, settings.body_policy).await.expect("write").stored;
+        stored += write::commit(&writer, all, settings.body_policy).await.expect("write").stored;
         commit_times.push(t.elapsed());
         log.after_commit(&writer).await;
     }

@@ -19,7 +19,7 @@ use app::auth::password;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::state::AppState;
 use app::storage::testing::TestDb;
-use app::storage::{spans, users, Db};
+use app::storage::{spans, users, write, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use flightdeck::config::{Config, Overrides};
@@ -91,12 +91,12 @@ async fn fill(db: &Db, runs: usize) -> usize {
         let batch: Vec<_> = (0..n).map(|_| synth.next_run()).collect();
         for req in requests_for(&batch, 8_000) {
             let prepared = prepare(&req, &settings, &[]);
-            stored += spans::write(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+            stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
         }
         done += n;
     }
     let prepared = prepare(&big_run(), &settings, &[]);
-    stored += spans::write(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+    stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
     stored
 }
 
@@ -189,7 +189,7 @@ async fn measure_alert_evaluation(db: &Db) {
     let mut fired = 0;
     for i in 0..23 {
         let t0 = Instant::now();
-        let report = app::alerts::evaluate::evaluate_once(db, &[], now_ms, 120_000).await.unwrap();
+        let report = app::services::alert_evaluation::evaluate_once(db, &[], now_ms, 120_000).await.unwrap();
         fired += report.fired.len();
         if i >= 3 {
             times.push(t0.elapsed());

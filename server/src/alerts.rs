@@ -3,8 +3,8 @@
 //! Instances that do not lead try to take the lead each interval, so a crashed leader
 //! is replaced within about one interval after its database session ends.
 
-use app::alerts::evaluate::evaluate_once;
 use app::notify::WebhookTarget;
+use app::services::alert_evaluation::evaluate_once;
 use app::storage::alerts::{self as store, Leadership};
 use app::storage::{now_ms, Db};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -7,10 +7,10 @@
 mod common;
 
 use app::access::{Role, Scope};
-use app::alerts::evaluate::evaluate_once;
 use app::alerts::settings::RuleSettings;
 use app::alerts::{AlertRule, AlertState, ItemKind};
 use app::notify::{RetryPolicy, WebhookFormat};
+use app::services::alert_evaluation::evaluate_once;
 use app::storage::testing::TestDb;
 use app::storage::{alerts, now_ms, Db};
 use common::receiver::Receiver;

@@ -490,7 +490,7 @@ async fn store_hostile_run(db: &app::storage::Db) {
     };
     let settings = app::ingest::pipeline::IngestSettings::default();
     let prepared = app::ingest::pipeline::prepare(&request, &settings, &[]);
-    app::storage::spans::write(db, &prepared.spans, settings.body_policy).await.unwrap();
+    app::storage::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
 }
 
 #[tokio::test]

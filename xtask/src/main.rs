@@ -57,7 +57,9 @@ fn workspace_root() -> PathBuf {
     let Ok(mut dir) = env::current_dir() else { return baked() };
     loop {
         let manifest = dir.join("Cargo.toml");
-        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]")) && dir.join("xtask").is_dir() {
+        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]"))
+            && dir.join("xtask").is_dir()
+        {
             return dir;
         }
         if !dir.pop() {

@@ -3,17 +3,18 @@
 //! Shared types here. `settings` holds each rule's editable thresholds and their defaults;
 //! `rules` (pure) turns a window of data into findings, one function per rule;
 //! `lifecycle` (pure) turns findings and the alerts already open into transitions (fire,
-//! update, resolve after the hold time). `evaluate` (server only) reads the windows from
-//! storage, runs both, and records the result with its webhooks. Storage is in
-//! `storage::alerts`; the periodic loop and its leader election are in the server crate.
+//! update, resolve after the hold time); `notification` (pure) words an alert for webhooks.
+//! `services::alert_evaluation` reads the windows from storage, runs them, and records the
+//! result with its webhooks. Storage is in `storage::alerts`; the periodic loop and its
+//! leader election are in the server crate.
 
-use crate::canonical::vocabulary;
+use crate::vocabulary::vocabulary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-#[cfg(feature = "ssr")]
-pub mod evaluate;
 pub mod lifecycle;
+#[cfg(feature = "ssr")]
+pub mod notification;
 pub mod rules;
 pub mod settings;
 

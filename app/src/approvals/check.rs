@@ -5,6 +5,10 @@
 //! only. Pure: storage fetches the facts and records what this returns.
 
 use super::{ApprovalStatus, ViolationKind};
+use crate::canonical::Outcome;
+use crate::ingest::derive::SpanFacts;
+use crate::ingest::normalize::NormalizedSpan;
+use std::collections::BTreeMap;
 
 /// What ingest knows about one executed tool call.
 #[derive(Debug, Clone)]
@@ -44,7 +48,7 @@ pub struct ApprovalFacts {
 pub const CLOCK_SKEW_MS: i64 = 60_000;
 
 fn when(ms: i64) -> String {
-    crate::storage::from_ms(ms).format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    crate::clock::from_ms(ms).format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 /// Whether ingest must look at this call at all.
@@ -244,4 +248,61 @@ mod tests {
         assert!(needs_check(&e));
         assert_eq!(kind(&e, Some(&a), None), Some(ViolationKind::NotApproved));
     }
+}
+
+/// The executed tool calls among `spans` that ingest must check (see [`needs_check`]),
+/// each with its span; `run_of` gives each trace's run.
+pub fn executions<'a>(
+    spans: &'a [NormalizedSpan],
+    run_of: &'a BTreeMap<&'a str, String>,
+) -> Vec<(Execution<'a>, &'a NormalizedSpan)> {
+    spans
+        .iter()
+        .filter(|s| matches!(s.outcome, Some(Outcome::Ok | Outcome::Error | Outcome::Timeout)))
+        .filter_map(|s| {
+            let e = Execution {
+                span_key: format!("{}:{}", s.trace_id, s.span_id),
+                tool: s.tool_name.as_deref()?,
+                approval_id: s.approval_id.as_deref(),
+                args_sha256: s.args_sha256.as_deref(),
+                requires_approval: s.requires_approval,
+                run_id: run_of[s.trace_id.as_str()].as_str(),
+                step_index: s.step_index,
+                started_ms: s.start_ns / 1_000_000,
+                sent_by_token: s.sent_by_token,
+            };
+            needs_check(&e).then_some((e, s))
+        })
+        .collect()
+}
+
+/// The successful calls among `spans` over their policy's per-run limit: the n-th
+/// successful execution of a tool in start order is over the limit when n > limit,
+/// however the spans arrived. `facts_by_run` holds every span of each run (stored and
+/// new, re-sent ones once).
+pub fn over_run_limit<'a>(
+    spans: &'a [NormalizedSpan],
+    run_of: &BTreeMap<&str, String>,
+    facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
+) -> Vec<(&'a NormalizedSpan, ViolationKind, String)> {
+    let mut found = Vec::new();
+    for s in spans.iter().filter(|s| s.outcome == Some(Outcome::Ok)) {
+        let (Some(tool), Some(limit)) = (s.tool_name.as_deref(), s.run_limit) else { continue };
+        let run = &run_of[s.trace_id.as_str()];
+        let nth = facts_by_run
+            .get(run.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|f| {
+                f.tool_name.as_deref() == Some(tool)
+                    && f.outcome.as_deref() == Some("ok")
+                    && (f.start_ns, f.span_id.as_str()) <= (s.start_ns, s.span_id.as_str())
+            })
+            .count() as i64;
+        if nth > limit {
+            let detail = format!("execution {nth} of {tool} in this run; its policy allows {limit}");
+            found.push((s, ViolationKind::RunLimitExceeded, detail));
+        }
+    }
+    found
 }

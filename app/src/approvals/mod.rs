@@ -8,15 +8,14 @@
 //! `storage::approvals`.
 
 use crate::access::Role;
-use crate::canonical::{vocabulary, SideEffect};
+use crate::canonical::SideEffect;
+use crate::vocabulary::vocabulary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 pub mod check;
 pub mod display;
-#[cfg(feature = "ssr")]
-pub mod hub;
 #[cfg(feature = "ssr")]
 pub mod payload;
 
@@ -136,4 +135,33 @@ pub struct Violation {
     pub approval_id: Option<String>,
     pub detail: String,
     pub at: DateTime<Utc>,
+}
+
+impl Approval {
+    /// Why a decision on this request was not recorded, for the person who tried: the
+    /// payload they saw is not the bound one, it expired, or someone decided first.
+    pub fn refusal(&self, shown_sha256: &str, now_ms: i64) -> String {
+        let current = self;
+        let when = |t: Option<chrono::DateTime<chrono::Utc>>| {
+            t.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_else(|| "earlier".into())
+        };
+        match current.status {
+            ApprovalStatus::Pending if current.payload_sha256 != shown_sha256 => format!(
+                "the payload you were shown (sha256 {shown_sha256}) is not the one this request is bound to ({}); \
+                 reload the request and read it again",
+                current.payload_sha256
+            ),
+            ApprovalStatus::Pending if current.expires_at.timestamp_millis() <= now_ms => {
+                format!("this request expired at {}", when(Some(current.expires_at)))
+            }
+            ApprovalStatus::Pending => "the request changed while deciding; reload it".into(),
+            ApprovalStatus::Expired => format!("this request expired at {}", when(current.decided_at)),
+            ApprovalStatus::Cancelled => format!("the agent cancelled this request at {}", when(current.decided_at)),
+            decided => format!(
+                "already {decided} by {} at {}",
+                current.decided_by.as_deref().unwrap_or("someone"),
+                when(current.decided_at)
+            ),
+        }
+    }
 }

@@ -2,10 +2,10 @@
 //! check that decides whether the page below may be shown.
 
 use crate::access::{allows, format_roles, required_role_for_path};
-use crate::app::SessionUser;
 use crate::components::status::Forbidden;
 use crate::functions::auth::Logout;
 use crate::models::CurrentUser;
+use crate::models::SessionUser;
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, A};
 use leptos_router::hooks::use_location;
@@ -133,7 +133,7 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                     "Escalations"
                     {move || match backlog.get() {
                         Some((n, Some(oldest), now)) if n > 0 => {
-                            let age = crate::routes::escalations::backlog_age(&oldest, &now);
+                            let age = crate::components::time::backlog_age(&oldest, &now);
                             Some(view! {
                                 <span class="nav-count" data-testid="nav-escalations"
                                     title=format!("{n} open escalations; the oldest has waited {age}")>

@@ -7,4 +7,3 @@ pub mod layout;
 pub mod payload;
 pub mod status;
 pub mod time;
-pub mod url;

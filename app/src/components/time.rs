@@ -61,3 +61,8 @@ mod tests {
         assert_eq!(duration_ms(125_000), "2m 5s");
     }
 }
+
+/// "backlog 17 min" style age without the "ago".
+pub fn backlog_age(since: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<chrono::Utc>) -> String {
+    ago(since, now).trim_end_matches(" ago").to_string()
+}

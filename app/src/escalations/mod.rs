@@ -5,11 +5,13 @@
 //! agent's claims of what it did against the side effects observed in the run's traces.
 //! Storage is in `storage::escalations`.
 
-use crate::canonical::vocabulary;
+use crate::vocabulary::vocabulary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub mod evidence;
+#[cfg(feature = "ssr")]
+pub mod from_traces;
 #[cfg(feature = "ssr")]
 pub mod request;
 
@@ -162,5 +164,26 @@ mod tests {
         );
         assert_eq!(EscalationReason::from_words("the moon is full"), None);
         assert_eq!(EscalationReason::from_words(""), None);
+    }
+}
+
+impl Escalation {
+    /// Why an action on this escalation by `user` is refused, when it is: it is resolved,
+    /// or someone else holds the claim.
+    pub fn refusal(&self, user: &str) -> Option<String> {
+        if !self.open {
+            return Some(format!(
+                "this escalation was resolved ({}) by {}",
+                self.outcome.map(|o| o.as_str()).unwrap_or("resolved"),
+                self.resolved_by.as_deref().unwrap_or("someone")
+            ));
+        }
+        match &self.claimed_by {
+            Some(holder) if holder != user => Some(format!(
+                "{holder} has claimed this escalation since {}; ask them to release it",
+                self.claimed_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default()
+            )),
+            _ => None,
+        }
     }
 }

@@ -7,8 +7,8 @@ use crate::canonical::{
     CostSource, DuplicateView, Outcome, PriceUse, RunDetail, RunSummary, SideEffect, StepView, TerminalReason,
     ToolCallView, Trigger,
 };
+use crate::clock::from_ms;
 use crate::pricing::{PriceTable, Tokens};
-use crate::storage::from_ms;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
@@ -31,7 +31,7 @@ impl Default for Rules {
 static SHIPPED: LazyLock<Rules> = LazyLock::new(Rules::default);
 
 /// The stored canonical fields of one span: what derivation needs, nothing more. Read
-/// straight from a stored chunk (`storage::span_record`), skipping the rest of a record.
+/// straight from a stored chunk (`ingest::record`), skipping the rest of a record.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 pub struct SpanFacts {
     pub trace_id: String,

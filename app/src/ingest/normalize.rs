@@ -5,9 +5,9 @@ use super::attributes::{as_bool, as_f64, as_i64, as_text, to_map};
 use super::derive::SpanFacts;
 use super::mapping::{marker_matches, MappingTable};
 use super::policy::{policy_for, ToolPolicy};
+use super::record;
 use super::redact::Redactor;
 use crate::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
-use crate::storage::span_record;
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -107,7 +107,7 @@ pub struct EscalationDetails {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StoredJson {
     /// The span's stored record: canonical fields and its attributes (redacted, without
-    /// bodies), events and resource (see `storage::span_record`).
+    /// bodies), events and resource (see `ingest::record`).
     pub record: String,
     /// Body attributes (prompts, arguments, results), redacted, stored apart; empty
     /// when the span has none.
@@ -128,7 +128,7 @@ impl NormalizedSpan {
         let map = |key: &str| old.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
         let events = old.get("events").and_then(Value::as_array).cloned().unwrap_or_default();
         let resource = serde_json::value::to_raw_value(&map("resource")).expect("JSON values always serialize");
-        self.json.record = span_record::encode(self, &map("attributes"), &events, &resource);
+        self.json.record = encode_record(self, &map("attributes"), &events, &resource);
     }
 
     /// The canonical facts derivation reads, exactly as the writer stores them: a run
@@ -221,41 +221,16 @@ pub fn args_sha256(text: &str) -> String {
     hex_id(&Sha256::digest(canonical.as_bytes()))
 }
 
-/// Checks and normalizes one span; the error says why the span was rejected.
+/// Checks and normalizes one span; the error says why the span was rejected. Long because
+/// it reads every canonical field through the mapping into one `NormalizedSpan` literal
+/// (about fifty fields, each one line); the checks, escalation details and the split of
+/// bodies from metadata are functions of their own.
 pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<NormalizedSpan, String> {
     let resource = &res.attributes;
-    if span.trace_id.len() != 16 {
-        return Err(format!("trace_id must be 16 bytes, got {}", span.trace_id.len()));
-    }
-    if span.span_id.len() != 8 {
-        return Err(format!("span_id must be 8 bytes, got {}", span.span_id.len()));
-    }
-    if !span.parent_span_id.is_empty() && span.parent_span_id.len() != 8 {
-        return Err(format!("parent_span_id must be empty or 8 bytes, got {}", span.parent_span_id.len()));
-    }
-    if span.trace_id.iter().all(|b| *b == 0) || span.span_id.iter().all(|b| *b == 0) {
-        return Err("trace_id and span_id must not be all zeros".into());
-    }
-    let start_ns = i64::try_from(span.start_time_unix_nano).map_err(|_| "start time out of range".to_string())?;
-    let end_ns = i64::try_from(span.end_time_unix_nano).map_err(|_| "end time out of range".to_string())?;
-    if end_ns != 0 && end_ns < start_ns {
-        return Err("end_time_unix_nano is before start_time_unix_nano".into());
-    }
+    let (start_ns, end_ns) = check_ids_and_times(span)?;
 
     let attrs = to_map(&span.attributes);
-    for (key, value) in &attrs {
-        let size = match value {
-            Value::String(s) => s.len(),
-            Value::Array(_) | Value::Object(_) => value.to_string().len(),
-            _ => 0,
-        };
-        if size > cx.limits.max_attribute_bytes {
-            return Err(format!(
-                "attribute `{key}` is {size} bytes, over the {} byte limit",
-                cx.limits.max_attribute_bytes
-            ));
-        }
-    }
+    check_attribute_sizes(&attrs, cx.limits.max_attribute_bytes)?;
     let m = cx.mapping;
     let text = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_text);
     let int = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_i64);
@@ -322,26 +297,7 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     let hint = |keys: &[String]| lookup(keys, &attrs, resource).and_then(as_bool);
     let tool_hints =
         if is_tool { (hint(&m.tool_read_only_hint), hint(&m.tool_destructive_hint)) } else { (None, None) };
-    let escalation_details = {
-        let json = |keys: &[String]| {
-            lookup(keys, &attrs, resource).map(|v| match v {
-                Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
-                other => other.clone(),
-            })
-        };
-        let details = EscalationDetails {
-            blocking_fact: text(&m.escalation_blocking_fact).map(|t| cx.redactor.redact_text(&t)),
-            what_was_done: json(&m.escalation_what_was_done).map(|mut v| {
-                cx.redactor.redact_strings(&mut v);
-                v
-            }),
-            what_remains: json(&m.escalation_what_remains).map(|mut v| {
-                cx.redactor.redact_strings(&mut v);
-                v
-            }),
-        };
-        (details != EscalationDetails::default()).then_some(details)
-    };
+    let escalation_details = escalation_details(&attrs, resource, cx);
 
     let mut normalized = NormalizedSpan {
         trace_id: hex_id(&span.trace_id),
@@ -397,8 +353,89 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     // The argument hash above binds what ran; everything kept as text is redacted.
     redact_texts(&mut normalized, cx.redactor);
 
-    // Split bodies from metadata, then redact both. After every lookup above, so the
-    // attributes move rather than being copied.
+    let attributes = split_bodies(&mut normalized, attrs, events, cx);
+    normalized.json.record = encode_record(&normalized, &attributes, &normalized.events, &res.stored);
+    Ok(normalized)
+}
+
+/// The span's ids are the sizes OTLP prescribes and not all zeros, and it does not end
+/// before it starts; returns its start and end in nanoseconds.
+fn check_ids_and_times(span: &Span) -> Result<(i64, i64), String> {
+    if span.trace_id.len() != 16 {
+        return Err(format!("trace_id must be 16 bytes, got {}", span.trace_id.len()));
+    }
+    if span.span_id.len() != 8 {
+        return Err(format!("span_id must be 8 bytes, got {}", span.span_id.len()));
+    }
+    if !span.parent_span_id.is_empty() && span.parent_span_id.len() != 8 {
+        return Err(format!("parent_span_id must be empty or 8 bytes, got {}", span.parent_span_id.len()));
+    }
+    if span.trace_id.iter().all(|b| *b == 0) || span.span_id.iter().all(|b| *b == 0) {
+        return Err("trace_id and span_id must not be all zeros".into());
+    }
+    let start_ns = i64::try_from(span.start_time_unix_nano).map_err(|_| "start time out of range".to_string())?;
+    let end_ns = i64::try_from(span.end_time_unix_nano).map_err(|_| "end time out of range".to_string())?;
+    if end_ns != 0 && end_ns < start_ns {
+        return Err("end_time_unix_nano is before start_time_unix_nano".into());
+    }
+    Ok((start_ns, end_ns))
+}
+
+/// No attribute is larger than the configured limit.
+fn check_attribute_sizes(attrs: &Map<String, Value>, limit: usize) -> Result<(), String> {
+    for (key, value) in attrs {
+        let size = match value {
+            Value::String(s) => s.len(),
+            Value::Array(_) | Value::Object(_) => value.to_string().len(),
+            _ => 0,
+        };
+        if size > limit {
+            return Err(format!("attribute `{key}` is {size} bytes, over the {} byte limit", limit));
+        }
+    }
+    Ok(())
+}
+
+/// The escalation details sent as attributes (`escalation.blocking_fact`, ...), redacted.
+fn escalation_details(
+    attrs: &Map<String, Value>,
+    resource: &Map<String, Value>,
+    cx: &Context<'_>,
+) -> Option<EscalationDetails> {
+    let m = cx.mapping;
+    let text = |keys: &[String]| lookup(keys, attrs, resource).and_then(as_text);
+
+    let json = |keys: &[String]| {
+        lookup(keys, attrs, resource).map(|v| match v {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+            other => other.clone(),
+        })
+    };
+    let details = EscalationDetails {
+        blocking_fact: text(&m.escalation_blocking_fact).map(|t| cx.redactor.redact_text(&t)),
+        what_was_done: json(&m.escalation_what_was_done).map(|mut v| {
+            cx.redactor.redact_strings(&mut v);
+            v
+        }),
+        what_remains: json(&m.escalation_what_remains).map(|mut v| {
+            cx.redactor.redact_strings(&mut v);
+            v
+        }),
+    };
+    (details != EscalationDetails::default()).then_some(details)
+}
+
+/// Moves the attributes that are bodies (and event attributes that are) out of the
+/// metadata, redacts both, stores the bodies' text and the span's events on `normalized`,
+/// and returns the remaining attributes. After every lookup, so the attributes move
+/// rather than being copied.
+fn split_bodies(
+    normalized: &mut NormalizedSpan,
+    attrs: Map<String, Value>,
+    events: Vec<(String, Map<String, Value>, u64)>,
+    cx: &Context<'_>,
+) -> Map<String, Value> {
+    let m = cx.mapping;
     let mut attributes = Map::new();
     let mut bodies = Map::new();
     for (key, value) in attrs {
@@ -434,8 +471,7 @@ pub fn normalize(span: &Span, res: &SpanResource, cx: &Context<'_>) -> Result<No
     if !bodies.is_empty() {
         normalized.json.bodies = json_text(&bodies);
     }
-    normalized.json.record = span_record::encode(&normalized, &attributes, &normalized.events, &res.stored);
-    Ok(normalized)
+    attributes
 }
 
 /// Redacts the free-text fields an agent chose (the span's name and status message, and
@@ -479,6 +515,66 @@ impl SpanResource {
         let stored = serde_json::value::to_raw_value(&redacted).expect("JSON values always serialize");
         SpanResource { attributes, stored }
     }
+}
+
+/// The stored object of `span` with its (redacted, body-free) attributes, events and
+
+impl NormalizedSpan {
+    /// What the run search finds this span by (see [`record::terms_of`]).
+    pub fn search_terms(&self) -> impl Iterator<Item = &str> {
+        record::terms_of(self.idempotency_key.as_deref(), self.external_id.as_deref())
+    }
+}
+
+/// resource: what `NormalizedSpan::json.record` holds.
+fn encode_record(
+    span: &NormalizedSpan,
+    attributes: &Map<String, Value>,
+    events: &[Value],
+    resource: &RawValue,
+) -> String {
+    record::encode(&record::Record {
+        trace_id: &span.trace_id,
+        span_id: &span.span_id,
+        parent_span_id: span.parent_span_id.as_deref(),
+        name: &span.name,
+        kind: span.kind,
+        start_ns: span.start_ns,
+        end_ns: span.end_ns,
+        status_code: span.status_code,
+        status_message: span.status_message.as_deref(),
+        agent: span.agent.as_deref(),
+        trigger: span.trigger.map(|t| t.as_str()),
+        terminal_reason: span.terminal_reason.map(|t| t.as_str()),
+        escalation_reason: span.escalation_reason.as_deref(),
+        cost: span.cost,
+        step_limit: span.step_limit,
+        cost_limit: span.cost_limit,
+        wall_clock_ms: span.wall_clock_ms,
+        role: span.role.map(|r| r.as_str()),
+        step_index: span.step_index,
+        stop_reason: span.stop_reason.as_deref(),
+        model_id: span.model_id.as_deref(),
+        input_tokens: span.input_tokens,
+        output_tokens: span.output_tokens,
+        cache_tokens: span.cache_tokens,
+        cache_write_tokens: span.cache_write_tokens,
+        reasoning_tokens: span.reasoning_tokens,
+        tool_name: span.tool_name.as_deref(),
+        side_effect: span.side_effect.map(|v| v.as_str()),
+        side_effect_declared: span.side_effect_declared,
+        idempotency_key: span.idempotency_key.as_deref(),
+        attempt: span.attempt,
+        outcome: span.outcome.map(|v| v.as_str()),
+        latency_ms: span.latency_ms,
+        external_id: span.external_id.as_deref(),
+        args_sha256: span.args_sha256.as_deref(),
+        approval_id: span.approval_id.as_deref(),
+        credential_in_arguments: span.credential_in_arguments,
+        attributes,
+        events,
+        resource,
+    })
 }
 
 #[cfg(test)]

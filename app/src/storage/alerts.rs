@@ -293,7 +293,7 @@ pub async fn apply(
             }
         }
         for (kind, alert) in &announced {
-            super::webhooks::enqueue_in(&mut *tx, &crate::alerts::evaluate::event(alert, *kind), targets).await?;
+            super::webhooks::enqueue_in(&mut *tx, &crate::alerts::notification::event(alert, *kind), targets).await?;
         }
         tx.commit().await?;
         Ok(announced)

@@ -2,14 +2,19 @@
 //! WHERE status = 'pending'`, so of two simultaneous decisions exactly one wins on either
 //! backend, and the loser is told who decided first.
 
+use super::sql::{Sql, Tx};
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
+use crate::approvals::check::{self, ApprovalFacts};
 use crate::approvals::payload::{
     arguments_sha256, canonical_json, expiry_seconds, payload_sha256, ValidRequest, DEFAULT_USE_WITHIN_SECONDS,
 };
 use crate::approvals::{Approval, ApprovalStatus, Violation, ViolationKind};
-use crate::canonical::SideEffect;
+use crate::canonical::{RunDetail, SideEffect};
+use crate::ingest::derive::SpanFacts;
+use crate::ingest::normalize::NormalizedSpan;
 use crate::ingest::policy::ToolPolicy;
+use std::collections::{BTreeMap, BTreeSet};
 
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
     arguments_sha256, side_effect, required_role, agent, requested_by, status, created_at, expires_at, decided_by, \
@@ -281,32 +286,7 @@ pub async fn decide(
     if changed == 1 {
         return Ok(current);
     }
-    Err(StoreError::Conflict(refusal(&current, shown_sha256, now)))
-}
-
-/// Why a decision on `current` was not recorded.
-fn refusal(current: &Approval, shown_sha256: &str, now: i64) -> String {
-    let when = |t: Option<chrono::DateTime<chrono::Utc>>| {
-        t.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_else(|| "earlier".into())
-    };
-    match current.status {
-        ApprovalStatus::Pending if current.payload_sha256 != shown_sha256 => format!(
-            "the payload you were shown (sha256 {shown_sha256}) is not the one this request is bound to ({}); \
-             reload the request and read it again",
-            current.payload_sha256
-        ),
-        ApprovalStatus::Pending if current.expires_at.timestamp_millis() <= now => {
-            format!("this request expired at {}", when(Some(current.expires_at)))
-        }
-        ApprovalStatus::Pending => "the request changed while deciding; reload it".into(),
-        ApprovalStatus::Expired => format!("this request expired at {}", when(current.decided_at)),
-        ApprovalStatus::Cancelled => format!("the agent cancelled this request at {}", when(current.decided_at)),
-        decided => format!(
-            "already {decided} by {} at {}",
-            current.decided_by.as_deref().unwrap_or("someone"),
-            when(current.decided_at)
-        ),
-    }
+    Err(StoreError::Conflict(current.refusal(shown_sha256, now)))
 }
 
 /// Whether the request was filed by this API token: by its id, or, for requests filed
@@ -381,137 +361,84 @@ pub async fn recent_violations(db: &Db, limit: i64) -> StoreResult<Vec<Violation
     Ok(rows.into_iter().map(Violation::from).collect())
 }
 
-/// Inside the ingest transaction `$tx`: checks every executed tool call in `$spans`
-/// against the approval rules (see `approvals::check`), claims each approval's one use, and
-/// records violations idempotently. `$facts_by_run` holds every span of each run the
-/// write touches (stored and new), for the per-run limits. A macro because the transaction's type differs per
-/// backend and the write path is expanded once for each (see `on_pool!`).
-macro_rules! record_violations {
-    ($tx:ident, $spans:expr, $run_of:expr, $facts_by_run:expr, $now:expr) => {{
-        use $crate::approvals::check::{check, needs_check, ApprovalFacts, Execution};
-        use $crate::canonical::Outcome;
-        let executed = |s: &&$crate::ingest::normalize::NormalizedSpan| {
-            matches!(s.outcome, Some(Outcome::Ok | Outcome::Error | Outcome::Timeout))
-        };
-        let mut found: Vec<(&$crate::ingest::normalize::NormalizedSpan, $crate::approvals::ViolationKind, String)> =
-            Vec::new();
-        let executions: Vec<(Execution<'_>, &$crate::ingest::normalize::NormalizedSpan)> = $spans
-            .iter()
-            .filter(executed)
-            .filter_map(|s| {
-                let e = Execution {
-                    span_key: format!("{}:{}", s.trace_id, s.span_id),
-                    tool: s.tool_name.as_deref()?,
-                    approval_id: s.approval_id.as_deref(),
-                    args_sha256: s.args_sha256.as_deref(),
-                    requires_approval: s.requires_approval,
-                    run_id: $run_of[s.trace_id.as_str()].as_str(),
-                    step_index: s.step_index,
-                    started_ms: s.start_ns / 1_000_000,
-                    sent_by_token: s.sent_by_token,
-                };
-                needs_check(&e).then_some((e, s))
-            })
-            .collect();
-        let ids: std::collections::BTreeSet<&str> = executions.iter().filter_map(|(e, _)| e.approval_id).collect();
-        let mut facts: std::collections::BTreeMap<String, ApprovalFacts> = std::collections::BTreeMap::new();
-        for id in ids {
-            let row: Option<ApprovalFacts> = sqlx::query_as(
-                "SELECT id, tool, arguments_sha256, status, used_by_span, run_id, step_index, decided_at, \
-                     use_by, requested_by_token FROM approvals WHERE id = $1",
-            )
-            .bind(id)
-            .fetch_optional(&mut *$tx)
-            .await?;
-            facts.extend(row.map(|r| (r.id.clone(), r)));
+/// Inside the ingest transaction: checks every executed tool call in `spans` against the
+/// approval rules ([`check`]), claims each approval's one use, and records violations
+/// idempotently. `facts_by_run` holds every span of each run the write touches (stored
+/// and new), for the per-run limits.
+pub async fn record_violations(
+    tx: &mut Tx,
+    spans: &[NormalizedSpan],
+    run_of: &BTreeMap<&str, String>,
+    facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
+    now: i64,
+) -> StoreResult<()> {
+    let executions = check::executions(spans, run_of);
+    let ids: BTreeSet<&str> = executions.iter().filter_map(|(e, _)| e.approval_id).collect();
+    let mut facts: BTreeMap<String, ApprovalFacts> = BTreeMap::new();
+    for id in ids {
+        let mut sql = Sql::new(
+            "SELECT id, tool, arguments_sha256, status, used_by_span, run_id, step_index, decided_at, \
+             use_by, requested_by_token FROM approvals WHERE id = ",
+        );
+        sql.bind(id);
+        let row: Option<ApprovalFacts> = tx.fetch_optional(sql).await?;
+        facts.extend(row.map(|r| (r.id.clone(), r)));
+    }
+    let mut found: Vec<(&NormalizedSpan, ViolationKind, String)> = Vec::new();
+    for (e, s) in &executions {
+        let approval = e.approval_id.and_then(|id| facts.get(id));
+        let mut verdict = check::check(e, approval, None);
+        if let (None, Some(a)) = (&verdict, approval) {
+            // Valid so far: claim the approval's one use. The conditional UPDATE makes a
+            // concurrent second use on another instance lose, not both win.
+            let mut sql = Sql::new("UPDATE approvals SET used_by_span = ");
+            sql.bind(&e.span_key).push(", used_at = ").bind(now).push(" WHERE id = ").bind(&a.id);
+            sql.push(" AND used_by_span IS NULL");
+            let holder: Option<String> = if tx.execute(sql).await? == 1 {
+                Some(e.span_key.clone())
+            } else {
+                let mut sql = Sql::new("SELECT used_by_span FROM approvals WHERE id = ");
+                sql.bind(&a.id);
+                tx.fetch_one::<(Option<String>,)>(sql).await?.0
+            };
+            verdict = check::check(e, approval, holder.as_deref());
         }
-        for (e, s) in &executions {
-            let approval = e.approval_id.and_then(|id| facts.get(id));
-            let mut verdict = check(e, approval, None);
-            if let (None, Some(a)) = (&verdict, approval) {
-                // Valid so far: claim the approval's one use. The conditional UPDATE makes
-                // a concurrent second use on another instance lose, not both win.
-                let claimed = sqlx::query(
-                    "UPDATE approvals SET used_by_span = $1, used_at = $2 WHERE id = $3 AND used_by_span IS NULL",
-                )
-                .bind(&e.span_key)
-                .bind($now)
-                .bind(&a.id)
-                .execute(&mut *$tx)
-                .await?
-                .rows_affected();
-                let holder: Option<String> = if claimed == 1 {
-                    Some(e.span_key.clone())
-                } else {
-                    sqlx::query_scalar("SELECT used_by_span FROM approvals WHERE id = $1")
-                        .bind(&a.id)
-                        .fetch_one(&mut *$tx)
-                        .await?
-                };
-                verdict = check(e, approval, holder.as_deref());
-            }
-            if let Some((kind, detail)) = verdict {
-                found.push((s, kind, detail));
-            }
+        if let Some((kind, detail)) = verdict {
+            found.push((s, kind, detail));
         }
-        // Absolute per-run limits: the n-th successful execution in start order is over
-        // the limit when n > limit, however the spans arrived.
-        for s in $spans.iter().filter(|s| s.run_limit.is_some() && s.outcome == Some(Outcome::Ok)) {
-            let (Some(tool), Some(limit)) = (s.tool_name.as_deref(), s.run_limit) else { continue };
-            let run = &$run_of[s.trace_id.as_str()];
-            // Every stored span of the run plus this write's, re-sent ones once.
-            let nth = $facts_by_run
-                .get(run.as_str())
-                .into_iter()
-                .flatten()
-                .filter(|f: &&$crate::ingest::derive::SpanFacts| {
-                    f.tool_name.as_deref() == Some(tool)
-                        && f.outcome.as_deref() == Some("ok")
-                        && (f.start_ns, f.span_id.as_str()) <= (s.start_ns, s.span_id.as_str())
-                })
-                .count() as i64;
-            if nth > limit {
-                let detail = format!("execution {nth} of {tool} in this run; its policy allows {limit}");
-                found.push((s, $crate::approvals::ViolationKind::RunLimitExceeded, detail));
-            }
-        }
-        for (s, kind, detail) in found {
-            sqlx::query(
-                "INSERT INTO approval_violations (trace_id, span_id, kind, run_id, tool, approval_id, detail, at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (trace_id, span_id, kind) DO NOTHING",
-            )
-            .bind(&s.trace_id)
-            .bind(&s.span_id)
-            .bind(kind.as_str())
-            .bind(&$run_of[s.trace_id.as_str()])
-            .bind(s.tool_name.as_deref().unwrap_or_default())
-            .bind(&s.approval_id)
-            .bind(detail)
-            .bind($now)
-            .execute(&mut *$tx)
-            .await?;
-        }
-    }};
+    }
+    found.extend(check::over_run_limit(spans, run_of, facts_by_run));
+    for (s, kind, detail) in found {
+        let mut sql = Sql::new(
+            "INSERT INTO approval_violations (trace_id, span_id, kind, run_id, tool, approval_id, detail, at) ",
+        );
+        sql.values([()], |row, ()| {
+            row.bind(&s.trace_id)
+                .bind(&s.span_id)
+                .bind(kind.as_str())
+                .bind(&run_of[s.trace_id.as_str()])
+                .bind(s.tool_name.as_deref().unwrap_or_default())
+                .bind(&s.approval_id)
+                .bind(detail.as_str())
+                .bind(now);
+        });
+        sql.push(" ON CONFLICT (trace_id, span_id, kind) DO NOTHING");
+        tx.execute(sql).await?;
+    }
+    Ok(())
 }
-pub(crate) use record_violations;
 
 /// Inside the ingest transaction: sets each derived run's violation count from the
 /// recorded violations (derivation itself only sees spans).
-macro_rules! count_violations {
-    ($tx:ident, $derived:expr) => {{
-        for chunk in $derived.chunks_mut(500) {
-            let mut q = sqlx::QueryBuilder::new("SELECT run_id, COUNT(*) FROM approval_violations WHERE run_id IN (");
-            let mut list = q.separated(", ");
-            for d in chunk.iter() {
-                list.push_bind(d.run.run_id.clone());
-            }
-            q.push(") GROUP BY run_id");
-            let counts: Vec<(String, i64)> = q.build_query_as().fetch_all(&mut *$tx).await?;
-            let counts: std::collections::BTreeMap<String, i64> = counts.into_iter().collect();
-            for d in chunk.iter_mut() {
-                d.run.approval_violations = counts.get(&d.run.run_id).copied().unwrap_or(0);
-            }
+pub async fn count_violations(tx: &mut Tx, derived: &mut [RunDetail]) -> StoreResult<()> {
+    for chunk in derived.chunks_mut(500) {
+        let mut sql = Sql::new("SELECT run_id, COUNT(*) FROM approval_violations WHERE run_id IN ");
+        sql.list(chunk.iter().map(|d| d.run.run_id.as_str()));
+        sql.push(" GROUP BY run_id");
+        let counts: BTreeMap<String, i64> = tx.fetch_all::<(String, i64)>(sql).await?.into_iter().collect();
+        for d in chunk.iter_mut() {
+            d.run.approval_violations = counts.get(&d.run.run_id).copied().unwrap_or(0);
         }
-    }};
+    }
+    Ok(())
 }
-pub(crate) use count_violations;

@@ -1,9 +1,14 @@
 //! Escalations and their timelines. Claims are conditional updates (`... WHERE claimed_by
 //! IS NULL`), so two people can never both hold one; the loser is told who has it.
 
+use super::sql::{cacheable_chunks, Sql, Tx};
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::canonical::{RunDetail, RunSummary};
+use crate::escalations::from_traces::{self, Decision, Latest, ToOpen};
 use crate::escalations::request::ValidEscalation;
-use crate::escalations::{DoneItem, Escalation, EscalationReason, RemainingItem, Resolution, TimelineEntry};
+use crate::escalations::{Escalation, EscalationReason, RemainingItem, Resolution, TimelineEntry};
+use crate::ingest::normalize::NormalizedSpan;
+use std::collections::BTreeMap;
 
 const COLUMNS: &str = "id, run_id, reason, reason_text, blocking_fact, what_was_done, what_remains, from_api, \
     from_trace, agent, status, opened_at, claimed_by, claimed_at, resolved_by, resolved_at, outcome, \
@@ -239,22 +244,23 @@ pub async fn event(db: &Db, id: &str, actor: Option<&str>, kind: &str, detail: O
     Ok(())
 }
 
-/// Why an action on `e` by `user` is refused, when it is.
-fn refusal(e: &Escalation, user: &str) -> Option<String> {
-    if !e.open {
-        return Some(format!(
-            "this escalation was resolved ({}) by {}",
-            e.outcome.map(|o| o.as_str()).unwrap_or("resolved"),
-            e.resolved_by.as_deref().unwrap_or("someone")
-        ));
+/// Applies `update` (a conditional UPDATE of one escalation) and, when it changed the
+/// row, records `entry` on the timeline, in one transaction: a claim, a tick or a
+/// resolution is never stored without its timeline entry, nor the entry without it.
+/// Returns whether the row changed.
+async fn change_with_entry(db: &Db, id: &str, update: Sql, entry: (&str, &str, Option<&str>)) -> StoreResult<bool> {
+    let mut tx = Tx::begin_write(db).await?;
+    let changed = tx.execute(update).await? == 1;
+    if changed {
+        let (actor, kind, detail) = entry;
+        let mut sql = Sql::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
+        sql.values([()], |row, ()| {
+            row.bind(id).bind(now_ms()).bind(actor).bind(kind).bind(detail);
+        });
+        tx.execute(sql).await?;
     }
-    match &e.claimed_by {
-        Some(holder) if holder != user => Some(format!(
-            "{holder} has claimed this escalation since {}; ask them to release it",
-            e.claimed_at.map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_default()
-        )),
-        _ => None,
-    }
+    tx.commit().await?;
+    Ok(changed)
 }
 
 async fn current(db: &Db, id: &str) -> StoreResult<Escalation> {
@@ -263,38 +269,44 @@ async fn current(db: &Db, id: &str) -> StoreResult<Escalation> {
 
 /// Claims an open escalation for `user`; claiming one you hold is a no-op.
 pub async fn claim(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
-    let sql = "UPDATE escalations SET claimed_by = $1, claimed_at = $2 \
-               WHERE id = $3 AND status = 'open' AND claimed_by IS NULL";
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(user).bind(now_ms()).bind(id).execute(pool).await.map(|r| r.rows_affected()))?;
+    let mut sql = Sql::new(
+        "UPDATE escalations SET claimed_by = $1, claimed_at = $2 \
+                            WHERE id = $3 AND status = 'open' AND claimed_by IS NULL",
+    );
+    sql.arg(user);
+    sql.arg(now_ms());
+    sql.arg(id);
+    let changed = change_with_entry(db, id, sql, (user, "claimed", None)).await?;
     let e = current(db, id).await?;
-    if n == 0 {
-        if let Some(why) = refusal(&e, user) {
+    if !changed {
+        if let Some(why) = e.refusal(user) {
             return Err(StoreError::Conflict(why));
         }
-    } else {
-        event(db, id, Some(user), "claimed", None).await?;
     }
     Ok(e)
 }
 
 pub async fn release(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
-    let sql = "UPDATE escalations SET claimed_by = NULL, claimed_at = NULL \
-               WHERE id = $1 AND status = 'open' AND claimed_by = $2";
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(id).bind(user).execute(pool).await.map(|r| r.rows_affected()))?;
+    let mut sql = Sql::new(
+        "UPDATE escalations SET claimed_by = NULL, claimed_at = NULL \
+                            WHERE id = $1 AND status = 'open' AND claimed_by = $2",
+    );
+    sql.arg(id);
+    sql.arg(user);
+    let changed = change_with_entry(db, id, sql, (user, "released", None)).await?;
     let e = current(db, id).await?;
-    if n == 0 {
+    if !changed {
         return Err(StoreError::Conflict(
-            refusal(&e, user).unwrap_or_else(|| "you do not hold the claim on this escalation".into()),
+            e.refusal(user).unwrap_or_else(|| "you do not hold the claim on this escalation".into()),
         ));
     }
-    event(db, id, Some(user), "released", None).await?;
     Ok(e)
 }
 
 /// Ticks or unticks a remaining item; only the person holding the claim may.
 pub async fn set_item(db: &Db, id: &str, user: &str, index: usize, done: bool) -> StoreResult<Escalation> {
     let e = current(db, id).await?;
-    if let Some(why) = refusal(&e, user) {
+    if let Some(why) = e.refusal(user) {
         return Err(StoreError::Conflict(why));
     }
     if e.claimed_by.as_deref() != Some(user) {
@@ -307,16 +319,18 @@ pub async fn set_item(db: &Db, id: &str, user: &str, index: usize, done: bool) -
     item.done = done;
     item.done_by = done.then(|| user.to_string());
     let description = item.description.clone();
-    let sql = "UPDATE escalations SET what_remains = $1 WHERE id = $2 AND status = 'open' AND claimed_by = $3";
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(json(&items)).bind(id).bind(user).execute(pool).await.map(|r| r.rows_affected()))?;
-    if n == 0 {
+    let mut sql =
+        Sql::new("UPDATE escalations SET what_remains = $1 WHERE id = $2 AND status = 'open' AND claimed_by = $3");
+    sql.arg(json(&items));
+    sql.arg(id);
+    sql.arg(user);
+    let kind = if done { "item_done" } else { "item_undone" };
+    if !change_with_entry(db, id, sql, (user, kind, Some(&description))).await? {
         return Err(StoreError::Conflict("the escalation changed while ticking; reload it".into()));
     }
-    event(db, id, Some(user), if done { "item_done" } else { "item_undone" }, Some(&description)).await?;
     current(db, id).await
 }
 
-/// Resolves an open escalation that is unclaimed or claimed by `user`.
 /// Resolves an open escalation. Only the holder of its claim may, so two people never
 /// finish the same task; `override_claim` (an administrator's explicit choice, audited by
 /// the caller) resolves it whoever holds it, or while nobody does.
@@ -331,34 +345,33 @@ pub async fn resolve(
     override_claim: bool,
 ) -> StoreResult<Escalation> {
     let before = current(db, id).await?;
-    let sql = "UPDATE escalations SET status = 'resolved', resolved_by = $1, resolved_at = $2, outcome = $3, \
-               resolution_note = $4, instructions = $5 \
-               WHERE id = $6 AND status = 'open' AND (claimed_by = $1 OR $7)";
-    let n = on_pool!(db, pool => sqlx::query(sql)
-        .bind(user)
-        .bind(now_ms())
-        .bind(outcome.as_str())
-        .bind(note)
-        .bind(instructions)
-        .bind(id)
-        .bind(override_claim)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
-    let e = current(db, id).await?;
-    if n == 0 {
-        let why = refusal(&e, user).unwrap_or_else(|| match &e.claimed_by {
-            None => "claim this escalation before resolving it, so nobody else works on it meanwhile".into(),
-            Some(_) => "the escalation changed; reload it".into(),
-        });
-        return Err(StoreError::Conflict(why));
-    }
     let overridden = match (&before.claimed_by, override_claim) {
         (Some(holder), true) if holder != user => format!(" (overriding {holder}'s claim)"),
         (None, true) => " (without a claim, as administrator)".to_string(),
         _ => String::new(),
     };
-    event(db, id, Some(user), "resolved", Some(&format!("{outcome}{overridden}: {note}"))).await?;
+    let mut sql = Sql::new(
+        "UPDATE escalations SET status = 'resolved', resolved_by = $1, resolved_at = $2, outcome = $3, \
+         resolution_note = $4, instructions = $5 \
+         WHERE id = $6 AND status = 'open' AND (claimed_by = $1 OR $7)",
+    );
+    sql.arg(user);
+    sql.arg(now_ms());
+    sql.arg(outcome.as_str());
+    sql.arg(note);
+    sql.arg(instructions);
+    sql.arg(id);
+    sql.arg(override_claim);
+    let detail = format!("{outcome}{overridden}: {note}");
+    let changed = change_with_entry(db, id, sql, (user, "resolved", Some(&detail))).await?;
+    let e = current(db, id).await?;
+    if !changed {
+        let why = e.refusal(user).unwrap_or_else(|| match &e.claimed_by {
+            None => "claim this escalation before resolving it, so nobody else works on it meanwhile".into(),
+            Some(_) => "the escalation changed; reload it".into(),
+        });
+        return Err(StoreError::Conflict(why));
+    }
     Ok(e)
 }
 
@@ -387,7 +400,7 @@ pub async fn announce(
     on_pool!(db, pool => {
         let mut tx = pool.begin().await?;
         let mut announced: Vec<String> = Vec::new();
-        for chunk in super::spans::cacheable_chunks(due, 100) {
+        for chunk in cacheable_chunks(due, 100) {
             let mut q = sqlx::QueryBuilder::new("UPDATE escalations SET notified_at = ");
             q.push_bind(now).push(" WHERE notified_at IS NULL AND id IN (");
             let mut list = q.separated(", ");
@@ -405,185 +418,72 @@ pub async fn announce(
     })
 }
 
-/// The details sent as span attributes (`escalation.blocking_fact`, ...).
-pub fn details_from_attributes(
-    d: &crate::ingest::normalize::EscalationDetails,
-) -> (Option<String>, Vec<DoneItem>, Vec<RemainingItem>) {
-    let done: Vec<DoneItem> = d.what_was_done.clone().and_then(|v| done_items(v)).unwrap_or_default();
-    let remains = d.what_remains.clone().map(remaining_items).unwrap_or_default();
-    (d.blocking_fact.clone(), done, remains)
-}
-
-/// `what_was_done` as sent: an array of objects (the API's items) or of plain texts.
-fn done_items(v: serde_json::Value) -> Option<Vec<DoneItem>> {
-    let items = v.as_array()?;
-    Some(
-        items
-            .iter()
-            .filter_map(|item| match item {
-                serde_json::Value::String(text) => Some(DoneItem {
-                    tool: None,
-                    description: Some(text.clone()),
-                    external_id: None,
-                    idempotency_key: None,
-                    at: None,
-                }),
-                other => serde_json::from_value(other.clone()).ok(),
-            })
-            .collect(),
-    )
-}
-
-/// `what_remains` as sent: an array of texts or of `{description}` objects.
-fn remaining_items(v: serde_json::Value) -> Vec<RemainingItem> {
-    v.as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|item| {
-            let description =
-                item.as_str().map(str::to_string).or_else(|| item["description"].as_str().map(str::to_string))?;
-            Some(RemainingItem { description, done: false, done_by: None })
-        })
-        .collect()
-}
-
-/// The details an `escalation` span event carries (the same fields as the API), if any.
-pub fn details_from_events(
-    events: &[serde_json::Value],
-) -> Option<(Option<String>, Vec<DoneItem>, Vec<RemainingItem>)> {
-    let attrs = events.iter().find(|e| e["name"] == "escalation")?.get("attributes")?;
-    let field = |key: &str| attrs.get(key).or_else(|| attrs.get(&format!("escalation.{key}")));
-    let text = |key: &str| field(key).and_then(|v| v.as_str()).map(str::to_string);
-    let parse = |key: &str| -> Option<serde_json::Value> {
-        match field(key)? {
-            serde_json::Value::String(s) => serde_json::from_str(s).ok(),
-            other => Some(other.clone()),
-        }
-    };
-    let done: Vec<DoneItem> = parse("what_was_done").and_then(done_items).unwrap_or_default();
-    let remains: Vec<RemainingItem> = parse("what_remains").map(remaining_items).unwrap_or_default();
-    Some((text("blocking_fact"), done, remains))
-}
-
 /// Inside the ingest transaction: opens an escalation for every recomputed run that
-/// escalated (terminal reason `escalated`, or a span carrying `escalation.reason`) and has
-/// none yet, with the details of an `escalation` span event when one came; marks an
-/// API-filed one as also seen in the traces.
-macro_rules! open_from_traces {
-    ($tx:ident, $derived:expr, $spans:expr, $now:expr) => {{
-        use $crate::storage::spans::cacheable_chunks;
-        let escalated: Vec<&$crate::canonical::RunSummary> = $derived
-            .iter()
-            .map(|d| &d.run)
-            .filter(|run| {
-                run.terminal_reason == $crate::canonical::TerminalReason::Escalated || run.escalation_reason.is_some()
-            })
-            .collect();
-        // Each run's latest escalation, if it has one: (opened_at, id, from_trace).
-        let mut latest: std::collections::BTreeMap<String, (i64, String, bool)> = std::collections::BTreeMap::new();
-        for chunk in cacheable_chunks(&escalated, 500) {
-            let mut q =
-                sqlx::QueryBuilder::new("SELECT run_id, opened_at, id, from_trace FROM escalations WHERE run_id IN (");
-            let mut list = q.separated(", ");
-            for run in chunk {
-                list.push_bind(run.run_id.as_str());
-            }
-            q.push(")");
-            let rows: Vec<(String, i64, String, bool)> = q.build_query_as().fetch_all(&mut *$tx).await?;
-            for (run, opened_at, id, from_trace) in rows {
-                let candidate = (opened_at, id, from_trace);
-                match latest.get(&run) {
-                    Some(kept) if (kept.0, &kept.1) >= (candidate.0, &candidate.1) => {}
-                    _ => {
-                        latest.insert(run, candidate);
-                    }
+/// escalated and has none yet, and marks an API-filed one the traces now report too
+/// (which runs, and with what details, is decided by [`from_traces::decide`]).
+pub async fn open_from_traces(
+    tx: &mut Tx,
+    derived: &[RunDetail],
+    spans: &[NormalizedSpan],
+    now: i64,
+) -> StoreResult<()> {
+    let escalated: Vec<&RunSummary> = from_traces::escalated(derived).collect();
+    // Each run's latest escalation, if it has one.
+    let mut latest: BTreeMap<String, Latest> = BTreeMap::new();
+    for chunk in cacheable_chunks(&escalated, 500) {
+        let mut sql = Sql::new("SELECT run_id, opened_at, id, from_trace FROM escalations WHERE run_id IN ");
+        sql.list(chunk.iter().map(|run| run.run_id.as_str()));
+        let rows: Vec<(String, i64, String, bool)> = tx.fetch_all(sql).await?;
+        for (run, opened_at, id, from_trace) in rows {
+            let candidate = Latest { opened_at, id, from_trace };
+            match latest.get(&run) {
+                Some(kept) if (kept.opened_at, &kept.id) >= (candidate.opened_at, &candidate.id) => {}
+                _ => {
+                    latest.insert(run, candidate);
                 }
             }
         }
-        // An API-filed escalation the traces now report too is marked so; a run without
-        // one gets a new one, with the details of an `escalation` span event if one came.
-        let mut merged: Vec<&str> = Vec::new();
-        let mut opened = Vec::new();
-        for run in &escalated {
-            match latest.get(&run.run_id) {
-                Some((_, _, true)) => {}
-                Some((_, id, false)) => merged.push(id.as_str()),
-                None => {
-                    let raw = run.escalation_reason.clone().unwrap_or_else(|| "unspecified".into());
-                    let (reason, reason_text) = match $crate::escalations::EscalationReason::from_words(&raw) {
-                        Some(r) => (r, None),
-                        None => ($crate::escalations::EscalationReason::Other, Some(raw)),
-                    };
-                    let details = $spans
-                        .iter()
-                        .filter(|s| run.trace_ids.contains(&s.trace_id))
-                        .find_map(|s| $crate::storage::escalations::details_from_events(&s.events))
-                        .or_else(|| {
-                            $spans
-                                .iter()
-                                .filter(|s| run.trace_ids.contains(&s.trace_id))
-                                .find_map(|s| s.escalation_details.as_ref())
-                                .map($crate::storage::escalations::details_from_attributes)
-                        });
-                    let (blocking, done, remains) = details.unwrap_or_default();
-                    opened.push((
-                        $crate::storage::escalations::new_id(),
-                        *run,
-                        reason.as_str(),
-                        reason_text,
-                        blocking,
-                        $crate::storage::escalations::json(&done),
-                        $crate::storage::escalations::json(&remains),
-                    ));
-                }
-            }
-        }
-        for chunk in cacheable_chunks(&merged, 500) {
-            let mut q = sqlx::QueryBuilder::new("UPDATE escalations SET from_trace = ");
-            q.push_bind(true).push(" WHERE id IN (");
-            let mut list = q.separated(", ");
-            for id in chunk {
-                list.push_bind(*id);
-            }
-            q.push(")");
-            q.build().execute(&mut *$tx).await?;
-        }
-        for chunk in cacheable_chunks(&opened, 100) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
-                 what_remains, from_api, from_trace, agent, status, opened_at) ",
-            );
-            q.push_values(chunk, |mut row, (id, run, reason, reason_text, blocking, done, remains)| {
-                row.push_bind(id.as_str())
-                    .push_bind(run.run_id.as_str())
-                    .push_bind(*reason)
-                    .push_bind(reason_text.as_deref())
-                    .push_bind(blocking.as_deref())
-                    .push_bind(done.as_str())
-                    .push_bind(remains.as_str())
-                    .push_bind(false)
-                    .push_bind(true)
-                    .push_bind(run.agent.as_deref())
-                    .push_bind("open")
-                    .push_bind($now);
-            });
-            q.build().execute(&mut *$tx).await?;
-        }
-        // The timeline's first entry for each, after the rows it refers to.
-        let events: Vec<(&str, &str, &str)> = merged
-            .iter()
-            .map(|id| (*id, "merged", "the run's traces report the same escalation"))
-            .chain(opened.iter().map(|(id, ..)| (id.as_str(), "opened", "opened from the run's traces")))
-            .collect();
-        for chunk in cacheable_chunks(&events, 200) {
-            let mut q =
-                sqlx::QueryBuilder::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
-            q.push_values(chunk, |mut row, (id, kind, detail)| {
-                row.push_bind(*id).push_bind($now).push_bind(None::<&str>).push_bind(*kind).push_bind(*detail);
-            });
-            q.build().execute(&mut *$tx).await?;
-        }
-    }};
+    }
+    let Decision { merged, opened } = from_traces::decide(&escalated, &latest, spans);
+    for chunk in cacheable_chunks(&merged, 500) {
+        let mut sql = Sql::new("UPDATE escalations SET from_trace = ");
+        sql.bind(true).push(" WHERE id IN ").list(chunk.iter().copied());
+        tx.execute(sql).await?;
+    }
+    let opened: Vec<(String, &ToOpen<'_>)> = opened.iter().map(|o| (new_id(), o)).collect();
+    for chunk in cacheable_chunks(&opened, 100) {
+        let mut sql = Sql::new(
+            "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
+             what_remains, from_api, from_trace, agent, status, opened_at) ",
+        );
+        sql.values(chunk, |row, (id, o)| {
+            row.bind(id.as_str())
+                .bind(o.run.run_id.as_str())
+                .bind(o.reason.as_str())
+                .bind(&o.reason_text)
+                .bind(&o.details.blocking_fact)
+                .bind(json(&o.details.done))
+                .bind(json(&o.details.remains))
+                .bind(false)
+                .bind(true)
+                .bind(&o.run.agent)
+                .bind("open")
+                .bind(now);
+        });
+        tx.execute(sql).await?;
+    }
+    // The timeline's first entry for each, after the rows it refers to.
+    let events: Vec<(&str, &str, &str)> = merged
+        .iter()
+        .map(|id| (*id, "merged", "the run's traces report the same escalation"))
+        .chain(opened.iter().map(|(id, _)| (id.as_str(), "opened", "opened from the run's traces")))
+        .collect();
+    for chunk in cacheable_chunks(&events, 200) {
+        let mut sql = Sql::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
+        sql.values(chunk, |row, (id, kind, detail)| {
+            row.bind(*id).bind(now).bind(None::<&str>).bind(*kind).bind(*detail);
+        });
+        tx.execute(sql).await?;
+    }
+    Ok(())
 }
-pub(crate) use open_from_traces;

@@ -8,16 +8,19 @@
 pub mod alerts;
 pub mod approvals;
 pub mod audit;
+pub mod dialect;
 pub mod escalations;
 pub mod metrics;
 pub mod policies;
 pub mod prices;
+pub mod reason_counts;
 pub mod recompute;
+pub mod retention;
 pub mod rules;
 pub mod runs;
 pub mod sessions;
-pub mod span_record;
 pub mod spans;
+pub mod sql;
 pub mod terms;
 #[cfg(feature = "test-support")]
 pub mod testing;
@@ -27,8 +30,9 @@ pub mod trends;
 pub mod users;
 pub mod wal;
 pub mod webhooks;
+pub mod write;
 
-use chrono::{DateTime, TimeZone, Utc};
+pub use crate::clock::{from_ms, now_ms};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
@@ -57,6 +61,10 @@ pub use on_pool;
 /// What a storage call can fail with, beyond a broken database.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// What was asked to be stored breaks a rule (a 400: the message says which).
+    #[error("{0}")]
+    Invalid(String),
+    /// It conflicts with what is stored (a duplicate, a state that changed).
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
@@ -187,14 +195,9 @@ impl Db {
     }
 }
 
-/// Milliseconds since the Unix epoch: how every timestamp is stored, on both backends, so
-/// comparisons and indexes behave the same.
-pub fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
-}
-
-pub fn from_ms(ms: i64) -> DateTime<Utc> {
-    Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+/// A stored chunk (spans or bodies) that does not parse, as the database error it is.
+pub fn corrupt(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Decode(Box::new(e))
 }
 
 fn is_unique_violation(err: &sqlx::Error) -> bool {

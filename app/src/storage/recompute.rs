@@ -6,7 +6,8 @@
 //! read: a run the ingest writer updated meanwhile was derived by it under the same new
 //! rules, and is left alone.
 
-use super::spans::{facts_of_runs, unpriced_json};
+use super::spans::facts_of_runs;
+use super::write::run_rows::unpriced_json;
 use super::{on_pool, Db, StoreResult};
 use crate::ingest::derive::{derive_run_with, Rules};
 use sqlx::QueryBuilder;

@@ -1,16 +1,17 @@
 //! Reading runs: the filtered, keyset-paginated list and one run in full.
 
-use super::span_record::{self, StoredSpan};
+use super::dialect::Backend;
 use super::spans;
-use super::{from_ms, now_ms, on_pool, terms, Db, StoreResult};
+use super::sql::{Arg, Sql};
+use super::{corrupt, from_ms, on_pool, Db, StoreResult};
 use crate::canonical::{
     CostSource, DuplicateView, QueryParams, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger,
     WaterfallSpan,
 };
 use crate::ingest::derive::{derive_run_with, Rules};
 use crate::ingest::failure::{failure_of, SpanOutcome};
+use crate::ingest::record::{self as span_record, StoredSpan};
 use serde::{Deserialize, Serialize};
-use sqlx::QueryBuilder;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Derived flags a run can be filtered by.
@@ -256,50 +257,6 @@ impl QueryParams {
     }
 }
 
-/// A value bound to a query assembled at run time.
-#[derive(Debug, Clone)]
-enum Arg {
-    Text(String),
-    Int(i64),
-    Float(f64),
-}
-
-/// SQL text with `$n` placeholders and, in order, the values they stand for. The list and
-/// the counts are assembled from the filters actually given, so each statement has only
-/// predicates the planner can use (no `$n IS NULL OR ...`).
-#[derive(Debug, Default)]
-struct Sql {
-    text: String,
-    args: Vec<Arg>,
-}
-
-impl Sql {
-    fn push(&mut self, text: &str) -> &mut Self {
-        self.text.push_str(text);
-        self
-    }
-
-    /// Adds a value and returns its placeholder.
-    fn bind(&mut self, arg: Arg) -> String {
-        self.args.push(arg);
-        format!("${}", self.args.len())
-    }
-}
-
-macro_rules! bind_args {
-    ($query:expr, $args:expr) => {{
-        let mut query = $query;
-        for arg in $args {
-            query = match arg {
-                Arg::Text(v) => query.bind(v.as_str()),
-                Arg::Int(v) => query.bind(*v),
-                Arg::Float(v) => query.bind(*v),
-            };
-        }
-        query
-    }};
-}
-
 /// How a statement spells the filtered columns: `runs` alone, or `run_tools rt` (whose
 /// started_ns and terminal_reason are copies of the run's) with `runs r` joined or not.
 struct Cols {
@@ -342,24 +299,24 @@ fn key_sql(sort: RunSort, c: &Cols) -> String {
 /// and `after` are passed so the counts can leave them out.
 fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, after: Option<&Cursor>, c: &Cols) {
     if let Some(r) = reason {
-        let p = sql.bind(Arg::Text(r.as_str().into()));
+        let p = sql.arg(r.as_str());
         sql.push(&format!(" AND {} = {p}", c.reason));
     }
     if let Some(agent) = &q.agent {
         // Part of the name, in any case: `billing` finds `Billing-Agent`.
-        let p = sql.bind(Arg::Text(format!("%{}%", like_escape(&agent.to_lowercase()))));
+        let p = sql.arg(format!("%{}%", like_escape(&agent.to_lowercase())));
         sql.push(&format!(" AND LOWER({}agent) LIKE {p} ESCAPE '\\'", c.runs));
     }
     if let Some(t) = q.trigger {
-        let p = sql.bind(Arg::Text(t.as_str().into()));
+        let p = sql.arg(t.as_str());
         sql.push(&format!(" AND {}run_trigger = {p}", c.runs));
     }
     if let Some(since) = q.since_ns {
-        let p = sql.bind(Arg::Int(since));
+        let p = sql.arg(since);
         sql.push(&format!(" AND {} >= {p}", c.started));
     }
     if let Some(until) = q.until_ns {
-        let p = sql.bind(Arg::Int(until));
+        let p = sql.arg(until);
         sql.push(&format!(" AND {} < {p}", c.started));
     }
     match q.flag {
@@ -376,14 +333,14 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
     }
     if let Some(cursor) = after {
         let value = match (cursor.key, q.sort) {
-            (SortKey::Float(v), _) => Arg::Float(v),
-            (SortKey::Int(v), RunSort::Cost) => Arg::Float(v as f64),
-            (SortKey::Int(v), _) => Arg::Int(v),
+            (SortKey::Float(v), _) => Arg::from(v),
+            (SortKey::Int(v), RunSort::Cost) => Arg::from(v as f64),
+            (SortKey::Int(v), _) => Arg::from(v),
         };
         let key = key_sql(q.sort, c);
-        let below = sql.bind(value.clone());
-        let equal = sql.bind(value);
-        let id = sql.bind(Arg::Text(cursor.run_id.clone()));
+        let below = sql.arg(value.clone());
+        let equal = sql.arg(value);
+        let id = sql.arg(cursor.run_id.clone());
         sql.push(&format!(" AND ({key} < {below} OR ({key} = {equal} AND {} < {id}))", c.run_id));
     }
 }
@@ -403,7 +360,7 @@ fn like_escape(text: &str) -> String {
 /// The runs a search term names by id: as run id, trace id, idempotency key or external
 /// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
 /// The term is tried as typed and in lower case (hex trace ids are stored in lower case).
-fn push_runs_named_by(sql: &mut Sql, term: &str, postgres: bool) {
+fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
     let mut variants = vec![term.to_string()];
     if term.to_lowercase() != term {
         variants.push(term.to_lowercase());
@@ -412,12 +369,12 @@ fn push_runs_named_by(sql: &mut Sql, term: &str, postgres: bool) {
         if i > 0 {
             sql.push(" UNION ");
         }
-        let t = sql.bind(Arg::Text(variant));
+        let t = sql.arg(variant);
         sql.push(&format!(
             "SELECT run_id FROM runs WHERE run_id = {t} \
              UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
              UNION {}",
-            terms::runs_with_term_sql(postgres, &t)
+            backend.runs_with_term(&t)
         ));
     }
 }
@@ -440,11 +397,11 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
 /// With one: the first page of the runs it names by id and the first page of the runs
 /// that called it as a tool (walking `run_tools` newest first), each filtered, then the
 /// page of their union in sort order; both arms stop after one page.
-fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
-    let mut sql = Sql::default();
+fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
+    let mut sql = Sql::new("");
     let order = |c: &Cols| format!(" ORDER BY {} DESC, {} DESC", key_sql(q.sort, c), c.run_id);
     let page = |sql: &mut Sql| {
-        let p = sql.bind(Arg::Int(limit));
+        let p = sql.arg(limit);
         sql.push(&format!(" LIMIT {p}"));
     };
     sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
@@ -456,7 +413,7 @@ fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
         return sql;
     };
     sql.push("run_id IN (SELECT run_id FROM (SELECT run_id FROM runs WHERE run_id IN (");
-    push_runs_named_by(&mut sql, term, postgres);
+    push_runs_named_by(&mut sql, term, backend);
     sql.push(")");
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
     sql.push(&order(&RUNS));
@@ -466,7 +423,7 @@ fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
     if tools.runs == "r." {
         sql.push(" JOIN runs r ON r.run_id = rt.run_id");
     }
-    let t = sql.bind(Arg::Text(q.search_tool.clone().unwrap_or_else(|| term.to_string())));
+    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
     sql.push(&format!(" WHERE rt.tool_name = {t}"));
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), tools);
     sql.push(&order(tools));
@@ -481,15 +438,15 @@ fn list_sql(q: &RunQuery, limit: i64, postgres: bool) -> Sql {
 /// With a search term, the runs that called it as a tool are counted from `run_tools`
 /// (joining `runs` only when a filter needs it) and the runs it names by id are added
 /// unless they were counted there already.
-fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
-    let mut sql = Sql::default();
+fn counts_sql(q: &RunQuery, backend: Backend) -> Sql {
+    let mut sql = Sql::new("");
     let Some(term) = q.term() else {
         sql.push("SELECT terminal_reason, COUNT(*) FROM runs WHERE 1 = 1");
         push_filters(&mut sql, q, None, None, &RUNS);
         sql.push(" GROUP BY terminal_reason");
         return sql;
     };
-    let t = sql.bind(Arg::Text(q.search_tool.clone().unwrap_or_else(|| term.to_string())));
+    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
     if q.filters_on_runs() {
         sql.push(&format!(
             "SELECT r.terminal_reason, COUNT(*) FROM run_tools rt JOIN runs r ON r.run_id = rt.run_id \
@@ -503,7 +460,7 @@ fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
         sql.push(" GROUP BY rt.terminal_reason");
     }
     sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
-    push_runs_named_by(&mut sql, term, postgres);
+    push_runs_named_by(&mut sql, term, backend);
     sql.push(&format!(
         ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
     ));
@@ -512,35 +469,11 @@ fn counts_sql(q: &RunQuery, postgres: bool) -> Sql {
     sql
 }
 
-/// Adds each reason's change in the number of runs (`BTreeMap<String, i64>`) to
-/// `run_reason_counts` inside the transaction `tx` that changed `runs`: one statement
-/// (a round trip per reason added a few to every ingest commit), rows in sorted order, so
-/// concurrent writers on PostgreSQL lock them in one order and never deadlock; callers
-/// run it last, so the rows are held only until the commit.
-macro_rules! apply_reason_deltas {
-    ($tx:ident, $deltas:expr) => {
-        let changed: Vec<(&str, i64)> =
-            $deltas.iter().filter(|(_, d)| **d != 0).map(|(reason, d)| (reason.as_str(), *d)).collect();
-        for chunk in $crate::storage::spans::cacheable_chunks(&changed, 64) {
-            let mut q = sqlx::QueryBuilder::new("INSERT INTO run_reason_counts (terminal_reason, runs) ");
-            q.push_values(chunk, |mut row, (reason, delta)| {
-                row.push_bind(*reason).push_bind(*delta);
-            });
-            q.push(" ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + excluded.runs");
-            q.build().execute(&mut *$tx).await?;
-        }
-    };
-}
-pub(crate) use apply_reason_deltas;
-
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let resolved = resolve_search(db, q).await?;
     let q = &resolved;
     let limit = q.limit.clamp(1, 500);
-    let sql = list_sql(q, limit + 1, matches!(db, Db::Postgres(_)));
-    let rows: Vec<RunRow> = on_pool!(db, pool => {
-        bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
-    })?;
+    let rows: Vec<RunRow> = db.fetch_all(list_sql(q, limit + 1, db.backend())).await?;
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect();
     let next = if more {
@@ -573,10 +506,7 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(Terminal
             sqlx::query_as("SELECT terminal_reason, runs FROM run_reason_counts").fetch_all(pool).await
         })?
     } else {
-        let sql = counts_sql(q, matches!(db, Db::Postgres(_)));
-        on_pool!(db, pool => {
-            bind_args!(sqlx::query_as(&sql.text), &sql.args).fetch_all(pool).await
-        })?
+        db.fetch_all(counts_sql(q, db.backend())).await?
     };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
@@ -614,113 +544,11 @@ pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Optio
     }))
 }
 
-/// Deletes runs that started before the retention horizon, with their spans and bodies,
-/// and bodies older than the body retention. Returns (runs, bodies) deleted.
-pub async fn apply_retention(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> StoreResult<(u64, u64)> {
-    let day_ns: i64 = 86_400 * 1_000_000_000;
-    let now_ns = now_ms() * 1_000_000;
-    let runs_before = now_ns - keep_runs_days * day_ns;
-    let bodies_before = now_ns - keep_bodies_days * day_ns;
-    let postgres = matches!(db, Db::Postgres(_));
-    let result: Result<(u64, u64), sqlx::Error> = on_pool!(db, pool => {
-        async {
-            // A batch of runs per transaction: their search terms are found in their
-            // stored spans, which are read inside it, under the same lock the write path
-            // takes (the write lock on SQLite, the run rows on PostgreSQL), so a span
-            // arriving meanwhile cannot leave a term behind.
-            let mut runs = 0u64;
-            loop {
-                let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
-                // With their numbers, by which their other rows are indexed.
-                let old_runs: Vec<(String, i64)> = sqlx::query_as(if postgres {
-                    "SELECT run_id, run_no FROM runs WHERE started_ns < $1 ORDER BY run_id LIMIT 500 FOR UPDATE"
-                } else {
-                    "SELECT run_id, run_no FROM runs WHERE started_ns < $1 LIMIT 500"
-                })
-                .bind(runs_before)
-                .fetch_all(&mut *tx)
-                .await?;
-                if old_runs.is_empty() {
-                    break;
-                }
-                if postgres {
-                    let mut q = QueryBuilder::new("SELECT run_id, records FROM span_chunks WHERE run_no IN (");
-                    let mut list = q.separated(", ");
-                    for (_, run_no) in &old_runs {
-                        list.push_bind(*run_no);
-                    }
-                    q.push(")");
-                    let chunks: Vec<(String, String)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                    let mut terms: BTreeSet<(String, String)> = BTreeSet::new();
-                    for (run, records) in &chunks {
-                        let facts = span_record::decode_facts(records).map_err(span_record::corrupt)?;
-                        terms.extend(
-                            facts.iter().flat_map(|f| span_record::search_terms(f).map(|t| (t.to_string(), run.clone()))),
-                        );
-                    }
-                    let terms: Vec<(String, String)> = terms.into_iter().collect();
-                    for part in terms.chunks(400) {
-                        let mut q = QueryBuilder::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
-                        q.push_values(part, |mut row, (term, run)| {
-                            row.push_bind(term.as_str()).push_bind(run.as_str());
-                        });
-                        q.push(")");
-                        q.build().execute(&mut *tx).await?;
-                    }
-                } else {
-                    // The chunks' term documents go before the chunks.
-                    let mut q = QueryBuilder::new(
-                        "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_no IN (",
-                    );
-                    let mut list = q.separated(", ");
-                    for (_, run_no) in &old_runs {
-                        list.push_bind(*run_no);
-                    }
-                    q.push("))");
-                    q.build().execute(&mut *tx).await?;
-                }
-                let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
-                for table in ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs", "run_tools", "runs"] {
-                    let mut q = QueryBuilder::new(format!("DELETE FROM {table} WHERE run_no IN ("));
-                    let mut list = q.separated(", ");
-                    for (_, run_no) in &old_runs {
-                        list.push_bind(*run_no);
-                    }
-                    q.push(")");
-                    if table == "runs" {
-                        q.push(" RETURNING terminal_reason");
-                        let gone: Vec<(String,)> = q.build_query_as().fetch_all(&mut *tx).await?;
-                        runs += gone.len() as u64;
-                        for (reason,) in gone {
-                            *reason_deltas.entry(reason).or_default() -= 1;
-                        }
-                    } else {
-                        q.build().execute(&mut *tx).await?;
-                    }
-                }
-                apply_reason_deltas!(tx, reason_deltas);
-                tx.commit().await?;
-            }
-            // Counted in spans whose bodies went, as before bodies were stored per run.
-            let bodies: Vec<i64> = sqlx::query_scalar(
-                "DELETE FROM body_chunks WHERE run_no IN \
-                 (SELECT run_no FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < $1) RETURNING spans",
-            )
-            .bind(bodies_before)
-            .fetch_all(pool)
-            .await?;
-            Ok((runs, bodies.iter().sum::<i64>() as u64))
-        }
-        .await
-    });
-    Ok(result?)
-}
-
 /// Bodies stored for a run, keyed by span id (for replay fixtures and the span panel).
 pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
     let mut out = Vec::new();
     for entry in stored_bodies(db, run_id).await? {
-        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(span_record::corrupt)?));
+        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(corrupt)?));
     }
     Ok(out)
 }
@@ -731,7 +559,7 @@ async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::St
     let chunks: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_all(pool).await)?;
     let mut out = Vec::new();
     for chunk in &chunks {
-        out.extend(span_record::decode_bodies(chunk).map_err(span_record::corrupt)?);
+        out.extend(span_record::decode_bodies(chunk).map_err(corrupt)?);
     }
     Ok(out)
 }

@@ -1,6 +1,9 @@
 //! The run search-term index: which runs an idempotency key or external resource id
 //! appears in, so an operator can paste either into the run search.
 //!
+//! Which values are terms is decided in one place, `ingest::record::terms_of`; how each
+//! backend stores and finds them is in `dialect`.
+//!
 //! On PostgreSQL it is the `run_terms` table, one row per (term, run).
 //!
 //! On SQLite it is an FTS5 index, `run_terms_fts` (migration 0015): one document per
@@ -31,19 +34,6 @@ pub fn document<'a>(terms: impl IntoIterator<Item = &'a str>) -> String {
         doc.push_str(&hex::encode_upper(term));
     }
     doc
-}
-
-/// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
-pub fn runs_with_term_sql(postgres: bool, placeholder: &str) -> String {
-    if postgres {
-        format!("SELECT run_id FROM run_terms WHERE term = {placeholder}")
-    } else {
-        // The phrase quotes make FTS5 read the token literally; hex has no quote in it.
-        format!(
-            "SELECT run_id FROM span_chunks WHERE id IN \
-             (SELECT rowid FROM run_terms_fts WHERE run_terms_fts MATCH '\"' || hex({placeholder}) || '\"')"
-        )
-    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 
 use super::{AgentToken, ApiError};
 use app::access::Scope;
-use app::approvals::hub::ApprovalHub;
 use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
 use app::ingest::redact::Redactor;
+use app::services::approval_hub::ApprovalHub;
 use app::storage::{approvals, now_ms, policies, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -104,7 +104,7 @@ fn requested_event(a: &Approval) -> app::notify::Event {
             "Expires at {}. Decide on the exact payload in Flightdeck.",
             a.expires_at.format("%Y-%m-%d %H:%M UTC")
         ),
-        link_path: format!("/approvals/{}", app::components::url::encode(&a.id)),
+        link_path: format!("/approvals/{}", app::url::encode(&a.id)),
         fields,
         data: serde_json::json!({
             "id": a.id, "run_id": a.run_id, "tool": a.tool, "payload_sha256": a.payload_sha256,

@@ -12,7 +12,7 @@ pub use auth::{AgentToken, TokenAuth};
 pub use error::ApiError;
 
 use app::access::Scope;
-use app::approvals::hub::ApprovalHub;
+use app::services::approval_hub::ApprovalHub;
 use app::storage::Db;
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;

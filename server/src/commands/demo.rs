@@ -3,7 +3,7 @@
 //! sees a populated console at once.
 
 use app::ingest::pipeline::prepare;
-use app::storage::{policies, spans, Db};
+use app::storage::{policies, write, Db};
 use loadgen::synth::{requests_for_shuffled, Synth, SynthOptions};
 
 pub async fn run(
@@ -25,7 +25,7 @@ pub async fn run(
     for request in requests_for_shuffled(&generated, 500, seed) {
         let prepared = prepare(&request, settings, &policies);
         rejected += prepared.rejected;
-        stored += spans::write(db, &prepared.spans, settings.body_policy).await?.stored;
+        stored += write::commit(db, &prepared.spans, settings.body_policy).await?.stored;
     }
     if rejected > 0 {
         anyhow::bail!("{rejected} demo spans were rejected: the synthesizer and ingest disagree");

@@ -9,7 +9,7 @@ use anyhow::Context;
 use app::state::AppState;
 use app::storage::rules::RulesCache;
 use app::storage::sessions::SessionStoreAny;
-use app::storage::{policies, runs, wal, webhooks, Db};
+use app::storage::{policies, retention, wal, webhooks, Db};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let rules = RulesCache::new(config.prices.clone());
     rules.refresh(&db).await?;
 
-    let mut approval_hub = app::approvals::hub::ApprovalHub::new();
+    let mut approval_hub = app::services::approval_hub::ApprovalHub::new();
     // Tuning knob: how often a long poll re-reads the database without a wake-up.
     if let Some(secs) = std::env::var("FLIGHTDECK_APPROVAL_RECHECK_SECONDS").ok().and_then(|s| s.parse().ok()) {
         approval_hub = approval_hub.with_recheck(Duration::from_secs(secs));
@@ -214,7 +214,7 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
             Ok(n) => tracing::info!(deliveries = n, "retention: deleted old webhook deliveries"),
             Err(e) => tracing::warn!(error = %e, "webhook retention failed; will retry"),
         }
-        match runs::apply_retention(&db, i64::from(run_days), i64::from(body_days)).await {
+        match retention::apply(&db, i64::from(run_days), i64::from(body_days)).await {
             Ok((0, 0)) => {}
             Ok((runs, bodies)) => {
                 tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
@@ -226,7 +226,7 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
 
 /// Every second: pending approval requests past their expiry become `expired`, and the
 /// agents waiting on them are woken.
-async fn expire_approvals(db: app::storage::Db, hub: app::approvals::hub::ApprovalHub) {
+async fn expire_approvals(db: app::storage::Db, hub: app::services::approval_hub::ApprovalHub) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     loop {
         every.tick().await;
@@ -284,7 +284,7 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
             e.what_was_done.len(),
             e.what_remains.len()
         ),
-        link_path: format!("/escalations/{}", app::components::url::encode(&e.id)),
+        link_path: format!("/escalations/{}", app::url::encode(&e.id)),
         fields,
         data: serde_json::to_value(e).unwrap_or_default(),
     }

@@ -6,7 +6,7 @@
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::BodyPolicy;
 use app::storage::rules::RulesCache;
-use app::storage::{spans, wal, Db};
+use app::storage::{wal, write, Db};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 
@@ -126,7 +126,7 @@ async fn run(
         let all: Vec<NormalizedSpan> = batch.iter_mut().flat_map(|j| std::mem::take(&mut j.spans)).collect();
         let started = Instant::now();
         // The prices and policies as they are now: runs are derived under them.
-        let result = spans::write_with(&db, &all, body_policy, &rules.current()).await;
+        let result = write::commit_with(&db, &all, body_policy, &rules.current()).await;
         tracing::debug!(
             spans = all.len(),
             exports = batch.len(),

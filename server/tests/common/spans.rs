@@ -51,5 +51,5 @@ pub async fn ingest(db: &Db, spans: Vec<Span>) {
     let settings = IngestSettings::default();
     let prepared = prepare(&request(spans), &settings, &[]);
     assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
-    app::storage::spans::write(db, &prepared.spans, settings.body_policy).await.unwrap();
+    app::storage::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
 }

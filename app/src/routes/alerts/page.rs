@@ -9,8 +9,8 @@ use leptos_meta::Title;
 
 #[component]
 pub fn AlertPage() -> impl IntoView {
-    // From the path, decoded once (see `components::url::path_id`).
-    let id = crate::components::url::path_id("/alerts/");
+    // From the path, decoded once (see `url::path_id`).
+    let id = crate::url::path_id("/alerts/");
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
     crate::components::layout::refresh_nav_after(acknowledge);
     let data = Resource::new(move || (id.get(), acknowledge.version().get()), |(id, _)| load_alert(id));

@@ -10,15 +10,15 @@ use crate::components::badges::Tag;
 use crate::components::payload::{pretty_json, ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc, Timestamp};
-use crate::components::url::run_href;
 use crate::functions::approvals::{load_approval, ApprovalView, CancelApproval, DecideApproval};
+use crate::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
 pub fn ApprovalPage() -> impl IntoView {
-    // From the path, decoded once (see `components::url::path_id`).
-    let id = crate::components::url::path_id("/approvals/");
+    // From the path, decoded once (see `url::path_id`).
+    let id = crate::url::path_id("/approvals/");
     let decide = ServerAction::<DecideApproval>::new();
     let cancel = ServerAction::<CancelApproval>::new();
     crate::components::layout::refresh_nav_after(decide);

@@ -7,10 +7,10 @@ pub mod page;
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::ErrorBox;
-use crate::components::time::{ago, format_utc};
-use crate::components::url::{encode, run_href};
+use crate::components::time::format_utc;
 use crate::escalations::Escalation;
 use crate::functions::escalations::{load_escalations, QueueView};
+use crate::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -27,10 +27,7 @@ pub fn reason_text(e: &Escalation) -> String {
     }
 }
 
-/// "backlog 17 min" style age without the "ago".
-pub fn backlog_age(since: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<chrono::Utc>) -> String {
-    ago(since, now).trim_end_matches(" ago").to_string()
-}
+pub use crate::components::time::backlog_age;
 
 #[component]
 pub fn EscalationsPage() -> impl IntoView {

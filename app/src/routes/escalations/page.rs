@@ -8,12 +8,12 @@ use crate::canonical::ToolCallView;
 use crate::components::badges::Tag;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
-use crate::components::url::run_href;
 use crate::escalations::{DoneItem, Resolution};
 use crate::functions::escalations::{
     load_escalation, ClaimEscalation, EscalationView, NoteEscalation, ReleaseEscalation, ResolveEscalation,
     TickEscalationItem,
 };
+use crate::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -29,8 +29,8 @@ struct Actions {
 
 #[component]
 pub fn EscalationPage() -> impl IntoView {
-    // From the path, decoded once (see `components::url::path_id`).
-    let id = crate::components::url::path_id("/escalations/");
+    // From the path, decoded once (see `url::path_id`).
+    let id = crate::url::path_id("/escalations/");
     let actions = Actions {
         claim: ServerAction::new(),
         release: ServerAction::new(),

@@ -8,8 +8,8 @@ use crate::canonical::{
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
-use crate::components::url::{encode, run_href};
 use crate::functions::runs::{load_run, load_span};
+use crate::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -18,8 +18,8 @@ use std::collections::HashMap;
 #[component]
 pub fn RunDetailPage() -> impl IntoView {
     let query = use_query_map();
-    // From the path, decoded once (see `components::url::path_id`).
-    let run_id = crate::components::url::path_id("/runs/");
+    // From the path, decoded once (see `url::path_id`).
+    let run_id = crate::url::path_id("/runs/");
     // Page 1 is the same with or without `?page=1`: selecting a span (whose link names the
     // page) must not reload the run, which empties the page for a moment and scrolls it
     // to the top.

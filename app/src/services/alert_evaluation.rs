@@ -3,11 +3,11 @@
 //! interval from the instance that leads (`storage::alerts::Leadership`); tests call it
 //! directly with a chosen clock.
 
-use super::lifecycle::reconcile;
-use super::rules::{self, Finding};
-use super::settings::RuleSettings;
-use super::{Alert, AlertRule, ItemKind};
-use crate::notify::{Event, EventKind, WebhookTarget};
+use crate::alerts::lifecycle::reconcile;
+use crate::alerts::rules::{self, Finding};
+use crate::alerts::settings::RuleSettings;
+use crate::alerts::{Alert, AlertRule};
+use crate::notify::{EventKind, WebhookTarget};
 use crate::storage::{alerts as store, Db, StoreResult};
 
 /// What one evaluation changed.
@@ -80,43 +80,4 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
         }
         AlertRule::FailedToRecover => rules::failed_to_recover(s, now_ms, &store::failed_runs(db, window_start).await?),
     })
-}
-
-/// The webhook event for an alert that fired or resolved.
-pub fn event(alert: &Alert, kind: EventKind) -> Event {
-    let (title, summary) = match kind {
-        EventKind::AlertResolved => {
-            (format!("Resolved: {}", alert.rule.title()), format!("No longer breached. It was: {}", alert.title))
-        }
-        _ => (
-            format!("{} alert: {}", capitalised(alert.severity.as_str()), alert.rule.title()),
-            format!("{}. Acknowledge it in Flightdeck.", alert.title),
-        ),
-    };
-    let mut fields = vec![
-        ("Value".to_string(), alert.unit.format(alert.value)),
-        ("Threshold".to_string(), alert.unit.format(alert.threshold)),
-        ("Since".to_string(), alert.fired_at.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
-    ];
-    if let Some(tool) = alert.subject.strip_prefix("tool:") {
-        fields.push(("Tool".to_string(), tool.to_string()));
-    }
-    let runs: Vec<&str> =
-        alert.items.iter().filter(|i| i.kind == ItemKind::Run).take(5).map(|i| i.id.as_str()).collect();
-    if !runs.is_empty() {
-        fields.push(("Runs".to_string(), runs.join(", ")));
-    }
-    Event {
-        kind,
-        title,
-        summary,
-        link_path: format!("/alerts/{}", crate::components::url::encode(&alert.id)),
-        fields,
-        data: serde_json::to_value(alert).unwrap_or_default(),
-    }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut chars = s.chars();
-    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }

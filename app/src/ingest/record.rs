@@ -15,133 +15,89 @@
 //! readers treat a missing key and `null` alike (migration 0013 writes `null`s).
 
 use crate::ingest::derive::SpanFacts;
-use crate::ingest::normalize::NormalizedSpan;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// The stored object, borrowing from the normalized span (the write side).
 #[derive(Serialize)]
-struct Out<'a> {
-    trace_id: &'a str,
-    span_id: &'a str,
+pub struct Record<'a> {
+    pub trace_id: &'a str,
+    pub span_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    parent_span_id: Option<&'a str>,
-    name: &'a str,
-    kind: i32,
-    start_ns: i64,
-    end_ns: i64,
-    status_code: i32,
+    pub parent_span_id: Option<&'a str>,
+    pub name: &'a str,
+    pub kind: i32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub status_code: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    status_message: Option<&'a str>,
+    pub status_message: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    agent: Option<&'a str>,
+    pub agent: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    trigger: Option<&'a str>,
+    pub trigger: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    terminal_reason: Option<&'a str>,
+    pub terminal_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    escalation_reason: Option<&'a str>,
+    pub escalation_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cost: Option<f64>,
+    pub cost: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    step_limit: Option<i64>,
+    pub step_limit: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cost_limit: Option<f64>,
+    pub cost_limit: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    wall_clock_ms: Option<i64>,
+    pub wall_clock_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    role: Option<&'a str>,
+    pub role: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    step_index: Option<i64>,
+    pub step_index: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    stop_reason: Option<&'a str>,
+    pub stop_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    model_id: Option<&'a str>,
+    pub model_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    input_tokens: Option<i64>,
+    pub input_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    output_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cache_tokens: Option<i64>,
+    pub cache_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cache_write_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning_tokens: Option<i64>,
+    pub reasoning_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_name: Option<&'a str>,
+    pub tool_name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    side_effect: Option<&'a str>,
+    pub side_effect: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    side_effect_declared: bool,
+    pub side_effect_declared: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    idempotency_key: Option<&'a str>,
+    pub idempotency_key: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    attempt: Option<i64>,
+    pub attempt: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<&'a str>,
+    pub outcome: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    latency_ms: Option<i64>,
+    pub latency_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    external_id: Option<&'a str>,
+    pub external_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    args_sha256: Option<&'a str>,
+    pub args_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    approval_id: Option<&'a str>,
+    pub approval_id: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    credential_in_arguments: bool,
+    pub credential_in_arguments: bool,
     // Last, so reading only the facts skips them in one stretch.
-    attributes: &'a Map<String, Value>,
-    events: &'a [Value],
-    resource: &'a RawValue,
+    pub attributes: &'a Map<String, Value>,
+    pub events: &'a [Value],
+    pub resource: &'a RawValue,
 }
 
-/// The stored object of `span` with its (redacted, body-free) attributes, events and
-/// resource: what [`NormalizedSpan::record`] holds.
-pub fn encode(span: &NormalizedSpan, attributes: &Map<String, Value>, events: &[Value], resource: &RawValue) -> String {
-    let out = Out {
-        trace_id: &span.trace_id,
-        span_id: &span.span_id,
-        parent_span_id: span.parent_span_id.as_deref(),
-        name: &span.name,
-        kind: span.kind,
-        start_ns: span.start_ns,
-        end_ns: span.end_ns,
-        status_code: span.status_code,
-        status_message: span.status_message.as_deref(),
-        agent: span.agent.as_deref(),
-        trigger: span.trigger.map(|t| t.as_str()),
-        terminal_reason: span.terminal_reason.map(|t| t.as_str()),
-        escalation_reason: span.escalation_reason.as_deref(),
-        cost: span.cost,
-        step_limit: span.step_limit,
-        cost_limit: span.cost_limit,
-        wall_clock_ms: span.wall_clock_ms,
-        role: span.role.map(|r| r.as_str()),
-        step_index: span.step_index,
-        stop_reason: span.stop_reason.as_deref(),
-        model_id: span.model_id.as_deref(),
-        input_tokens: span.input_tokens,
-        output_tokens: span.output_tokens,
-        cache_tokens: span.cache_tokens,
-        cache_write_tokens: span.cache_write_tokens,
-        reasoning_tokens: span.reasoning_tokens,
-        tool_name: span.tool_name.as_deref(),
-        side_effect: span.side_effect.map(|v| v.as_str()),
-        side_effect_declared: span.side_effect_declared,
-        idempotency_key: span.idempotency_key.as_deref(),
-        attempt: span.attempt,
-        outcome: span.outcome.map(|v| v.as_str()),
-        latency_ms: span.latency_ms,
-        external_id: span.external_id.as_deref(),
-        args_sha256: span.args_sha256.as_deref(),
-        approval_id: span.approval_id.as_deref(),
-        credential_in_arguments: span.credential_in_arguments,
-        attributes,
-        events,
-        resource,
-    };
-    serde_json::to_string(&out).expect("stored spans always serialize")
+/// The text of one stored object (normalization fills [`Record`] from a span).
+pub fn encode(record: &Record<'_>) -> String {
+    serde_json::to_string(record).expect("stored spans always serialize")
 }
 
 /// The stored records of one run as one chunk: a JSON array of them.
@@ -219,11 +175,6 @@ pub struct StoredSpan {
     pub resource: Box<RawValue>,
 }
 
-/// A stored chunk (spans or bodies) that does not parse, as the database error it is.
-pub fn corrupt(e: serde_json::Error) -> sqlx::Error {
-    sqlx::Error::Decode(Box::new(e))
-}
-
 /// A chunk's records as derivation's facts (the raw JSON fields are skipped unread).
 pub fn decode_facts(chunk: &str) -> serde_json::Result<Vec<SpanFacts>> {
     serde_json::from_str(chunk)
@@ -237,12 +188,27 @@ pub fn decode_spans(chunk: &str) -> serde_json::Result<Vec<StoredSpan>> {
 /// The terms a span can be searched by (idempotency key, external resource id): what the
 /// search-term index (`terms`) holds for its run.
 pub fn search_terms(facts: &SpanFacts) -> impl Iterator<Item = &str> {
-    facts.idempotency_key.as_deref().into_iter().chain(facts.external_id.as_deref())
+    terms_of(facts.idempotency_key.as_deref(), facts.external_id.as_deref())
+}
+
+/// The one rule for which of a span's values are searchable: its idempotency key and
+/// the external id of what it created, when not empty. Both the stored facts (read back
+/// when spans move or expire) and a span being written go through it, so both backends'
+/// indexes hold the same terms.
+pub fn terms_of<'a>(idempotency_key: Option<&'a str>, external_id: Option<&'a str>) -> impl Iterator<Item = &'a str> {
+    idempotency_key.into_iter().chain(external_id).filter(|t| !t.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_search_terms_are_the_non_empty_key_and_external_id() {
+        assert_eq!(terms_of(Some("key-1"), Some("ext-9")).collect::<Vec<_>>(), ["key-1", "ext-9"]);
+        assert_eq!(terms_of(Some(""), Some("ext-9")).collect::<Vec<_>>(), ["ext-9"]);
+        assert_eq!(terms_of(None, Some("")).count(), 0);
+    }
 
     #[test]
     fn absent_and_null_fields_read_alike() {

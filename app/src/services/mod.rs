@@ -1,0 +1,6 @@
+//! Services: the long-running parts that orchestrate domain rules and storage on the
+//! server, outside any request. Domain modules stay pure and storage only stores; these
+//! join them (as server functions and the server crate do for requests).
+
+pub mod alert_evaluation;
+pub mod approval_hub;

@@ -1,0 +1,56 @@
+//! Retention: runs that started before the horizon go with everything stored for them,
+//! and bodies go earlier than spans. In batches of 500 runs, each its own transaction, so
+//! a large sweep never holds the write lock for long and ingest goes on between batches.
+
+use super::sql::{Sql, Tx};
+use super::{now_ms, reason_counts, Db, StoreResult};
+use std::collections::BTreeMap;
+
+/// Runs per retention transaction.
+const RUNS_PER_BATCH: i64 = 500;
+/// Every table holding a run's rows, by run number, children first (`runs` last).
+const RUN_TABLES: [&str; 5] = ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs", "run_tools"];
+
+/// Deletes runs that started before the retention horizon, with their spans and bodies,
+/// and bodies older than the body retention. Returns (runs, bodies) deleted.
+pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> StoreResult<(u64, u64)> {
+    let day_ns: i64 = 86_400 * 1_000_000_000;
+    let now_ns = now_ms() * 1_000_000;
+    let mut runs = 0u64;
+    loop {
+        // The runs' search terms are found in their stored spans, read inside this
+        // transaction under the lock the write path takes (the write lock on SQLite, the
+        // run rows on PostgreSQL), so a span arriving meanwhile cannot leave one behind.
+        let mut tx = Tx::begin_write(db).await?;
+        let old_runs = tx.expired_runs_locked(now_ns - keep_runs_days * day_ns, RUNS_PER_BATCH).await?;
+        if old_runs.is_empty() {
+            break;
+        }
+        let numbered: Vec<(i64, &str)> = old_runs.iter().map(|(id, no)| (*no, id.as_str())).collect();
+        tx.forget_terms(&numbered).await?;
+        let run_nos = || old_runs.iter().map(|(_, no)| *no);
+        for table in RUN_TABLES {
+            let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no IN "));
+            sql.list(run_nos());
+            tx.execute(sql).await?;
+        }
+        let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
+        sql.list(run_nos()).push(" RETURNING terminal_reason");
+        let gone: Vec<(String,)> = tx.fetch_all(sql).await?;
+        runs += gone.len() as u64;
+        let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
+        for (reason,) in gone {
+            *deltas.entry(reason).or_default() -= 1;
+        }
+        reason_counts::apply(&mut tx, &deltas).await?;
+        tx.commit().await?;
+    }
+    // Counted in spans whose bodies went, as before bodies were stored per run.
+    let mut sql = Sql::new(
+        "DELETE FROM body_chunks WHERE run_no IN \
+         (SELECT run_no FROM runs WHERE ended_ns IS NOT NULL AND ended_ns < ",
+    );
+    sql.bind(now_ns - keep_bodies_days * day_ns).push(") RETURNING spans");
+    let bodies: Vec<(i64,)> = db.fetch_all(sql).await?;
+    Ok((runs, bodies.iter().map(|(n,)| *n).sum::<i64>() as u64))
+}

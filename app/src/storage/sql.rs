@@ -1,0 +1,372 @@
+//! Statements written once for both backends: SQL text with `$n` placeholders (which
+//! SQLite and PostgreSQL both accept) and the values bound to them, run on a pool or in a
+//! transaction of either backend.
+//!
+//! This is the storage interface the write path is built on. A statement is plain data
+//! ([`Sql`]); running it is one `match` on the backend, here, instead of a copy of the
+//! calling code per backend. What differs between the backends (locks, numbering, the
+//! search-term index) is in [`super::dialect`], one method per statement.
+
+use super::Db;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Arguments, FromRow, Postgres, Sqlite, Transaction};
+
+/// One bound value. Each kind carries its own `None`, because PostgreSQL types a NULL
+/// parameter by the kind it was bound as.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    Int(Option<i64>),
+    Float(Option<f64>),
+    Text(Option<String>),
+    Bool(Option<bool>),
+}
+
+macro_rules! arg_from {
+    ($($t:ty => |$v:ident| $e:expr),* $(,)?) => {
+        $(impl From<$t> for Arg {
+            fn from($v: $t) -> Arg {
+                $e
+            }
+        })*
+    };
+}
+
+arg_from! {
+    i64 => |v| Arg::Int(Some(v)),
+    Option<i64> => |v| Arg::Int(v),
+    f64 => |v| Arg::Float(Some(v)),
+    Option<f64> => |v| Arg::Float(v),
+    bool => |v| Arg::Bool(Some(v)),
+    Option<bool> => |v| Arg::Bool(v),
+    String => |v| Arg::Text(Some(v)),
+    Option<String> => |v| Arg::Text(v),
+    &str => |v| Arg::Text(Some(v.to_string())),
+    &String => |v| Arg::Text(Some(v.clone())),
+    Option<&str> => |v| Arg::Text(v.map(str::to_string)),
+    &Option<String> => |v| Arg::Text(v.clone()),
+}
+
+/// SQL text with `$n` placeholders and, in order, the values they stand for.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Sql {
+    text: String,
+    args: Vec<Arg>,
+}
+
+impl Sql {
+    pub fn new(text: impl Into<String>) -> Sql {
+        Sql { text: text.into(), args: Vec::new() }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Appends SQL text (never a value: values go through [`Sql::bind`]).
+    pub fn push(&mut self, text: &str) -> &mut Sql {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Adds a value and returns its placeholder, for text that uses it more than once.
+    pub fn arg(&mut self, value: impl Into<Arg>) -> String {
+        self.args.push(value.into());
+        format!("${}", self.args.len())
+    }
+
+    /// Appends a placeholder for `value`.
+    pub fn bind(&mut self, value: impl Into<Arg>) -> &mut Sql {
+        let placeholder = self.arg(value);
+        self.text.push_str(&placeholder);
+        self
+    }
+
+    /// Appends `(v1, v2, ...)`: a parenthesized list for `IN`.
+    pub fn list<T: Into<Arg>>(&mut self, values: impl IntoIterator<Item = T>) -> &mut Sql {
+        self.text.push('(');
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.bind(value);
+        }
+        self.text.push(')');
+        self
+    }
+
+    /// Appends `VALUES (...), (...)`, one tuple per row, its values added by `each`.
+    pub fn values<T>(
+        &mut self,
+        rows: impl IntoIterator<Item = T>,
+        mut each: impl FnMut(&mut Tuple<'_>, T),
+    ) -> &mut Sql {
+        self.text.push_str("VALUES ");
+        for (i, row) in rows.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.text.push('(');
+            let mut tuple = Tuple { sql: self, empty: true };
+            each(&mut tuple, row);
+            self.text.push(')');
+        }
+        self
+    }
+
+    fn into_sqlite(self) -> Result<(String, SqliteArguments<'static>), sqlx::Error> {
+        let mut out = SqliteArguments::default();
+        for arg in self.args {
+            match arg {
+                Arg::Int(v) => out.add(v),
+                Arg::Float(v) => out.add(v),
+                Arg::Text(v) => out.add(v),
+                Arg::Bool(v) => out.add(v),
+            }
+            .map_err(sqlx::Error::Encode)?;
+        }
+        Ok((self.text, out))
+    }
+
+    fn into_postgres(self) -> Result<(String, PgArguments), sqlx::Error> {
+        let mut out = PgArguments::default();
+        for arg in self.args {
+            match arg {
+                Arg::Int(v) => out.add(v),
+                Arg::Float(v) => out.add(v),
+                Arg::Text(v) => out.add(v),
+                Arg::Bool(v) => out.add(v),
+            }
+            .map_err(sqlx::Error::Encode)?;
+        }
+        Ok((self.text, out))
+    }
+}
+
+/// The values of one row of [`Sql::values`].
+pub struct Tuple<'a> {
+    sql: &'a mut Sql,
+    empty: bool,
+}
+
+impl Tuple<'_> {
+    pub fn bind(&mut self, value: impl Into<Arg>) -> &mut Self {
+        if !self.empty {
+            self.sql.text.push_str(", ");
+        }
+        self.empty = false;
+        self.sql.bind(value);
+        self
+    }
+}
+
+/// A row type both backends can decode (tuples of the usual types, `FromRow` structs).
+pub trait FromBothRows: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
+impl<T> FromBothRows for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
+
+/// Which backend a statement is for. The statements that differ are methods of [`Tx`]
+/// and [`Backend`] in `dialect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// An open transaction on either backend.
+pub enum Tx {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+impl Tx {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Tx::Sqlite(_) => Backend::Sqlite,
+            Tx::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Begins a transaction that will write. On SQLite it takes the write lock at once
+    /// (`BEGIN IMMEDIATE`), so concurrent writers queue on the busy timeout instead of
+    /// failing when a reader would upgrade; PostgreSQL locks rows as it goes.
+    pub async fn begin_write(db: &Db) -> Result<Tx, sqlx::Error> {
+        Ok(match db {
+            Db::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    /// Runs a statement; returns the number of rows it changed.
+    pub async fn execute(&mut self, sql: Sql) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Tx::Sqlite(tx) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_with(&text, args).execute(&mut **tx).await?.rows_affected()
+            }
+            Tx::Postgres(tx) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_with(&text, args).execute(&mut **tx).await?.rows_affected()
+            }
+        })
+    }
+
+    pub async fn fetch_all<T: FromBothRows>(&mut self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_all(&mut **tx).await
+            }
+            Tx::Postgres(tx) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_all(&mut **tx).await
+            }
+        }
+    }
+
+    pub async fn fetch_optional<T: FromBothRows>(&mut self, sql: Sql) -> Result<Option<T>, sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_optional(&mut **tx).await
+            }
+            Tx::Postgres(tx) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_optional(&mut **tx).await
+            }
+        }
+    }
+
+    pub async fn fetch_one<T: FromBothRows>(&mut self, sql: Sql) -> Result<T, sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_one(&mut **tx).await
+            }
+            Tx::Postgres(tx) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_one(&mut **tx).await
+            }
+        }
+    }
+
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+    }
+}
+
+impl Db {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Runs a statement outside any transaction; returns the number of rows it changed.
+    pub async fn execute(&self, sql: Sql) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Db::Sqlite(pool) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_with(&text, args).execute(pool).await?.rows_affected()
+            }
+            Db::Postgres(pool) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_with(&text, args).execute(pool).await?.rows_affected()
+            }
+        })
+    }
+
+    pub async fn fetch_all<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Db::Sqlite(pool) => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_all(pool).await
+            }
+            Db::Postgres(pool) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_all(pool).await
+            }
+        }
+    }
+}
+
+/// `items` in slices of `max`, then of descending powers of two: a statement's text
+/// depends on its row count, and with these few counts every statement the writer sends
+/// is prepared once per connection and then found in its cache, instead of a slice of
+/// whatever was left over being parsed anew (and evicting the others) on every commit.
+pub fn cacheable_chunks<T>(items: &[T], max: usize) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    chunk_sizes(items.len(), max).map(move |n| {
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        chunk
+    })
+}
+
+/// [`cacheable_chunks`] by value, for rows holding large texts: a bound `String` moves
+/// into the statement instead of being copied.
+pub fn cacheable_parts<T>(items: Vec<T>, max: usize) -> impl Iterator<Item = Vec<T>> {
+    let sizes = chunk_sizes(items.len(), max);
+    let mut rest = items.into_iter();
+    sizes.map(move |n| rest.by_ref().take(n).collect())
+}
+
+/// The sizes [`cacheable_chunks`] splits `len` items into.
+fn chunk_sizes(len: usize, max: usize) -> impl Iterator<Item = usize> {
+    let mut left = len;
+    std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let n = if left >= max { max } else { 1 << left.ilog2() };
+        left -= n;
+        Some(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_numbered_in_the_order_values_are_bound() {
+        let mut sql = Sql::new("INSERT INTO t (a, b) ");
+        sql.values([(1_i64, "x"), (2, "y")], |row, (a, b)| {
+            row.bind(a).bind(b);
+        });
+        sql.push(" WHERE c IN ").list(["p", "q"]);
+        assert_eq!(sql.text(), "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4) WHERE c IN ($5, $6)");
+        assert_eq!(sql.args.len(), 6);
+        assert_eq!(sql.args[1], Arg::Text(Some("x".into())));
+        assert_eq!(sql.args[2], Arg::Int(Some(2)));
+    }
+
+    #[test]
+    fn a_null_keeps_its_kind() {
+        assert_eq!(Arg::from(None::<i64>), Arg::Int(None));
+        assert_eq!(Arg::from(None::<&str>), Arg::Text(None));
+    }
+
+    #[test]
+    fn chunks_come_in_few_sizes_and_cover_everything_once() {
+        let items: Vec<u32> = (0..1_234).collect();
+        let sizes: Vec<usize> = cacheable_chunks(&items, 400).map(<[u32]>::len).collect();
+        assert_eq!(sizes, vec![400, 400, 400, 32, 2]);
+        let joined: Vec<u32> = cacheable_chunks(&items, 400).flatten().copied().collect();
+        assert_eq!(joined, items);
+        assert_eq!(cacheable_chunks(&items[..0], 400).count(), 0);
+        assert_eq!(cacheable_chunks(&items[..7], 400).map(<[u32]>::len).collect::<Vec<_>>(), vec![4, 2, 1]);
+    }
+
+    #[test]
+    fn parts_by_value_are_the_same_chunks() {
+        let items: Vec<String> = (0..1_234).map(|i| i.to_string()).collect();
+        let parts: Vec<Vec<String>> = cacheable_parts(items.clone(), 400).collect();
+        let chunks: Vec<Vec<String>> = cacheable_chunks(&items, 400).map(<[String]>::to_vec).collect();
+        assert_eq!(parts, chunks);
+        assert_eq!(cacheable_parts(Vec::<String>::new(), 400).count(), 0);
+    }
+}
