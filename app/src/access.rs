@@ -170,6 +170,15 @@ pub fn format_scopes(scopes: &[Scope]) -> String {
     scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
+/// Checks a username before it is stored: short, printable, no spaces.
+pub fn validate_username(username: &str) -> Result<(), String> {
+    let ok_chars = username.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
+    if username.is_empty() || username.len() > 64 || !ok_chars {
+        return Err(format!("invalid username `{username}`: use 1 to 64 letters, digits, or . - _ @"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +226,14 @@ mod tests {
     fn scopes_parse_and_reject_unknown_names() {
         assert_eq!(parse_scopes("read,ingest").unwrap(), vec![Scope::Ingest, Scope::Read]);
         assert!(parse_scopes("write").unwrap_err().contains("unknown scope `write`"));
+    }
+
+    #[test]
+    fn usernames_are_short_and_printable() {
+        assert!(validate_username("ana.lopez@example").is_ok());
+        for bad in ["", "two words", "tab\there", &"x".repeat(65), "emoji😀"] {
+            let message = validate_username(bad).unwrap_err();
+            assert!(message.contains("1 to 64 letters"), "{bad:?}: {message}");
+        }
     }
 }

@@ -49,6 +49,13 @@ impl AppError {
             AppError::Conflict(_) => 409,
             AppError::TooManyAttempts(_) => 429,
             AppError::Internal => 500,
+            // The request was wrong, not the server: arguments that do not decode, a
+            // function that does not exist, a method it does not take.
+            AppError::ServerFn(
+                ServerFnErrorErr::Args(_) | ServerFnErrorErr::MissingArg(_) | ServerFnErrorErr::Deserialization(_),
+            ) => 400,
+            AppError::ServerFn(ServerFnErrorErr::Registration(_)) => 404,
+            AppError::ServerFn(ServerFnErrorErr::UnsupportedRequestMethod(_)) => 405,
             AppError::ServerFn(_) => 500,
         }
     }
@@ -75,6 +82,7 @@ impl From<sqlx::Error> for AppError {
 impl From<crate::storage::StoreError> for AppError {
     fn from(err: crate::storage::StoreError) -> Self {
         match err {
+            crate::storage::StoreError::Invalid(m) => AppError::Invalid(m),
             crate::storage::StoreError::Conflict(m) => AppError::Conflict(m),
             crate::storage::StoreError::NotFound(m) => AppError::NotFound(m),
             crate::storage::StoreError::Database(e) => e.into(),

@@ -133,7 +133,7 @@ pub async fn create_user(
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
     let username = username.trim().to_string();
-    if let Err(message) = users::validate_username(&username) {
+    if let Err(message) = crate::access::validate_username(&username) {
         return ssr::fail(AppError::Invalid(message));
     }
     let mut roles = ticked_roles(role_viewer, role_approver, role_operator, role_admin);

@@ -3,6 +3,7 @@
 //! status changed.
 
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::access::validate_username;
 use crate::access::{format_roles, parse_roles, Role};
 use crate::models::UserSummary;
 
@@ -44,17 +45,8 @@ impl UserRecord {
     }
 }
 
-/// Checks a username before it is stored: short, printable, no spaces.
-pub fn validate_username(username: &str) -> Result<(), String> {
-    let ok_chars = username.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
-    if username.is_empty() || username.len() > 64 || !ok_chars {
-        return Err(format!("invalid username `{username}`: use 1 to 64 letters, digits, or . - _ @"));
-    }
-    Ok(())
-}
-
 pub async fn create(db: &Db, username: &str, password_hash: &str, roles: &[Role]) -> StoreResult<i64> {
-    validate_username(username).map_err(StoreError::Conflict)?;
+    validate_username(username).map_err(StoreError::Invalid)?;
     let sql = "INSERT INTO users (username, password_hash, roles, session_epoch, created_at) \
                VALUES ($1, $2, $3, 0, $4) RETURNING id";
     let roles = format_roles(roles);

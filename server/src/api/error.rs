@@ -44,6 +44,7 @@ impl ApiError {
 impl From<app::storage::StoreError> for ApiError {
     fn from(err: app::storage::StoreError) -> Self {
         match err {
+            app::storage::StoreError::Invalid(m) => ApiError::BadRequest(m),
             app::storage::StoreError::Conflict(m) => ApiError::Unprocessable(m),
             app::storage::StoreError::NotFound(m) => ApiError::NotFound(format!("{m} not found")),
             app::storage::StoreError::Database(e) => {
