@@ -300,6 +300,29 @@ async fn viewers_get_403_for_admin_pages_and_functions() {
 }
 
 #[tokio::test]
+async fn server_function_errors_carry_the_status_they_mean() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    let mut b = Browser::new(&app);
+    assert_eq!(b.login("victor", VICTOR_PASSWORD).await.status, StatusCode::OK);
+    // Arguments that do not decode are the caller's mistake, not the server's.
+    let garbage = Request::post("/fn/load_runs")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("sec-fetch-site", "same-origin")
+        .body(Body::from(r#"{"params":"#))
+        .unwrap();
+    let r = b.send(garbage).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body.contains("Args") || r.body.contains("Deserialization"), "{}", r.body);
+    let r = b.call("load_run", "").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "a missing argument: {}", r.body);
+    // An error a function returns keeps its own status (404 here), as before.
+    let r = b.call("load_run", "run_id=no-such-run").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    t.cleanup().await;
+}
+
+#[tokio::test]
 async fn admins_create_tokens_that_agents_use_until_revoked() {
     for t in TestDb::each_backend().await {
         let app = setup(&t).await;

@@ -4,6 +4,7 @@
 
 pub mod assets;
 mod csrf;
+mod fn_status;
 mod current_user;
 pub mod headers;
 mod page_guard;
@@ -57,7 +58,9 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
             move || shell(options.clone())
         })
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
-        // Layers run bottom-up: the session is loaded, then the user, then the page check.
+        // Layers run bottom-up: the session is loaded, then the user, then the page check;
+        // a server function's error gets its status last.
+        .layer(from_fn(fn_status::from_error))
         .layer(from_fn(page_guard::require_page_role))
         .layer(from_fn_with_state(state.db.clone(), current_user::load))
         .layer(sessions);
