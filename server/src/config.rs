@@ -310,7 +310,13 @@ impl Config {
             retention_days: o.retention_days.unwrap_or(30),
             redact_patterns: o.redact_patterns.unwrap_or_default(),
             mapping: o.mapping.unwrap_or_default(),
-            tool_policies: o.tool_policies.unwrap_or_default(),
+            tool_policies: {
+                let policies = o.tool_policies.unwrap_or_default();
+                for p in &policies {
+                    p.validate().map_err(|e| anyhow::anyhow!("[[tool_policies]] `{}`: {e}", p.pattern))?;
+                }
+                policies
+            },
             prices: {
                 let prices = o.prices.unwrap_or_default();
                 for p in &prices {
@@ -470,6 +476,13 @@ mod tests {
         let f = file("redact_patterns = [\"(\"]\n");
         let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
         assert!(c.ingest_settings().unwrap_err().to_string().contains("invalid redaction pattern"));
+        // A policy from the file is checked like one saved on the admin page.
+        let f = file("[[tool_policies]]\npattern = \"send_*\"\nside_effect = \"write\"\nrun_limit = 0\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("[[tool_policies]] `send_*`: per-run limit must be a whole number from 1"), "{err}");
+        let f = file("[[tool_policies]]\npattern = \"x\"\nside_effect = \"unknown\"\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("choose the side effect"), "{err}");
     }
 
     #[test]

@@ -286,21 +286,16 @@ pub async fn save_policy(
     let admin = ssr::require(crate::access::Role::Admin)?;
     let db = ssr::db()?;
     let pattern = pattern.trim().to_string();
-    if pattern.is_empty() || pattern.len() > 200 {
-        return ssr::fail(AppError::Invalid(
-            "a pattern needs 1 to 200 characters, e.g. send_* or delete_repository".into(),
-        ));
-    }
-    // No default: a class guessed for the admin would be applied as if they had said it.
-    if side_effect.trim().is_empty() {
-        return ssr::fail(AppError::Invalid(
-            "choose the side effect: none, read, write or irreversible (there is no default)".into(),
-        ));
-    }
-    let Some(side_effect) = SideEffect::parse(&side_effect).filter(|s| *s != SideEffect::Unknown) else {
-        return ssr::fail(AppError::Invalid(format!(
-            "unknown side effect `{side_effect}` (expected none, read, write or irreversible)"
-        )));
+    let side_effect = match side_effect.trim() {
+        "" => SideEffect::Unknown,
+        text => match SideEffect::parse(text).filter(|s| *s != SideEffect::Unknown) {
+            Some(class) => class,
+            None => {
+                return ssr::fail(AppError::Invalid(format!(
+                    "unknown side effect `{text}` (expected none, read, write or irreversible)"
+                )))
+            }
+        },
     };
     let approver_role = match approver_role.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
         None => crate::access::Role::Approver,
@@ -309,25 +304,24 @@ pub async fn save_policy(
             Err(e) => return ssr::fail(AppError::Invalid(e)),
         },
     };
-    let number = |field: &str, text: Option<String>, max: i64| -> Result<Option<i64>, AppError> {
+    // The form sends text; the ranges are the policy's own rule (`ToolPolicy::validate`).
+    let number = |field: &str, text: Option<String>| -> Result<Option<i64>, AppError> {
         match text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             None => Ok(None),
-            Some(t) => match t.parse::<i64>() {
-                Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
-                _ => Err(AppError::Invalid(format!("{field} must be a whole number from 1 to {max}, got `{t}`"))),
-            },
+            Some(t) => t
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| AppError::Invalid(format!("{field} must be a whole number, got `{t}`"))),
         }
     };
-    let expiry_seconds =
-        match number("expiry (seconds)", expiry_seconds, crate::approvals::payload::MAX_EXPIRES_IN_SECONDS) {
-            Ok(n) => n,
-            Err(e) => return ssr::fail(e),
-        };
-    let run_limit = match number("per-run limit", run_limit, 1_000_000) {
-        Ok(n) => n,
-        Err(e) => return ssr::fail(e),
-    };
-    let use_within_seconds = match number("use within (seconds)", use_within_seconds, 7 * 24 * 3600) {
+    let numbers = (|| {
+        Ok::<_, AppError>((
+            number("expiry (seconds)", expiry_seconds)?,
+            number("per-run limit", run_limit)?,
+            number("use within (seconds)", use_within_seconds)?,
+        ))
+    })();
+    let (expiry_seconds, run_limit, use_within_seconds) = match numbers {
         Ok(n) => n,
         Err(e) => return ssr::fail(e),
     };
@@ -340,6 +334,9 @@ pub async fn save_policy(
         run_limit,
         use_within_seconds,
     };
+    if let Err(why) = policy.validate() {
+        return ssr::fail(AppError::Invalid(why));
+    }
     policies::upsert(&db, &policy).await?;
     let detail = format!(
         "side effect {side_effect}; requires approval {}; approver role {approver_role}; expiry {}; per-run limit {}",

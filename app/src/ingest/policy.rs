@@ -50,6 +50,43 @@ impl ToolPolicy {
     }
 }
 
+/// The longest pattern a policy may have.
+pub const MAX_PATTERN_CHARS: usize = 200;
+/// The most executions per run a limit may allow.
+pub const MAX_RUN_LIMIT: i64 = 1_000_000;
+/// The longest an approval may stay usable after its decision.
+pub const MAX_USE_WITHIN_SECONDS: i64 = 7 * 24 * 3600;
+
+impl ToolPolicy {
+    /// Whether this policy can be applied, and if not, what to change. The one check for
+    /// every way a policy arrives: the admin page, the tools catalogue, the config file,
+    /// and storage itself.
+    pub fn validate(&self) -> Result<(), String> {
+        let chars = self.pattern.trim().chars().count();
+        if chars == 0 || chars > MAX_PATTERN_CHARS || self.pattern.trim() != self.pattern {
+            return Err(format!(
+                "a pattern needs 1 to {MAX_PATTERN_CHARS} characters without surrounding spaces, e.g. send_* or delete_repository"
+            ));
+        }
+        // No default: a class guessed for the admin would be applied as if they had said it.
+        if self.side_effect == SideEffect::Unknown {
+            return Err("choose the side effect: none, read, write or irreversible (there is no default)".into());
+        }
+        let max_expiry = crate::approvals::payload::MAX_EXPIRES_IN_SECONDS;
+        let ranges = [
+            ("expiry (seconds)", self.expiry_seconds, max_expiry),
+            ("per-run limit", self.run_limit, MAX_RUN_LIMIT),
+            ("use within (seconds)", self.use_within_seconds, MAX_USE_WITHIN_SECONDS),
+        ];
+        for (field, value, max) in ranges {
+            if let Some(n) = value.filter(|n| !(1..=max).contains(n)) {
+                return Err(format!("{field} must be a whole number from 1 to {max}, got {n}"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Whether `name` matches a `*`-wildcard pattern (case-sensitive, whole name).
 pub use crate::pattern::glob as glob_matches;
 
@@ -130,6 +167,28 @@ pub fn suggest_class(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_is_checked_the_same_wherever_it_comes_from() {
+        let ok = ToolPolicy {
+            expiry_seconds: Some(600),
+            run_limit: Some(3),
+            ..ToolPolicy::class("send_*", SideEffect::Write)
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let unknown = ToolPolicy::class("send_*", SideEffect::Unknown);
+        assert!(unknown.validate().unwrap_err().contains("choose the side effect"));
+        let empty = ToolPolicy::class(" ", SideEffect::Read);
+        assert!(empty.validate().unwrap_err().contains("1 to 200 characters"));
+        let long = ToolPolicy::class(&"x".repeat(201), SideEffect::Read);
+        assert!(long.validate().is_err());
+        let zero = ToolPolicy { run_limit: Some(0), ..ok.clone() };
+        assert_eq!(zero.validate().unwrap_err(), "per-run limit must be a whole number from 1 to 1000000, got 0");
+        let forever = ToolPolicy { use_within_seconds: Some(MAX_USE_WITHIN_SECONDS + 1), ..ok.clone() };
+        assert!(forever.validate().unwrap_err().starts_with("use within (seconds)"));
+    }
+
     use super::*;
 
     #[test]

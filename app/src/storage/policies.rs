@@ -1,7 +1,7 @@
 //! Tool policies: tool-name patterns, the side-effect class they imply, and the approval
 //! rules for the tools they match.
 
-use super::{now_ms, on_pool, Db, StoreResult};
+use super::{now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
@@ -48,6 +48,7 @@ pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
 
 /// Creates or replaces the policy for `pattern`.
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
+    policy.validate().map_err(|why| StoreError::Invalid(format!("tool policy `{}`: {why}", policy.pattern)))?;
     let sql = format!(
         "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
          ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \

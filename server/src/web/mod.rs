@@ -4,8 +4,8 @@
 
 pub mod assets;
 mod csrf;
-mod fn_status;
 mod current_user;
+mod fn_status;
 pub mod headers;
 mod page_guard;
 pub mod paths;
