@@ -819,7 +819,7 @@ async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage
         serde_json::json!({"run_id": "run-approved", "tool": "send_email", "arguments": args, "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
     let requester = app::storage::approvals::Requester { name: "agent", token_id: None };
-    let (a, _) = app::storage::approvals::create(db, &request, None, requester).await.unwrap();
+    let (a, _) = app::storage::approvals::create(db, &request, None, requester, &[]).await.unwrap();
     if let Some(d) = decision {
         let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
         app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason).await.unwrap();
@@ -917,7 +917,7 @@ async fn approved_for(db: &Db, run: &str, step: i64, key: &str, args: &Value, to
     let body = serde_json::json!({"run_id": run, "step_index": step, "tool": "send_email", "arguments": args,
         "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
-    let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }).await.unwrap();
+    let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }, &[]).await.unwrap();
     decide(db, &a.id, Decision::Approve, &a.payload_sha256, "alice", None).await.unwrap();
     a.id
 }

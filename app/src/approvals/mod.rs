@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 pub mod check;
 pub mod display;
 #[cfg(feature = "ssr")]
+pub mod notification;
+#[cfg(feature = "ssr")]
 pub mod payload;
 
 vocabulary! {

@@ -189,8 +189,6 @@ mod tests {
         assert!(forever.validate().unwrap_err().starts_with("use within (seconds)"));
     }
 
-    use super::*;
-
     #[test]
     fn suggestions_come_from_annotations_first_then_the_name() {
         assert_eq!(suggest_class("send_email", None, None).unwrap().0, SideEffect::Irreversible);

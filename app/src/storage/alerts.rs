@@ -3,6 +3,7 @@
 //! history), the last evaluation, and the leader lock that lets one instance of several
 //! evaluate.
 
+use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::alerts::lifecycle::{OpenAlert, Transition};
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
@@ -263,41 +264,54 @@ pub async fn apply(
     let resolve =
         "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
     let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
-    on_pool!(db, pool => {
-        let mut tx = pool.begin().await?;
-        let mut announced = Vec::new();
-        for t in transitions {
-            match t {
-                Transition::Fire(f) => {
-                    let id = new_id();
-                    sqlx::query(insert)
-                        .bind(&id).bind(rule.as_str()).bind(&f.subject).bind(severity.as_str()).bind(&f.title)
-                        .bind(f.value).bind(f.threshold).bind(unit_text(f.unit)).bind(items_json(&f.items)).bind(now)
-                        .execute(&mut *tx).await?;
-                    let row: AlertRow = sqlx::query_as(&select).bind(&id).fetch_one(&mut *tx).await?;
-                    announced.push((EventKind::AlertFiring, row.into_alert()));
-                }
-                Transition::Refresh { id, finding: f } => {
-                    sqlx::query(refresh)
-                        .bind(id).bind(severity.as_str()).bind(&f.title).bind(f.value).bind(f.threshold)
-                        .bind(unit_text(f.unit)).bind(items_json(&f.items)).bind(now)
-                        .execute(&mut *tx).await?;
-                }
-                Transition::Resolve { id } => {
-                    let done = sqlx::query(resolve).bind(id).bind(now).execute(&mut *tx).await?;
-                    if done.rows_affected() == 1 {
-                        let row: AlertRow = sqlx::query_as(&select).bind(id).fetch_one(&mut *tx).await?;
-                        announced.push((EventKind::AlertResolved, row.into_alert()));
-                    }
+    let mut tx = Tx::begin_write(db).await?;
+    let mut announced = Vec::new();
+    for t in transitions {
+        match t {
+            Transition::Fire(f) => {
+                let id = new_id();
+                let args = vec![
+                    id.as_str().into(),
+                    rule.as_str().into(),
+                    f.subject.as_str().into(),
+                    severity.as_str().into(),
+                    f.title.as_str().into(),
+                    f.value.into(),
+                    f.threshold.into(),
+                    unit_text(f.unit).into(),
+                    items_json(&f.items).into(),
+                    now.into(),
+                ];
+                tx.execute(Sql::with_args(insert, args)).await?;
+                let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
+                announced.push((EventKind::AlertFiring, row.into_alert()));
+            }
+            Transition::Refresh { id, finding: f } => {
+                let args = vec![
+                    id.as_str().into(),
+                    severity.as_str().into(),
+                    f.title.as_str().into(),
+                    f.value.into(),
+                    f.threshold.into(),
+                    unit_text(f.unit).into(),
+                    items_json(&f.items).into(),
+                    now.into(),
+                ];
+                tx.execute(Sql::with_args(refresh, args)).await?;
+            }
+            Transition::Resolve { id } => {
+                if tx.execute(Sql::with_args(resolve, vec![id.as_str().into(), now.into()])).await? == 1 {
+                    let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
+                    announced.push((EventKind::AlertResolved, row.into_alert()));
                 }
             }
         }
-        for (kind, alert) in &announced {
-            super::webhooks::enqueue_in(&mut *tx, &crate::alerts::notification::event(alert, *kind), targets).await?;
-        }
-        tx.commit().await?;
-        Ok(announced)
-    })
+    }
+    for (kind, alert) in &announced {
+        super::webhooks::enqueue_in(&mut tx, &crate::alerts::notification::event(alert, *kind), targets).await?;
+    }
+    tx.commit().await?;
+    Ok(announced)
 }
 
 /// Open alerts (firing first, then acknowledged; critical first; oldest first), or with

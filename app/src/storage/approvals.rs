@@ -6,6 +6,7 @@ use super::sql::{Sql, Tx};
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::approvals::check::{self, ApprovalFacts};
+use crate::approvals::notification::requested_event;
 use crate::approvals::payload::{
     arguments_sha256, canonical_json, expiry_seconds, payload_sha256, ValidRequest, DEFAULT_USE_WITHIN_SECONDS,
 };
@@ -14,6 +15,7 @@ use crate::canonical::{RunDetail, SideEffect};
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::normalize::NormalizedSpan;
 use crate::ingest::policy::ToolPolicy;
+use crate::notify::WebhookTarget;
 use std::collections::{BTreeMap, BTreeSet};
 
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
@@ -101,6 +103,7 @@ pub async fn create(
     request: &ValidRequest,
     policy: Option<&ToolPolicy>,
     requested_by: Requester<'_>,
+    targets: &[WebhookTarget],
 ) -> StoreResult<(Approval, bool)> {
     let payload = payload_sha256(&request.tool, &request.arguments);
     if let Some(existing) = by_idempotency_key(db, request).await? {
@@ -118,37 +121,43 @@ pub async fn create(
          'pending', $14, $15, NULL, NULL, NULL, NULL, $16, $17, NULL)"
     );
     let display = serde_json::to_string(&request.display).unwrap_or_else(|_| "[]".into());
-    let result = on_pool!(db, pool => sqlx::query(&sql)
-        .bind(&id)
-        .bind(&request.run_id)
-        .bind(request.step_index)
-        .bind(&request.tool)
-        .bind(canonical_json(&request.stored_arguments))
-        .bind(&display)
-        .bind(&request.idempotency_key)
-        .bind(&payload)
-        .bind(arguments_sha256(&request.arguments))
-        .bind(policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str())
-        .bind(policy.map(|p| p.approver_role).unwrap_or(Role::Approver).as_str())
-        .bind(&agent)
-        .bind(requested_by.name)
-        .bind(now)
-        .bind(now + expires_in * 1000)
-        .bind(policy.and_then(|p| p.use_within_seconds))
-        .bind(requested_by.token_id)
-        .execute(pool)
-        .await
-        .map(|_| ()));
-    match result {
-        Ok(()) => {}
+    let args = vec![
+        id.as_str().into(),
+        request.run_id.as_str().into(),
+        request.step_index.into(),
+        request.tool.as_str().into(),
+        canonical_json(&request.stored_arguments).into(),
+        display.into(),
+        (&request.idempotency_key).into(),
+        payload.as_str().into(),
+        arguments_sha256(&request.arguments).into(),
+        policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str().into(),
+        policy.map(|p| p.approver_role).unwrap_or(Role::Approver).as_str().into(),
+        agent.into(),
+        requested_by.name.into(),
+        now.into(),
+        (now + expires_in * 1000).into(),
+        policy.and_then(|p| p.use_within_seconds).into(),
+        requested_by.token_id.into(),
+    ];
+    // The request and its notification in one transaction (the outbox): a request is
+    // never filed without its webhook queued, nor a webhook queued for no request.
+    let mut tx = Tx::begin_write(db).await?;
+    match tx.execute(Sql::with_args(sql, args)).await {
+        Ok(_) => {}
         // Two agents raced with the same key: the first insert won; answer as for a repeat.
         Err(e) if is_unique_violation(&e) => {
+            drop(tx);
             let existing = by_idempotency_key(db, request).await?.ok_or(StoreError::Database(e))?;
             return same_payload(existing, &payload, request).map(|a| (a, false));
         }
         Err(e) => return Err(e.into()),
     }
-    let created = get(db, &id).await?.ok_or_else(|| StoreError::NotFound(format!("approval {id}")))?;
+    let select = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
+    let row: ApprovalRow = tx.fetch_one(Sql::with_args(select, vec![id.as_str().into()])).await?;
+    let created = Approval::from(row);
+    super::webhooks::enqueue_in(&mut tx, &requested_event(&created), targets).await?;
+    tx.commit().await?;
     Ok((created, true))
 }
 

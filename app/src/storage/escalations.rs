@@ -397,25 +397,19 @@ pub async fn announce(
         return Ok(Vec::new());
     }
     let now = now_ms();
-    on_pool!(db, pool => {
-        let mut tx = pool.begin().await?;
-        let mut announced: Vec<String> = Vec::new();
-        for chunk in cacheable_chunks(due, 100) {
-            let mut q = sqlx::QueryBuilder::new("UPDATE escalations SET notified_at = ");
-            q.push_bind(now).push(" WHERE notified_at IS NULL AND id IN (");
-            let mut list = q.separated(", ");
-            for e in chunk {
-                list.push_bind(e.id.as_str());
-            }
-            q.push(") RETURNING id");
-            announced.extend(q.build_query_scalar::<String>().fetch_all(&mut *tx).await?);
-        }
-        for e in due.iter().filter(|e| announced.contains(&e.id)) {
-            super::webhooks::enqueue_in(&mut *tx, &event(e), targets).await?;
-        }
-        tx.commit().await?;
-        Ok(announced)
-    })
+    let mut tx = Tx::begin_write(db).await?;
+    let mut announced: Vec<String> = Vec::new();
+    for chunk in cacheable_chunks(due, 100) {
+        let mut sql = Sql::new("UPDATE escalations SET notified_at = ");
+        sql.bind(now).push(" WHERE notified_at IS NULL AND id IN ");
+        sql.list(chunk.iter().map(|e| e.id.as_str())).push(" RETURNING id");
+        announced.extend(tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(id,)| id));
+    }
+    for e in due.iter().filter(|e| announced.contains(&e.id)) {
+        super::webhooks::enqueue_in(&mut tx, &event(e), targets).await?;
+    }
+    tx.commit().await?;
+    Ok(announced)
 }
 
 /// Inside the ingest transaction: opens an escalation for every recomputed run that

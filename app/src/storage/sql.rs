@@ -59,6 +59,11 @@ impl Sql {
         Sql { text: text.into(), args: Vec::new() }
     }
 
+    /// A statement whose `$1`, `$2`... stand for `args`, in order.
+    pub fn with_args(text: impl Into<String>, args: Vec<Arg>) -> Sql {
+        Sql { text: text.into(), args }
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }

@@ -7,6 +7,7 @@
 //! dies mid-send loses the lease when it expires and another tries again (so receivers may,
 //! rarely, see a delivery twice: they can recognise it by its `X-Flightdeck-Delivery` id).
 
+use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, on_pool, Db, StoreResult};
 use crate::models::WebhookDelivery;
 use crate::notify::{Event, RetryPolicy, WebhookFormat, WebhookTarget};
@@ -25,33 +26,16 @@ const MAX_ERROR_CHARS: usize = 500;
 /// Queues `event` for every target that wants its kind; returns how many deliveries were
 /// queued. All or none: one transaction.
 pub async fn enqueue(db: &Db, event: &Event, targets: &[WebhookTarget]) -> StoreResult<usize> {
-    on_pool!(db, pool => {
-        let mut tx = pool.begin().await?;
-        let n = enqueue_in(&mut *tx, event, targets).await?;
-        tx.commit().await?;
-        Ok(n)
-    })
+    let mut tx = Tx::begin_write(db).await?;
+    let n = enqueue_in(&mut tx, event, targets).await?;
+    tx.commit().await?;
+    Ok(n)
 }
 
-/// [`enqueue`] on a connection the caller holds, usually inside the transaction that records
-/// what the event is about, so the thing and its notification are committed together:
-///
-/// ```ignore
-/// on_pool!(db, pool => {
-///     let mut tx = pool.begin().await?;
-///     /* insert the approval request */
-///     webhooks::enqueue_in(&mut *tx, &event, &targets).await?;
-///     tx.commit().await?;
-/// })
-/// ```
-pub async fn enqueue_in<C>(conn: &mut C, event: &Event, targets: &[WebhookTarget]) -> StoreResult<usize>
-where
-    C: sqlx::Connection,
-    for<'e> &'e mut C: sqlx::Executor<'e, Database = C::Database>,
-    for<'q> <C::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, C::Database>,
-    String: for<'q> sqlx::Encode<'q, C::Database> + sqlx::Type<C::Database>,
-    i64: for<'q> sqlx::Encode<'q, C::Database> + sqlx::Type<C::Database>,
-{
+/// [`enqueue`] inside the transaction that records what the event is about, so the thing
+/// and its notification are committed together or not at all (the outbox pattern): an
+/// approval request, an alert transition, an escalation announcement.
+pub async fn enqueue_in(tx: &mut Tx, event: &Event, targets: &[WebhookTarget]) -> StoreResult<usize> {
     let sql = "INSERT INTO webhook_deliveries \
                (event_kind, event, target_name, target_url, format, status, attempts, next_attempt_at, created_at) \
                VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6)";
@@ -59,15 +43,15 @@ where
     let now = now_ms();
     let mut queued = 0;
     for target in targets.iter().filter(|t| t.wants(event.kind)) {
-        sqlx::query(sql)
-            .bind(event.kind.as_str().to_string())
-            .bind(json.clone())
-            .bind(target.name.clone())
-            .bind(target.url.clone())
-            .bind(target.format.as_str().to_string())
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
+        let args = vec![
+            event.kind.as_str().into(),
+            json.as_str().into(),
+            target.name.as_str().into(),
+            target.url.as_str().into(),
+            target.format.as_str().into(),
+            now.into(),
+        ];
+        tx.execute(Sql::with_args(sql, args)).await?;
         queued += 1;
     }
     Ok(queued)
@@ -379,14 +363,13 @@ mod tests {
     async fn enqueue_in_commits_with_the_callers_transaction() {
         for t in TestDb::each_backend().await {
             let targets = [target("a", None)];
-            on_pool!(&t.db, pool => {
-                let mut tx = pool.begin().await.unwrap();
-                enqueue_in(&mut *tx, &event(EventKind::EscalationOpened), &targets).await.unwrap();
-                tx.rollback().await.unwrap();
-                let mut tx = pool.begin().await.unwrap();
-                enqueue_in(&mut *tx, &event(EventKind::EscalationOpened), &targets).await.unwrap();
-                tx.commit().await.unwrap();
-            });
+            // Dropped without a commit: rolled back, nothing queued.
+            let mut tx = Tx::begin_write(&t.db).await.unwrap();
+            enqueue_in(&mut tx, &event(EventKind::EscalationOpened), &targets).await.unwrap();
+            drop(tx);
+            let mut tx = Tx::begin_write(&t.db).await.unwrap();
+            enqueue_in(&mut tx, &event(EventKind::EscalationOpened), &targets).await.unwrap();
+            tx.commit().await.unwrap();
             assert_eq!(count(&t.db, status::PENDING).await.unwrap(), 1, "{}", t.backend());
             t.cleanup().await;
         }

@@ -74,43 +74,15 @@ pub async fn create(
     request.redact(&redactor);
     let policy = policies::for_tool(&db, &request.tool).await?;
     let requester = approvals::Requester { name: &token.name, token_id: Some(token.id) };
-    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), requester).await?;
+    // The request and its `approval.requested` webhook are committed together (the
+    // outbox); delivery, with retries, never delays the agent.
+    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), requester, &webhooks).await?;
     if created {
         tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
         hub.announce(&db, &approval.id).await;
-        // Queued in the durable outbox: delivery (with retries) never delays the agent.
-        if let Err(e) = app::storage::webhooks::enqueue(&db, &requested_event(&approval), &webhooks).await {
-            tracing::warn!(error = %e, approval = %approval.id, "could not queue the approval webhook");
-        }
     }
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(approval.into())))
-}
-
-/// The `approval.requested` webhook event: what an approver needs to decide whether to
-/// open the request now.
-fn requested_event(a: &Approval) -> app::notify::Event {
-    let mut fields = vec![
-        ("Tool".to_string(), a.tool.clone()),
-        ("Side effect".to_string(), a.side_effect.to_string()),
-        ("Run".to_string(), a.run_id.clone()),
-        ("Agent".to_string(), a.agent.clone().unwrap_or_else(|| "unknown".into())),
-    ];
-    fields.extend(a.display.iter().take(3).map(|f| (f.label.clone(), f.value.clone())));
-    app::notify::Event {
-        kind: app::notify::EventKind::ApprovalRequested,
-        title: format!("Approval requested: {}", a.tool),
-        summary: format!(
-            "Expires at {}. Decide on the exact payload in Flightdeck.",
-            a.expires_at.format("%Y-%m-%d %H:%M UTC")
-        ),
-        link_path: format!("/approvals/{}", app::url::encode(&a.id)),
-        fields,
-        data: serde_json::json!({
-            "id": a.id, "run_id": a.run_id, "tool": a.tool, "payload_sha256": a.payload_sha256,
-            "expires_at": a.expires_at, "agent": a.agent, "step_index": a.step_index,
-        }),
-    }
 }
 
 #[derive(Debug, Deserialize)]
