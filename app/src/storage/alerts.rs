@@ -199,8 +199,8 @@ struct AlertRow {
 }
 
 impl AlertRow {
-    fn into_alert(self) -> Alert {
-        Alert {
+    fn into_alert(self) -> Result<Alert, sqlx::Error> {
+        Ok(Alert {
             id: self.id,
             rule: AlertRule::parse(&self.rule).unwrap_or(AlertRule::ApprovalViolation),
             subject: self.subject,
@@ -210,13 +210,13 @@ impl AlertRow {
             value: self.value,
             threshold: self.threshold,
             unit: serde_json::from_value(serde_json::Value::String(self.unit)).unwrap_or(Unit::Count),
-            items: serde_json::from_str(&self.items).unwrap_or_default(),
+            items: super::stored_json(&self.items)?,
             fired_at: from_ms(self.fired_at),
             last_breach_at: from_ms(self.last_breach_at),
             acknowledged_by: self.acknowledged_by,
             acknowledged_at: self.acknowledged_at.map(from_ms),
             resolved_at: self.resolved_at.map(from_ms),
-        }
+        })
     }
 }
 
@@ -284,7 +284,7 @@ pub async fn apply(
                 ];
                 tx.execute(Sql::with_args(insert, args)).await?;
                 let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
-                announced.push((EventKind::AlertFiring, row.into_alert()));
+                announced.push((EventKind::AlertFiring, row.into_alert()?));
             }
             Transition::Refresh { id, finding: f } => {
                 let args = vec![
@@ -302,7 +302,7 @@ pub async fn apply(
             Transition::Resolve { id } => {
                 if tx.execute(Sql::with_args(resolve, vec![id.as_str().into(), now.into()])).await? == 1 {
                     let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
-                    announced.push((EventKind::AlertResolved, row.into_alert()));
+                    announced.push((EventKind::AlertResolved, row.into_alert()?));
                 }
             }
         }
@@ -327,13 +327,13 @@ pub async fn list(db: &Db, resolved: bool, limit: i64) -> StoreResult<Vec<Alert>
         )
     };
     let rows: Vec<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(AlertRow::into_alert).collect())
+    Ok(rows.into_iter().map(AlertRow::into_alert).collect::<Result<_, _>>()?)
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Alert>> {
     let sql = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     let row: Option<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
-    Ok(row.map(AlertRow::into_alert))
+    Ok(row.map(AlertRow::into_alert).transpose()?)
 }
 
 /// How many alerts are firing (nobody acknowledged) and how many are acknowledged.

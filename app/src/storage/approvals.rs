@@ -52,15 +52,16 @@ struct ApprovalRow {
     use_by: Option<i64>,
 }
 
-impl From<ApprovalRow> for Approval {
-    fn from(r: ApprovalRow) -> Self {
-        Approval {
+impl TryFrom<ApprovalRow> for Approval {
+    type Error = sqlx::Error;
+    fn try_from(r: ApprovalRow) -> Result<Self, sqlx::Error> {
+        Ok(Approval {
             id: r.id,
             run_id: r.run_id,
             step_index: r.step_index,
             tool: r.tool,
             arguments: r.arguments,
-            display: serde_json::from_str(&r.display).unwrap_or_default(),
+            display: super::stored_json(&r.display)?,
             idempotency_key: r.idempotency_key,
             payload_sha256: r.payload_sha256,
             side_effect: SideEffect::parse(&r.side_effect).unwrap_or(SideEffect::Unknown),
@@ -75,7 +76,7 @@ impl From<ApprovalRow> for Approval {
             reason: r.reason,
             used_by_span: r.used_by_span,
             use_by: r.use_by.map(from_ms),
-        }
+        })
     }
 }
 
@@ -155,7 +156,7 @@ pub async fn create(
     }
     let select = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
     let row: ApprovalRow = tx.fetch_one(Sql::with_args(select, vec![id.as_str().into()])).await?;
-    let created = Approval::from(row);
+    let created = Approval::try_from(row)?;
     super::webhooks::enqueue_in(&mut tx, &requested_event(&created), targets).await?;
     tx.commit().await?;
     Ok((created, true))
@@ -181,13 +182,13 @@ async fn by_idempotency_key(db: &Db, request: &ValidRequest) -> StoreResult<Opti
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 AND idempotency_key = $2");
     let row: Option<ApprovalRow> =
         on_pool!(db, pool => sqlx::query_as(&sql).bind(&request.run_id).bind(key).fetch_optional(pool).await)?;
-    Ok(row.map(Approval::from))
+    Ok(row.map(Approval::try_from).transpose()?)
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
     let row: Option<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
-    Ok(row.map(Approval::from))
+    Ok(row.map(Approval::try_from).transpose()?)
 }
 
 /// Filters for the inbox and the decided history; empty strings mean "any".
@@ -211,7 +212,7 @@ pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         .bind(limit)
         .fetch_all(pool)
         .await)?;
-    Ok(rows.into_iter().map(Approval::from).collect())
+    Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
 /// Decided, expired and cancelled requests, newest decision first.
@@ -227,14 +228,14 @@ pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         .bind(limit)
         .fetch_all(pool)
         .await)?;
-    Ok(rows.into_iter().map(Approval::from).collect())
+    Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
 /// The requests of one run, oldest first.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Approval>> {
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 ORDER BY created_at, id");
     let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(Approval::from).collect())
+    Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
 pub async fn count_pending(db: &Db) -> StoreResult<i64> {

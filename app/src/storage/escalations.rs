@@ -40,8 +40,9 @@ struct Row {
     body_sha256: Option<String>,
 }
 
-impl From<Row> for Escalation {
-    fn from(r: Row) -> Self {
+impl TryFrom<Row> for Escalation {
+    type Error = sqlx::Error;
+    fn try_from(r: Row) -> Result<Self, sqlx::Error> {
         // Escalations opened from traces before reasons were read in words ("budget
         // exceeded" stored as `other`) are shown as they would be opened now.
         let stored = EscalationReason::parse(&r.reason).unwrap_or(EscalationReason::Other);
@@ -50,7 +51,7 @@ impl From<Row> for Escalation {
             (EscalationReason::Other, Some(reason)) => (reason, None),
             _ => (stored, r.reason_text),
         };
-        Escalation {
+        Ok(Escalation {
             id: r.id,
             run_id: r.run_id,
             // Escalations opened from traces before reasons were read in words are shown
@@ -58,8 +59,8 @@ impl From<Row> for Escalation {
             reason,
             reason_text,
             blocking_fact: r.blocking_fact,
-            what_was_done: serde_json::from_str(&r.what_was_done).unwrap_or_default(),
-            what_remains: serde_json::from_str(&r.what_remains).unwrap_or_default(),
+            what_was_done: super::stored_json(&r.what_was_done)?,
+            what_remains: super::stored_json(&r.what_remains)?,
             from_api: r.from_api,
             from_trace: r.from_trace,
             agent: r.agent,
@@ -72,7 +73,7 @@ impl From<Row> for Escalation {
             outcome: r.outcome.as_deref().and_then(Resolution::parse),
             resolution_note: r.resolution_note,
             instructions: r.instructions,
-        }
+        })
     }
 }
 
@@ -109,7 +110,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         if let Some(key) = &v.idempotency_key {
             if let Some(row) = row_by(db, "run_id = $1 AND idempotency_key = $2", &v.run_id, Some(key)).await? {
                 if row.body_sha256.as_deref() == Some(v.body_sha256.as_str()) {
-                    return Ok((row.into(), Filed::Repeated));
+                    return Ok((Escalation::try_from(row)?, Filed::Repeated));
                 }
                 return Err(StoreError::Conflict(format!(
                     "idempotency key `{key}` was already used in run `{}` for a different escalation ({}); \
@@ -201,14 +202,14 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Escalation>> {
-    Ok(row_by(db, "id = $1 AND ($2 IS NULL OR TRUE)", id, None).await?.map(Escalation::from))
+    Ok(row_by(db, "id = $1 AND ($2 IS NULL OR TRUE)", id, None).await?.map(Escalation::try_from).transpose()?)
 }
 
 /// The run's escalations, newest first.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Escalation>> {
     let sql = format!("SELECT {COLUMNS} FROM escalations WHERE run_id = $1 ORDER BY opened_at DESC");
     let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(Escalation::from).collect())
+    Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
 /// Open escalations oldest first, or resolved ones newest first.
@@ -219,7 +220,7 @@ pub async fn list(db: &Db, open: bool, limit: i64) -> StoreResult<Vec<Escalation
         format!("SELECT {COLUMNS} FROM escalations WHERE status = 'resolved' ORDER BY resolved_at DESC, id LIMIT $1")
     };
     let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(Escalation::from).collect())
+    Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
 /// How many are open and when the oldest was opened (ms), for the navigation.
@@ -379,7 +380,7 @@ pub async fn resolve(
 pub async fn unannounced(db: &Db) -> StoreResult<Vec<Escalation>> {
     let sql = format!("SELECT {COLUMNS} FROM escalations WHERE notified_at IS NULL ORDER BY opened_at LIMIT 100");
     let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(Escalation::from).collect())
+    Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
 /// Marks the escalations `due` announced and queues the webhook `event` makes of each one

@@ -195,6 +195,13 @@ impl Db {
     }
 }
 
+/// A JSON column this build wrote, read back. One that does not parse is corrupt data and
+/// an error: a default would show a person an empty checklist, no display fields or no
+/// duplicates as if that were true.
+pub(crate) fn stored_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
+    serde_json::from_str(text).map_err(corrupt)
+}
+
 /// A stored chunk (spans or bodies) that does not parse, as the database error it is.
 pub fn corrupt(e: serde_json::Error) -> sqlx::Error {
     sqlx::Error::Decode(Box::new(e))

@@ -164,8 +164,8 @@ const RUN_COLUMNS: &str = "run_id, agent, run_trigger, terminal_reason, started_
     completed_without_read, approval_violations, escalation_reason, duplicates";
 
 impl RunRow {
-    fn summary(&self) -> RunSummary {
-        RunSummary {
+    fn summary(&self) -> Result<RunSummary, sqlx::Error> {
+        Ok(RunSummary {
             run_id: self.run_id.clone(),
             agent: self.agent.clone(),
             trigger: Trigger::parse(&self.run_trigger).unwrap_or(Trigger::Unknown),
@@ -175,24 +175,20 @@ impl RunRow {
             wall_clock_ms: self.wall_clock_ms,
             cost: self.cost,
             cost_source: CostSource::parse(&self.cost_source).unwrap_or(CostSource::Agent),
-            unpriced_models: self
-                .unpriced_models
-                .as_deref()
-                .and_then(|m| serde_json::from_str(m).ok())
-                .unwrap_or_default(),
+            unpriced_models: self.unpriced_models.as_deref().map(super::stored_json).transpose()?.unwrap_or_default(),
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cache_tokens: self.cache_tokens,
             steps: self.steps,
             tool_calls: self.tool_calls,
-            trace_ids: serde_json::from_str(&self.trace_ids).unwrap_or_default(),
+            trace_ids: super::stored_json(&self.trace_ids)?,
             duplicate_side_effects: self.duplicate_side_effects,
             possible_duplicates: self.possible_duplicates,
             deduped_calls: self.deduped_calls,
             completed_without_read: self.completed_without_read,
             approval_violations: self.approval_violations,
             escalation_reason: self.escalation_reason.clone(),
-        }
+        })
     }
 }
 
@@ -475,7 +471,7 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
     let rows: Vec<RunRow> = db.fetch_all(list_sql(q, limit + 1, db.backend())).await?;
     let more = rows.len() as i64 > limit;
-    let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect();
+    let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
     let next = if more {
         rows.get(limit as usize - 1).map(|r| Cursor {
             key: match q.sort {
@@ -531,9 +527,9 @@ pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Optio
     let Some(row) = row else { return Ok(None) };
     let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
     let derived = derive_run_with(run_id, &facts, rules);
-    let duplicates: Vec<DuplicateView> = serde_json::from_str(&row.duplicates).unwrap_or_default();
+    let duplicates: Vec<DuplicateView> = super::stored_json(&row.duplicates)?;
     Ok(Some(RunDetail {
-        run: row.summary(),
+        run: row.summary()?,
         step_list: derived.step_list,
         tool_call_list: derived.tool_call_list,
         duplicates,
@@ -773,7 +769,12 @@ pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<St
     let sql =
         "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
     let rows: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(since_ns).fetch_all(pool).await)?;
-    let models: BTreeSet<String> =
-        rows.iter().flat_map(|r| serde_json::from_str::<Vec<String>>(r).unwrap_or_default()).collect();
+    let models: BTreeSet<String> = rows
+        .iter()
+        .map(|r| super::stored_json::<Vec<String>>(r))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
     Ok(models.into_iter().take(100).collect())
 }
