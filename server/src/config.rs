@@ -152,6 +152,11 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_ALERT_HOLD_SECONDS", global = true, value_name = "SECONDS")]
     pub alert_hold_seconds: Option<u64>,
 
+    /// Seconds between the safety-net re-reads of an approval long poll that no wake-up
+    /// reached (wake-ups themselves are immediate) [default: 5]
+    #[arg(long, env = "FLIGHTDECK_APPROVAL_RECHECK_SECONDS", global = true, value_name = "SECONDS")]
+    pub approval_recheck_seconds: Option<u64>,
+
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
     /// `format` = "json" or "slack", and optionally `events`)
     #[arg(skip)]
@@ -201,6 +206,7 @@ impl Overrides {
             webhooks: self.webhooks.or(lower.webhooks),
             alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
             alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
+            approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
         }
     }
 
@@ -243,6 +249,7 @@ pub struct Config {
     pub webhooks: Vec<WebhookTarget>,
     pub alert_interval_seconds: u64,
     pub alert_hold_seconds: u64,
+    pub approval_recheck_seconds: u64,
 }
 
 impl Config {
@@ -284,6 +291,10 @@ impl Config {
         };
         if decode_limits.max_spans == 0 {
             anyhow::bail!("max_spans_per_request must be at least 1");
+        }
+        let approval_recheck_seconds = o.approval_recheck_seconds.unwrap_or(5);
+        if approval_recheck_seconds == 0 {
+            anyhow::bail!("approval_recheck_seconds must be at least 1");
         }
         let alert_interval_seconds = o.alert_interval_seconds.unwrap_or(15);
         if alert_interval_seconds == 0 {
@@ -329,6 +340,7 @@ impl Config {
             webhooks,
             alert_interval_seconds,
             alert_hold_seconds: o.alert_hold_seconds.unwrap_or(120),
+            approval_recheck_seconds,
         })
     }
 
@@ -404,6 +416,7 @@ impl fmt::Display for Config {
         writeln!(f, "  webhook_max_attempts {}", self.webhook_max_attempts)?;
         writeln!(f, "  alert_interval       {} s", self.alert_interval_seconds)?;
         writeln!(f, "  alert_hold           {} s", self.alert_hold_seconds)?;
+        writeln!(f, "  approval_recheck     {} s", self.approval_recheck_seconds)?;
         // Names only: webhook URLs often carry their secret in the path.
         let names: Vec<&str> = self.webhooks.iter().map(|w| w.name.as_str()).collect();
         if names.is_empty() {
@@ -458,6 +471,21 @@ mod tests {
         let f = file("listen = \"not an address\"\n");
         let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
         assert!(err.contains("invalid config file") && err.contains("listen"), "{err}");
+    }
+
+    #[test]
+    fn every_setting_is_in_the_banner_and_the_recheck_interval_is_one_of_them() {
+        let c = Config::resolve(Overrides::default(), None).unwrap();
+        assert_eq!(c.approval_recheck_seconds, 5);
+        let banner = c.to_string();
+        for name in ["listen", "database_url", "retention_days", "alert_hold", "approval_recheck     5 s", "webhooks"] {
+            assert!(banner.contains(name), "{name} missing from {banner}");
+        }
+        let f = file("approval_recheck_seconds = 30\n");
+        assert_eq!(Config::resolve(Overrides::default(), Some(f.path())).unwrap().approval_recheck_seconds, 30);
+        let f = file("approval_recheck_seconds = 0\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("approval_recheck_seconds must be at least 1"), "{err}");
     }
 
     #[test]

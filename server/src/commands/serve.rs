@@ -41,11 +41,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let rules = RulesCache::new(config.prices.clone());
     rules.refresh(&db).await?;
 
-    let mut approval_hub = app::services::approval_hub::ApprovalHub::new();
-    // Tuning knob: how often a long poll re-reads the database without a wake-up.
-    if let Some(secs) = std::env::var("FLIGHTDECK_APPROVAL_RECHECK_SECONDS").ok().and_then(|s| s.parse().ok()) {
-        approval_hub = approval_hub.with_recheck(Duration::from_secs(secs));
-    }
+    let approval_hub = app::services::approval_hub::ApprovalHub::new()
+        .with_recheck(Duration::from_secs(config.approval_recheck_seconds));
     let state = AppState {
         db: db.clone(),
         leptos_options: options,
