@@ -157,7 +157,16 @@ async fn an_admin_price_and_a_recompute_reprice_stored_runs() {
         assert_eq!(status, StatusCode::OK, "{body}");
         let run = eventually(&s, "run-llama", |r| r["cost_source"] == "prices").await;
         assert!((run["cost"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{run}");
-        let audit = app::storage::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
+        // The audit entry is written when the background recompute ends, just after the
+        // last run it changed: wait for it as for the run.
+        let mut audit = app::storage::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
+        for _ in 0..100 {
+            if !audit.entries.is_empty() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            audit = app::storage::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
+        }
         assert_eq!(audit.entries.len(), 1);
         assert!(audit.entries[0].detail.as_deref().unwrap().contains("1 changed"), "{:?}", audit.entries[0]);
         let (status, _) = s
