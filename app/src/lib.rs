@@ -31,6 +31,10 @@ pub mod ingest;
 #[cfg(feature = "ssr")]
 pub mod notify;
 #[cfg(feature = "ssr")]
+pub mod replay;
+#[cfg(feature = "ssr")]
+pub mod run_query;
+#[cfg(feature = "ssr")]
 pub mod services;
 #[cfg(feature = "ssr")]
 pub mod state;

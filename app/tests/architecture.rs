@@ -29,7 +29,7 @@ const SPLIT: [&str; 11] = [
 ];
 
 /// Pure domain modules and what they must not import.
-const DOMAIN: [&str; 11] = [
+const DOMAIN: [&str; 13] = [
     "ingest",
     "approvals",
     "escalations",
@@ -41,6 +41,8 @@ const DOMAIN: [&str; 11] = [
     "url",
     "vocabulary",
     "trends",
+    "run_query",
+    "replay",
 ];
 const NOT_FROM_DOMAIN: [&str; 7] = ["storage", "functions", "services", "components", "routes", "app", "state"];
 

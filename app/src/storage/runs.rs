@@ -5,123 +5,13 @@ use super::spans;
 use super::sql::{Arg, Sql};
 use super::{corrupt, from_ms, on_pool, Db, StoreResult};
 use crate::canonical::{
-    CostSource, DuplicateView, QueryParams, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger,
-    WaterfallSpan,
+    CostSource, DuplicateView, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
 use crate::ingest::derive::{derive_run_with, Rules};
 use crate::ingest::failure::{failure_of, SpanOutcome};
 use crate::ingest::record::{self as span_record, StoredSpan};
-use serde::{Deserialize, Serialize};
+pub use crate::run_query::{Cursor, RunFlag, RunQuery, RunSort, SortKey};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// Derived flags a run can be filtered by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunFlag {
-    /// At least one duplicate side effect.
-    Duplicates,
-    /// Completed without calling a read tool.
-    NoRead,
-    /// At least one tool call ran without a valid approval.
-    ApprovalViolation,
-}
-
-impl std::str::FromStr for RunFlag {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "duplicates" => Ok(RunFlag::Duplicates),
-            "no_read" => Ok(RunFlag::NoRead),
-            "approval_violation" => Ok(RunFlag::ApprovalViolation),
-            other => Err(format!("unknown flag `{other}` (expected duplicates, no_read or approval_violation)")),
-        }
-    }
-}
-
-/// How the run list is ordered (always descending, ties broken by run id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunSort {
-    /// Newest first.
-    #[default]
-    Started,
-    /// Most expensive first.
-    Cost,
-    /// Longest first.
-    Duration,
-    /// Most duplicate side effects first.
-    Duplicates,
-}
-
-impl std::str::FromStr for RunSort {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "started" => Ok(RunSort::Started),
-            "cost" => Ok(RunSort::Cost),
-            "duration" => Ok(RunSort::Duration),
-            "duplicates" => Ok(RunSort::Duplicates),
-            other => Err(format!("unknown sort `{other}` (expected started, cost, duration or duplicates)")),
-        }
-    }
-}
-
-/// A run-list query. Times are Unix nanoseconds on the run's start.
-#[derive(Debug, Clone, Default)]
-pub struct RunQuery {
-    pub terminal_reason: Option<TerminalReason>,
-    pub agent: Option<String>,
-    pub trigger: Option<Trigger>,
-    pub since_ns: Option<i64>,
-    pub until_ns: Option<i64>,
-    pub flag: Option<RunFlag>,
-    /// A run id, trace id, idempotency key, external resource id or tool name.
-    pub search: Option<String>,
-    /// The tool name the search term names, as stored, when it differs only in case
-    /// (found by [`resolve_search`]).
-    pub search_tool: Option<String>,
-    pub sort: RunSort,
-    /// The cursor of the previous page's last run.
-    pub after: Option<Cursor>,
-    pub limit: i64,
-}
-
-/// The sort value of a run, as a cursor carries it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SortKey {
-    Int(i64),
-    Float(f64),
-}
-
-/// Keyset position: the last run of a page, by (sort value, run id).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cursor {
-    pub key: SortKey,
-    pub run_id: String,
-}
-
-impl Cursor {
-    /// An opaque text form for URLs.
-    pub fn encode(&self) -> String {
-        let key = match self.key {
-            SortKey::Int(v) => format!("i{v}"),
-            SortKey::Float(v) => format!("f{v}"),
-        };
-        format!("{key}.{}", hex::encode(self.run_id.as_bytes()))
-    }
-
-    pub fn decode(text: &str) -> Result<Cursor, String> {
-        let bad = || format!("invalid cursor `{text}`: pass the next_cursor of the previous page unchanged");
-        let (key, id) = text.rsplit_once('.').ok_or_else(bad)?;
-        let key = match key.split_at_checked(1) {
-            Some(("i", v)) => SortKey::Int(v.parse().map_err(|_| bad())?),
-            Some(("f", v)) => SortKey::Float(v.parse().map_err(|_| bad())?),
-            _ => return Err(bad()),
-        };
-        let run_id = String::from_utf8(hex::decode(id).map_err(|_| bad())?).map_err(|_| bad())?;
-        Ok(Cursor { key, run_id })
-    }
-}
 
 /// One page of runs, the cursor for the next, and how many runs of each terminal reason
 /// match the filters (reason and paging aside).
@@ -192,67 +82,6 @@ impl RunRow {
     }
 }
 
-fn time_ns(name: &str, value: &str) -> Result<i64, String> {
-    chrono::DateTime::parse_from_rfc3339(value)
-        .ok()
-        .and_then(|t| t.timestamp_nanos_opt())
-        .ok_or_else(|| format!("`{name}` must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got `{value}`"))
-}
-
-/// Empty form fields count as absent.
-fn given(value: &Option<String>) -> Option<&str> {
-    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
-}
-
-impl QueryParams {
-    /// Checks every parameter; the error names the first one that is wrong.
-    pub fn into_query(self, now: chrono::DateTime<chrono::Utc>) -> Result<RunQuery, String> {
-        let terminal_reason = given(&self.terminal_reason)
-            .map(|r| {
-                TerminalReason::parse(r).ok_or_else(|| {
-                    format!("unknown terminal_reason `{r}` (expected completed, step_limit, budget, error, escalated or running)")
-                })
-            })
-            .transpose()?;
-        let trigger = given(&self.trigger)
-            .map(|t| {
-                Trigger::parse(t).ok_or_else(|| {
-                    format!("unknown trigger `{t}` (expected user, schedule, webhook, retry or unknown)")
-                })
-            })
-            .transpose()?;
-        let limit = self.limit.unwrap_or(50);
-        if !(1..=500).contains(&limit) {
-            return Err(format!("`limit` must be between 1 and 500, got {limit}"));
-        }
-        let range_since = given(&self.range)
-            .map(|r| {
-                let hours = match r {
-                    "1h" => 1,
-                    "24h" => 24,
-                    "7d" => 24 * 7,
-                    "30d" => 24 * 30,
-                    other => return Err(format!("unknown range `{other}` (expected 1h, 24h, 7d or 30d)")),
-                };
-                Ok((now - chrono::Duration::hours(hours)).timestamp_nanos_opt().unwrap_or(0))
-            })
-            .transpose()?;
-        Ok(RunQuery {
-            terminal_reason,
-            agent: given(&self.agent).map(str::to_string),
-            trigger,
-            since_ns: given(&self.since).map(|s| time_ns("since", s)).transpose()?.or(range_since),
-            until_ns: given(&self.until).map(|s| time_ns("until", s)).transpose()?,
-            flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
-            search: given(&self.q).map(str::to_string),
-            search_tool: None,
-            sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
-            after: given(&self.cursor).map(Cursor::decode).transpose()?,
-            limit,
-        })
-    }
-}
-
 /// How a statement spells the filtered columns: `runs` alone, or `run_tools rt` (whose
 /// started_ns and terminal_reason are copies of the run's) with `runs r` joined or not.
 struct Cols {
@@ -268,18 +97,6 @@ const TOOLS_JOINED: Cols =
     Cols { runs: "r.", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
 const TOOLS_ALONE: Cols =
     Cols { runs: "", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
-
-impl RunQuery {
-    /// Whether a filter needs a column that only `runs` has.
-    fn filters_on_runs(&self) -> bool {
-        self.agent.is_some() || self.trigger.is_some() || self.flag.is_some()
-    }
-
-    /// The trimmed search term, if any.
-    fn term(&self) -> Option<&str> {
-        self.search.as_deref().map(str::trim).filter(|s| !s.is_empty())
-    }
-}
 
 /// The sort value as `c` spells it.
 fn key_sql(sort: RunSort, c: &Cols) -> String {
@@ -677,60 +494,12 @@ pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
     Ok(n > 0)
 }
 
-/// Body keys that hold a tool call's arguments and its response, in order of preference.
-const ARGUMENT_KEYS: &[&str] = &["gen_ai.tool.call.arguments", "tool.parameters", "tool.arguments", "input.value"];
-const RESPONSE_KEYS: &[&str] = &["gen_ai.tool.call.result", "tool.result", "output.value"];
-
-/// A JSON text as JSON, anything else as a string.
-fn as_json(value: &serde_json::Value) -> serde_json::Value {
-    match value {
-        serde_json::Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| value.clone()),
-        other => other.clone(),
-    }
-}
-
 /// The replay fixture of a run, or `None` when the run does not exist or none of its
-/// bodies were retained.
+/// bodies were retained (assembled by [`crate::replay::fixture`]).
 pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<crate::canonical::ReplayFixture>> {
     let Some(detail) = get(db, run_id).await? else { return Ok(None) };
     let bodies: HashMap<String, serde_json::Value> = bodies(db, run_id).await?.into_iter().collect();
-    if bodies.is_empty() {
-        return Ok(None);
-    }
-    let pick = |span_id: &str, keys: &[&str]| {
-        bodies
-            .get(span_id)
-            .and_then(|b| keys.iter().find_map(|k| b.get(*k)))
-            .map(as_json)
-            .unwrap_or(serde_json::Value::Null)
-    };
-    let tool_calls = detail
-        .tool_call_list
-        .iter()
-        .enumerate()
-        .map(|(i, c)| crate::canonical::ReplayCall {
-            sequence: i + 1,
-            trace_id: c.trace_id.clone(),
-            span_id: c.span_id.clone(),
-            step_index: c.step_index,
-            tool: c.tool.clone(),
-            side_effect: c.side_effect,
-            attempt: c.attempt,
-            outcome: c.outcome,
-            idempotency_key: c.idempotency_key.clone(),
-            external_id: c.external_id.clone(),
-            args_sha256: c.args_sha256.clone(),
-            arguments: pick(&c.span_id, ARGUMENT_KEYS),
-            response: pick(&c.span_id, RESPONSE_KEYS),
-            started_at: c.started_at,
-        })
-        .collect();
-    Ok(Some(crate::canonical::ReplayFixture {
-        format: "flightdeck.replay_fixture".into(),
-        version: 1,
-        run: detail.run,
-        tool_calls,
-    }))
+    Ok(crate::replay::fixture(detail, &bodies))
 }
 
 #[cfg(test)]
@@ -742,16 +511,6 @@ mod tests {
         let out = pretty_bodies(r#"{"gen_ai.tool.call.arguments":"{\"to\":\"a\"}","note":"plain <b>text</b>"}"#);
         assert!(out.contains("\"to\": \"a\""), "{out}");
         assert!(out.contains("plain <b>text</b>"), "{out}");
-    }
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let c = Cursor { key: SortKey::Int(1_700_000_000_000_000_000), run_id: "run/with.dots".into() };
-        assert_eq!(Cursor::decode(&c.encode()), Ok(c));
-        let c = Cursor { key: SortKey::Float(0.125), run_id: "r".into() };
-        assert_eq!(Cursor::decode(&c.encode()), Ok(c));
-        assert!(Cursor::decode("nonsense").unwrap_err().contains("invalid cursor"));
-        assert!(Cursor::decode("12.zz").is_err());
     }
 }
 

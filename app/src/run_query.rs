@@ -1,0 +1,235 @@
+//! The run list's query (pure): its filters, sort and keyset cursor, and how the page's
+//! and the API's parameters (`QueryParams`) become one, with an error naming the first
+//! parameter that is wrong. Storage turns a `RunQuery` into SQL (`storage::runs`).
+
+use crate::canonical::{QueryParams, TerminalReason, Trigger};
+use serde::{Deserialize, Serialize};
+
+/// Derived flags a run can be filtered by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunFlag {
+    /// At least one duplicate side effect.
+    Duplicates,
+    /// Completed without calling a read tool.
+    NoRead,
+    /// At least one tool call ran without a valid approval.
+    ApprovalViolation,
+}
+
+impl std::str::FromStr for RunFlag {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "duplicates" => Ok(RunFlag::Duplicates),
+            "no_read" => Ok(RunFlag::NoRead),
+            "approval_violation" => Ok(RunFlag::ApprovalViolation),
+            other => Err(format!("unknown flag `{other}` (expected duplicates, no_read or approval_violation)")),
+        }
+    }
+}
+
+/// How the run list is ordered (always descending, ties broken by run id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSort {
+    /// Newest first.
+    #[default]
+    Started,
+    /// Most expensive first.
+    Cost,
+    /// Longest first.
+    Duration,
+    /// Most duplicate side effects first.
+    Duplicates,
+}
+
+impl std::str::FromStr for RunSort {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "started" => Ok(RunSort::Started),
+            "cost" => Ok(RunSort::Cost),
+            "duration" => Ok(RunSort::Duration),
+            "duplicates" => Ok(RunSort::Duplicates),
+            other => Err(format!("unknown sort `{other}` (expected started, cost, duration or duplicates)")),
+        }
+    }
+}
+
+/// A run-list query. Times are Unix nanoseconds on the run's start.
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery {
+    pub terminal_reason: Option<TerminalReason>,
+    pub agent: Option<String>,
+    pub trigger: Option<Trigger>,
+    pub since_ns: Option<i64>,
+    pub until_ns: Option<i64>,
+    pub flag: Option<RunFlag>,
+    /// A run id, trace id, idempotency key, external resource id or tool name.
+    pub search: Option<String>,
+    /// The tool name the search term names, as stored, when it differs only in case
+    /// (found by `storage::runs::resolve_search`).
+    pub search_tool: Option<String>,
+    pub sort: RunSort,
+    /// The cursor of the previous page's last run.
+    pub after: Option<Cursor>,
+    pub limit: i64,
+}
+
+/// The sort value of a run, as a cursor carries it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortKey {
+    Int(i64),
+    Float(f64),
+}
+
+/// Keyset position: the last run of a page, by (sort value, run id).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cursor {
+    pub key: SortKey,
+    pub run_id: String,
+}
+
+impl Cursor {
+    /// An opaque text form for URLs.
+    pub fn encode(&self) -> String {
+        let key = match self.key {
+            SortKey::Int(v) => format!("i{v}"),
+            SortKey::Float(v) => format!("f{v}"),
+        };
+        format!("{key}.{}", hex::encode(self.run_id.as_bytes()))
+    }
+
+    pub fn decode(text: &str) -> Result<Cursor, String> {
+        let bad = || format!("invalid cursor `{text}`: pass the next_cursor of the previous page unchanged");
+        let (key, id) = text.rsplit_once('.').ok_or_else(bad)?;
+        let key = match key.split_at_checked(1) {
+            Some(("i", v)) => SortKey::Int(v.parse().map_err(|_| bad())?),
+            Some(("f", v)) => SortKey::Float(v.parse().map_err(|_| bad())?),
+            _ => return Err(bad()),
+        };
+        let run_id = String::from_utf8(hex::decode(id).map_err(|_| bad())?).map_err(|_| bad())?;
+        Ok(Cursor { key, run_id })
+    }
+}
+
+fn time_ns(name: &str, value: &str) -> Result<i64, String> {
+    chrono::DateTime::parse_from_rfc3339(value)
+        .ok()
+        .and_then(|t| t.timestamp_nanos_opt())
+        .ok_or_else(|| format!("`{name}` must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got `{value}`"))
+}
+
+/// Empty form fields count as absent.
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+impl QueryParams {
+    /// Checks every parameter; the error names the first one that is wrong.
+    pub fn into_query(self, now: chrono::DateTime<chrono::Utc>) -> Result<RunQuery, String> {
+        let terminal_reason = given(&self.terminal_reason)
+            .map(|r| {
+                TerminalReason::parse(r).ok_or_else(|| {
+                    format!("unknown terminal_reason `{r}` (expected completed, step_limit, budget, error, escalated or running)")
+                })
+            })
+            .transpose()?;
+        let trigger = given(&self.trigger)
+            .map(|t| {
+                Trigger::parse(t).ok_or_else(|| {
+                    format!("unknown trigger `{t}` (expected user, schedule, webhook, retry or unknown)")
+                })
+            })
+            .transpose()?;
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(format!("`limit` must be between 1 and 500, got {limit}"));
+        }
+        let range_since = given(&self.range)
+            .map(|r| {
+                let hours = match r {
+                    "1h" => 1,
+                    "24h" => 24,
+                    "7d" => 24 * 7,
+                    "30d" => 24 * 30,
+                    other => return Err(format!("unknown range `{other}` (expected 1h, 24h, 7d or 30d)")),
+                };
+                Ok((now - chrono::Duration::hours(hours)).timestamp_nanos_opt().unwrap_or(0))
+            })
+            .transpose()?;
+        Ok(RunQuery {
+            terminal_reason,
+            agent: given(&self.agent).map(str::to_string),
+            trigger,
+            since_ns: given(&self.since).map(|s| time_ns("since", s)).transpose()?.or(range_since),
+            until_ns: given(&self.until).map(|s| time_ns("until", s)).transpose()?,
+            flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
+            search: given(&self.q).map(str::to_string),
+            search_tool: None,
+            sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
+            after: given(&self.cursor).map(Cursor::decode).transpose()?,
+            limit,
+        })
+    }
+}
+
+impl RunQuery {
+    /// Whether a filter needs a column that only `runs` has.
+    pub fn filters_on_runs(&self) -> bool {
+        self.agent.is_some() || self.trigger.is_some() || self.flag.is_some()
+    }
+
+    /// The trimmed search term, if any.
+    pub fn term(&self) -> Option<&str> {
+        self.search.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let c = Cursor { key: SortKey::Int(1_700_000_000_000_000_000), run_id: "run/with.dots".into() };
+        assert_eq!(Cursor::decode(&c.encode()), Ok(c));
+        let c = Cursor { key: SortKey::Float(0.125), run_id: "r".into() };
+        assert_eq!(Cursor::decode(&c.encode()), Ok(c));
+        assert!(Cursor::decode("nonsense").unwrap_err().contains("invalid cursor"));
+        assert!(Cursor::decode("12.zz").is_err());
+    }
+
+    #[test]
+    fn parameters_become_a_query_or_name_what_is_wrong() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-12-04T12:00:00Z").unwrap().with_timezone(&chrono::Utc);
+        let params = |f: fn(&mut QueryParams)| {
+            let mut p = QueryParams::default();
+            f(&mut p);
+            p
+        };
+        let q = params(|p| {
+            p.terminal_reason = Some("error".into());
+            p.range = Some("24h".into());
+            p.sort = Some("cost".into());
+            p.agent = Some("  ".into());
+        })
+        .into_query(now)
+        .unwrap();
+        assert_eq!(q.terminal_reason, Some(TerminalReason::Error));
+        assert_eq!(q.sort, RunSort::Cost);
+        assert_eq!(q.agent, None, "an empty field is absent");
+        assert_eq!(q.since_ns, Some((now - chrono::Duration::hours(24)).timestamp_nanos_opt().unwrap()));
+        assert_eq!(q.limit, 50);
+        let err = params(|p| p.limit = Some(501)).into_query(now).unwrap_err();
+        assert_eq!(err, "`limit` must be between 1 and 500, got 501");
+        let err = params(|p| p.flag = Some("dupes".into())).into_query(now).unwrap_err();
+        assert!(err.contains("unknown flag `dupes`"), "{err}");
+        let err = params(|p| p.since = Some("yesterday".into())).into_query(now).unwrap_err();
+        assert!(err.contains("`since` must be an RFC 3339 time"), "{err}");
+        let q = params(|p| p.q = Some(" key-1 ".into())).into_query(now).unwrap();
+        assert_eq!(q.term(), Some("key-1"));
+        assert!(!q.filters_on_runs());
+    }
+}
