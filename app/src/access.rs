@@ -108,6 +108,7 @@ pub fn required_role_for_path(path: &str) -> Option<Role> {
 
 /// Scopes an agent API token can carry. A token only opens the endpoints of its scopes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Send OTLP traces.

@@ -88,6 +88,7 @@ vocabulary! {
 }
 
 /// One run as lists and the API show it.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub run_id: String,
@@ -127,6 +128,7 @@ fn agent_cost() -> CostSource {
 }
 
 /// One turn of the agent loop.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepView {
     pub index: i64,
@@ -150,6 +152,7 @@ pub struct StepView {
 }
 
 /// One price the run's derived cost used, with what it priced.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PriceUse {
     pub model: String,
@@ -159,6 +162,7 @@ pub struct PriceUse {
 }
 
 /// One tool call with everything the canonical model knows about it.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallView {
     pub trace_id: String,
@@ -180,6 +184,7 @@ pub struct ToolCallView {
 }
 
 /// A side effect that happened more than once: the bug the article counts.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DuplicateView {
     pub tool: String,
@@ -194,6 +199,7 @@ pub struct DuplicateView {
 }
 
 /// A run with its steps, tool calls and duplicates.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDetail {
     #[serde(flatten)]
@@ -216,6 +222,8 @@ pub struct RunDetail {
 
 /// The run-list filters as query parameters, shared by the REST API and the runs page so
 /// both accept (and refuse) exactly the same things.
+#[cfg_attr(feature = "ssr", derive(utoipa::IntoParams))]
+#[cfg_attr(feature = "ssr", into_params(parameter_in = Query))]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueryParams {
@@ -326,6 +334,7 @@ pub struct SpanPanel {
 /// A failed (or any) run as a deterministic regression fixture: the run's metadata and,
 /// in execution order, every tool call with its arguments and recorded response. Format
 /// `flightdeck.replay_fixture`, version 1; fields are only ever added.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayFixture {
     pub format: String,
@@ -336,6 +345,7 @@ pub struct ReplayFixture {
 
 /// One tool call of a replay fixture. `arguments` and `response` are JSON when the agent
 /// sent JSON text, otherwise the text itself; `null` when that body was not retained.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayCall {
     pub sequence: usize,

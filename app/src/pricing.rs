@@ -32,6 +32,7 @@ impl PriceSource {
 }
 
 /// The price of one model (or family) from a date, in US dollars per million tokens.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPrice {

@@ -84,7 +84,7 @@ pub fn arguments_sha256(arguments: &Value) -> String {
 }
 
 /// A request as an agent sends it (`POST /api/v1/approvals`).
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRequest {
     pub run_id: Option<String>,
@@ -99,7 +99,7 @@ pub struct ApprovalRequest {
     pub agent: Option<String>,
 }
 
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DisplayInput {
     pub label: String,

@@ -91,6 +91,7 @@ vocabulary! {
 }
 
 /// One thing the agent says it already did.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DoneItem {
     pub tool: Option<String>,
@@ -101,6 +102,7 @@ pub struct DoneItem {
 }
 
 /// One thing left to do: a checklist item the human ticks.
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RemainingItem {
     pub description: String,
@@ -110,6 +112,7 @@ pub struct RemainingItem {
     pub done_by: Option<String>,
 }
 
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Escalation {
     pub id: String,

@@ -9,7 +9,7 @@ pub const MAX_ITEMS: usize = 200;
 pub const MAX_TEXT: usize = 10_000;
 const MAX_ID: usize = 200;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EscalationRequest {
     pub run_id: Option<String>,
@@ -25,7 +25,7 @@ pub struct EscalationRequest {
     pub agent: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DoneInput {
     pub tool: Option<String>,
@@ -36,7 +36,7 @@ pub struct DoneInput {
 }
 
 /// A remaining item: a plain string or `{"description": "..."}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(utoipa::ToSchema, Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum RemainingInput {
     Text(String),

@@ -4,7 +4,7 @@
 //! `POST /api/v1/approvals`, `GET /api/v1/approvals/{id}?wait=SECONDS`,
 //! `POST /api/v1/approvals/{id}/cancel`.
 
-use super::{AgentToken, ApiError};
+use super::{AgentToken, ApiError, ErrorBody};
 use app::access::Scope;
 use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
@@ -25,18 +25,22 @@ use tokio::time::Instant;
 /// The longest a single `GET ...?wait=` holds the connection; agents loop for longer.
 pub const MAX_WAIT_SECONDS: u64 = 60;
 
-/// What an agent sees of its request: the decision and the hash it is bound to.
-#[derive(Debug, Serialize)]
+/// What an agent sees of its request: the decision and the hash it is bound to. Every
+/// status but `pending` is final.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct AgentView {
     pub id: String,
     pub status: ApprovalStatus,
     pub run_id: String,
     pub tool: String,
+    /// SHA-256 of the canonical JSON (sorted keys, no whitespace) of
+    /// `{"arguments": ..., "tool": ...}`: the payload the decision is bound to.
     pub payload_sha256: String,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
+    /// Why it was denied.
     pub reason: Option<String>,
 }
 
@@ -57,6 +61,19 @@ impl From<Approval> for AgentView {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/approvals",
+    tag = "approvals",
+    security(("bearer" = [])),
+    request_body = ApprovalRequest,
+    responses(
+        (status = 201, description = "Created, pending", body = AgentView),
+        (status = 200, description = "The existing request with this idempotency key and payload", body = AgentView),
+        (status = 400, description = "A field is missing or invalid", body = ErrorBody),
+        (status = 422, description = "The idempotency key was used for a different payload", body = ErrorBody),
+    )
+)]
 /// `POST /api/v1/approvals`: 201 with the new request, or 200 with the existing one when
 /// the idempotency key and payload repeat an earlier request.
 pub async fn create(
@@ -85,13 +102,25 @@ pub async fn create(
     Ok((status, Json(approval.into())))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct WaitParams {
     /// Seconds to hold the request open while the request is pending (0 = answer now).
     pub wait: Option<u64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/approvals/{id}",
+    tag = "approvals",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The request's id"), WaitParams),
+    responses(
+        (status = 200, description = "The request (final, or still pending when the wait ran out)", body = AgentView),
+        (status = 404, description = "No such request", body = ErrorBody),
+    )
+)]
 /// `GET /api/v1/approvals/{id}?wait=SECONDS`: answers at once when the request is final or
 /// `wait` is absent; otherwise as soon as it is decided, expires or is cancelled, or when
 /// the wait (at most [`MAX_WAIT_SECONDS`]) runs out, with the status then.
@@ -152,6 +181,18 @@ async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiEr
     Ok(found)
 }
 
+#[utoipa::path(
+    post,
+    path = "/approvals/{id}/cancel",
+    tag = "approvals",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The request's id")),
+    responses(
+        (status = 200, description = "The request after cancelling (a final one unchanged)", body = AgentView),
+        (status = 403, description = "Another token filed the request", body = ErrorBody),
+        (status = 404, description = "No such request", body = ErrorBody),
+    )
+)]
 /// `POST /api/v1/approvals/{id}/cancel`: the agent no longer needs the decision. A request
 /// that is already final is returned unchanged (check `status`). Only the token that filed
 /// the request may cancel it (an administrator can, from its page): another agent must not

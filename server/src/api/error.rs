@@ -4,7 +4,6 @@
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -55,10 +54,24 @@ impl From<app::storage::StoreError> for ApiError {
     }
 }
 
+/// Every error's body: `{"error": {"status": N, "message": "..."}}`; the message says what
+/// was wrong in words a person can act on.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// The HTTP status again, for clients that lose it.
+    pub status: u16,
+    pub message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = Json(json!({"error": {"status": status.as_u16(), "message": self.to_string()}}));
+        let body = Json(ErrorBody { error: ErrorDetail { status: status.as_u16(), message: self.to_string() } });
         let mut response = (status, body).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response

@@ -3,7 +3,7 @@
 //!
 //! `POST /api/v1/escalations`, `GET /api/v1/escalations/{id}`.
 
-use super::{AgentToken, ApiError};
+use super::{AgentToken, ApiError, ErrorBody};
 use app::access::Scope;
 use app::escalations::request::EscalationRequest;
 use app::escalations::Escalation;
@@ -15,6 +15,19 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde_json::Value;
 
+#[utoipa::path(
+    post,
+    path = "/escalations",
+    tag = "escalations",
+    security(("bearer" = [])),
+    request_body = EscalationRequest,
+    responses(
+        (status = 201, description = "Opened", body = Escalation),
+        (status = 200, description = "Merged into the escalation the run's traces opened, or a repeat", body = Escalation),
+        (status = 400, description = "A field is missing, unknown or too large", body = ErrorBody),
+        (status = 422, description = "Same key with another body, or the run already has an open API escalation", body = ErrorBody),
+    )
+)]
 /// `POST /api/v1/escalations`: 201 when new; 200 when it merged into the escalation the
 /// run's traces opened, or repeats an earlier call (same idempotency key and body).
 pub async fn file(
@@ -37,6 +50,17 @@ pub async fn file(
     Ok((status, Json(escalation)))
 }
 
+#[utoipa::path(
+    get,
+    path = "/escalations/{id}",
+    tag = "escalations",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The escalation's id")),
+    responses(
+        (status = 200, description = "The escalation", body = Escalation),
+        (status = 404, description = "No such escalation", body = ErrorBody),
+    )
+)]
 /// `GET /api/v1/escalations/{id}`: the state, and once resolved the outcome, the note and
 /// (for `handed_back`) the instructions the agent should follow.
 pub async fn get(

@@ -9,7 +9,7 @@ mod openapi;
 pub mod runs;
 
 pub use auth::{AgentToken, TokenAuth};
-pub use error::ApiError;
+pub use error::{ApiError, ErrorBody};
 
 use app::access::Scope;
 use app::services::approval_hub::ApprovalHub;
@@ -18,7 +18,6 @@ use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Json, Router};
-use serde_json::json;
 
 /// One authenticated route of the API and the scope its handler requires (`None`: any
 /// valid token). The access test walks this list, which is the one the router is built
@@ -75,14 +74,28 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)
 }
 
+/// What a token is and may do.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct TokenView {
+    pub id: i64,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+}
+
 /// `GET /api/v1/token`: what the calling token is and may do, so an agent can check its
-/// configuration before it needs it.
-async fn describe_token(Extension(token): Extension<AgentToken>) -> Json<serde_json::Value> {
-    Json(json!({
-        "id": token.id,
-        "name": token.name,
-        "scopes": token.scopes,
-    }))
+/// configuration before it needs it (any scope).
+#[utoipa::path(
+    get,
+    path = "/token",
+    tag = "tokens",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The calling token", body = TokenView),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+    )
+)]
+pub async fn describe_token(Extension(token): Extension<AgentToken>) -> Json<TokenView> {
+    Json(TokenView { id: token.id, name: token.name, scopes: token.scopes })
 }
 
 async fn not_found() -> ApiError {

@@ -1,7 +1,7 @@
 //! `GET /api/v1/runs` and `GET /api/v1/runs/{run_id}` (scope `read`): the canonical run
 //! model for scripts, dashboards and our own checks.
 
-use super::{AgentToken, ApiError};
+use super::{AgentToken, ApiError, ErrorBody};
 use app::access::Scope;
 use app::canonical::QueryParams;
 use app::canonical::{RunDetail, RunSummary};
@@ -11,7 +11,8 @@ use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
 use serde::Serialize;
 
-#[derive(Debug, Serialize)]
+/// A page of runs, newest first unless `sort` says otherwise.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct RunList {
     pub runs: Vec<RunSummary>,
     /// Pass as `cursor` for the next page; absent on the last page.
@@ -19,6 +20,18 @@ pub struct RunList {
     pub next_cursor: Option<String>,
 }
 
+/// `GET /api/v1/runs`: a page of runs matching the filters, with the cursor of the next.
+#[utoipa::path(
+    get,
+    path = "/runs",
+    tag = "runs",
+    security(("bearer" = [])),
+    params(QueryParams),
+    responses(
+        (status = 200, description = "A page of runs", body = RunList),
+        (status = 400, description = "A parameter is invalid; the message names it", body = ErrorBody),
+    )
+)]
 pub async fn list(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
@@ -31,6 +44,18 @@ pub async fn list(
     Ok(Json(RunList { runs: page.runs, next_cursor: page.next.map(|c| c.encode()) }))
 }
 
+/// `GET /api/v1/runs/{run_id}`: one run with its steps, tool calls and duplicate side effects.
+#[utoipa::path(
+    get,
+    path = "/runs/{run_id}",
+    tag = "runs",
+    security(("bearer" = [])),
+    params(("run_id" = String, Path, description = "The run's id")),
+    responses(
+        (status = 200, description = "The run", body = RunDetail),
+        (status = 404, description = "No such run", body = ErrorBody),
+    )
+)]
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
@@ -44,6 +69,17 @@ pub async fn get(
         .ok_or_else(|| ApiError::NotFound(format!("no run `{run_id}`")))
 }
 
+#[utoipa::path(
+    get,
+    path = "/runs/{run_id}/replay",
+    tag = "runs",
+    security(("bearer" = [])),
+    params(("run_id" = String, Path, description = "The run's id")),
+    responses(
+        (status = 200, description = "The replay fixture", body = app::canonical::ReplayFixture),
+        (status = 404, description = "No such run, or none of its bodies were retained", body = ErrorBody),
+    )
+)]
 /// `GET /api/v1/runs/{run_id}/replay`: the run's replay fixture (scope `read`).
 pub async fn replay(
     State(db): State<Db>,
