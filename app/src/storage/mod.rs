@@ -11,6 +11,7 @@ pub mod audit;
 pub mod dialect;
 pub mod escalations;
 pub mod metrics;
+pub mod migrations;
 pub mod policies;
 pub mod prices;
 pub mod reason_counts;
@@ -74,9 +75,6 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
-
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
 impl Db {
     /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
@@ -142,10 +140,14 @@ impl Db {
 
     /// Applies every pending migration of this backend, then prepares the session table.
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        match self {
-            Db::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
-            Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+        let accepted = migrations::accept_released_texts(self).await?;
+        if accepted > 0 {
+            tracing::info!(
+                migrations = accepted,
+                "recorded today's text of migrations this database applied before they were edited"
+            );
         }
+        on_pool!(self, pool => migrations::migrator(self.backend()).run(pool).await)?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
         Ok(())
     }
@@ -154,10 +156,7 @@ impl Db {
     /// can fill a database in an older schema and check what a later migration makes of it.
     #[cfg(feature = "test-support")]
     pub async fn migrate_up_to(&self, version: i64) -> anyhow::Result<()> {
-        let all = match self {
-            Db::Sqlite(_) => &SQLITE_MIGRATIONS,
-            Db::Postgres(_) => &POSTGRES_MIGRATIONS,
-        };
+        let all = migrations::migrator(self.backend());
         let older = sqlx::migrate::Migrator {
             migrations: all.iter().filter(|m| m.version <= version).cloned().collect::<Vec<_>>().into(),
             ignore_missing: false,
@@ -170,10 +169,7 @@ impl Db {
 
     /// Whether the database answers and every migration this build knows is applied.
     pub async fn is_ready(&self) -> Result<(), String> {
-        let expected = match self {
-            Db::Sqlite(_) => SQLITE_MIGRATIONS.iter().count() as i64,
-            Db::Postgres(_) => POSTGRES_MIGRATIONS.iter().count() as i64,
-        };
+        let expected = migrations::migrator(self.backend()).iter().count() as i64;
         let sql = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
         let applied: Result<i64, sqlx::Error> = on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
         match applied {

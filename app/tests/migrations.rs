@@ -1,0 +1,322 @@
+//! Upgrades: a released migration keeps its text, and databases created by earlier
+//! releases (including before five migrations were edited) still start and upgrade.
+
+use app::storage::dialect::Backend;
+use app::storage::migrations::{migrator, EDITED_AFTER_RELEASE};
+use app::storage::testing::TestDb;
+use app::storage::{on_pool, Db};
+use sha2::{Digest, Sha384};
+use sqlx::migrate::{Migration, Migrator};
+use std::borrow::Cow;
+use std::path::Path;
+
+/// Every migration as released: (backend, file, SHA-384 of its text). A new migration is
+/// added here when it is committed; an existing line never changes. A failure here means a
+/// released migration was edited: put the change in a new migration instead.
+const RELEASED: &[(&str, &str, &str)] = &[
+    (
+        "sqlite",
+        "0001_foundation.sql",
+        "478010d869c5faec09caf861d02455bb0beedafec379de73b4e64431a568bbb1f57a48a9347521b55d15622b1827d829",
+    ),
+    (
+        "sqlite",
+        "0002_ingest.sql",
+        "f51528051b0d79f48001414ac72adf45f49d74525d95ccddcb9645ace30b9500cc200a187629beed812cb666f8b950ff",
+    ),
+    (
+        "sqlite",
+        "0003_run_search.sql",
+        "03959e1b0a2d331fce51d00d5ea6b37b718e227eae26829001f13559f204d2421aa07e313f2c14fafff7cc49011d3ccb",
+    ),
+    (
+        "sqlite",
+        "0004_approvals.sql",
+        "73df3d7688ab254514819ea249d0180077c66b47c685af6f4b7d2a45c4436f60f58ea79e0b0e24368c828179e34d02f8",
+    ),
+    (
+        "sqlite",
+        "0005_webhooks.sql",
+        "bd7883ae6917c4ba6a4053c1253f9a0bdab9ff3d159479c1aa296215d72a5bc4c8c27aee1d6e54363fcac45b59df6354",
+    ),
+    (
+        "sqlite",
+        "0006_run_tools.sql",
+        "27a08684882649260571dd6b02d5df1e617e6fb65462797f2a04db54fe3544521d41548a4bfe0c7fd5945a28672e8daf",
+    ),
+    (
+        "sqlite",
+        "0007_run_reason_counts.sql",
+        "a2024f519dd6929524ac108626d700e842c57a607fc14dc754769ec76edf7d11c29f34ecffc6efec16e973aff6b75619",
+    ),
+    (
+        "sqlite",
+        "0008_escalations.sql",
+        "16fdeccee31b038f4fdaf903d3373d041aac204a4986750740ac60b22d3c86777522bfd31c0d9efed28b01764a80d6ea",
+    ),
+    (
+        "sqlite",
+        "0009_alerts.sql",
+        "a94be771a2c1441bd95468a80e80ec98b4c52cc9d8c186e07cee19bf7b15102deffa53d41578458b4ab26b523732a4bb",
+    ),
+    (
+        "sqlite",
+        "0010_trends.sql",
+        "f84d9be6e409b30eb0ba4265d1f0dbde0fcb712eac366f9dd1833a8bf0b1acba500448d6d52e9a6893ed19b4f63d25b7",
+    ),
+    (
+        "sqlite",
+        "0011_metrics.sql",
+        "fa6c0fedc4f2bf628317ffe363f0b15cbc047c5b01f46137a422e0a27dcea111357a438922a112203ed06b82e295556b",
+    ),
+    (
+        "sqlite",
+        "0012_spans_tool_name_index.sql",
+        "99ff6e9f6388912fd82cec630f83b4ea526d2d5103d0694e9998dcc8a2af1b3228f85fa592b27a6d208c050d2f1403c6",
+    ),
+    (
+        "sqlite",
+        "0013_span_chunks.sql",
+        "5a13edfa0a35710329f5ef6b57e44c1d0dc0ca873602e8ecb0478ecb36d3fc23c6e8016b6ca94c87a29c8b37ae8bae58",
+    ),
+    (
+        "sqlite",
+        "0014_body_chunks.sql",
+        "7e3bd02662841f69a8e787930323e674d08b2df5bbe3b32d39c707c879f8764ed413152bae2ecec4aac949f04e7ba02d",
+    ),
+    (
+        "sqlite",
+        "0015_run_terms_fts.sql",
+        "ff28f6be17b60c28dc457c70651a203dcd3c6f4a6d9883c28babf9d2181bd9fd3a39ad75f34447d0ac6ce0892e4c232f",
+    ),
+    (
+        "sqlite",
+        "0016_run_numbers.sql",
+        "337124a95bd9e0d967381e697d6d39b85a45d4ec75655a152e030cb970c8c06a466f183121cd62eaf56d3397ee025c39",
+    ),
+    (
+        "sqlite",
+        "0017_security.sql",
+        "fa5acadc2be52718c43b8b8348070ae3b56418f4be5d1ada40f9ff810002394d5f841491ec0793c62f47a29837d152c6",
+    ),
+    (
+        "sqlite",
+        "0018_prices_and_tools.sql",
+        "2c85b2d32c4993e3208ec7aa0fae4ebe9faa93d7322ec8bbdeca49d500433e06d17b13c06a2fa89c93e99664c24caf05",
+    ),
+    (
+        "sqlite",
+        "0019_repair_edited_migrations.sql",
+        "b808e6a3dcdae4f04ffe3418cff099c4d1c06924c1cc96c562e2b345d95802d27bc912cf6bc09183b2933eb61ff5f247",
+    ),
+    (
+        "postgres",
+        "0001_foundation.sql",
+        "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
+    ),
+    (
+        "postgres",
+        "0002_ingest.sql",
+        "73727eb702ee98fb74ff1389f012a9ae1e4949aabdc906ab829d25a616f2e0dda129d6a1786b9e7685a0849e54624144",
+    ),
+    (
+        "postgres",
+        "0003_run_search.sql",
+        "03959e1b0a2d331fce51d00d5ea6b37b718e227eae26829001f13559f204d2421aa07e313f2c14fafff7cc49011d3ccb",
+    ),
+    (
+        "postgres",
+        "0004_approvals.sql",
+        "f5c4a817f33a586f3e0c8fb13f9f65a1d7abec2ee28d56af38e3e790f5d1bd579622424d9a170e4c04200a0250d8d3f8",
+    ),
+    (
+        "postgres",
+        "0005_webhooks.sql",
+        "2ccd9e34d26bd3c79363d64511abd13ac1971f05cf8a28f61b3671dd1610e8be4da0c643b4e5804372aafe3b30ae04bd",
+    ),
+    (
+        "postgres",
+        "0006_run_tools.sql",
+        "27a08684882649260571dd6b02d5df1e617e6fb65462797f2a04db54fe3544521d41548a4bfe0c7fd5945a28672e8daf",
+    ),
+    (
+        "postgres",
+        "0007_run_reason_counts.sql",
+        "a2024f519dd6929524ac108626d700e842c57a607fc14dc754769ec76edf7d11c29f34ecffc6efec16e973aff6b75619",
+    ),
+    (
+        "postgres",
+        "0008_escalations.sql",
+        "c3e001a4f4b4a69c691166b65388305899ee7f75187fb4964bcfae0003e3af9fa4bd7949af7591b58afc6a9026570a55",
+    ),
+    (
+        "postgres",
+        "0009_alerts.sql",
+        "b0ad9c1139530c3118fadab20c309663c8889f3a5440937681ae48f4ffab7a2e88eee4a54477f423dfc1adabae1c5cbb",
+    ),
+    (
+        "postgres",
+        "0010_trends.sql",
+        "f84d9be6e409b30eb0ba4265d1f0dbde0fcb712eac366f9dd1833a8bf0b1acba500448d6d52e9a6893ed19b4f63d25b7",
+    ),
+    (
+        "postgres",
+        "0011_metrics.sql",
+        "fa6c0fedc4f2bf628317ffe363f0b15cbc047c5b01f46137a422e0a27dcea111357a438922a112203ed06b82e295556b",
+    ),
+    (
+        "postgres",
+        "0012_spans_tool_name_index.sql",
+        "99ff6e9f6388912fd82cec630f83b4ea526d2d5103d0694e9998dcc8a2af1b3228f85fa592b27a6d208c050d2f1403c6",
+    ),
+    (
+        "postgres",
+        "0013_span_chunks.sql",
+        "91f57903481b801919b1ca3e0f97657bb7660b9a2e99d60daafe3645b612d2535103f4f35d15434a0e7b646160a8dcb6",
+    ),
+    (
+        "postgres",
+        "0014_body_chunks.sql",
+        "5496169def5d3d2b323b9ffb7d9f75189317fa2fc40d6de6c7e52549883b33830995474f0b00dd290075939235405539",
+    ),
+    (
+        "postgres",
+        "0016_run_numbers.sql",
+        "32fa11e61df4ab3276f6e60cd5d114e6a945e94b4788d0769bf04c820a20287dde295fb178cc7826e98f0d873302b2af",
+    ),
+    (
+        "postgres",
+        "0017_security.sql",
+        "fa5acadc2be52718c43b8b8348070ae3b56418f4be5d1ada40f9ff810002394d5f841491ec0793c62f47a29837d152c6",
+    ),
+    (
+        "postgres",
+        "0018_prices_and_tools.sql",
+        "2c85b2d32c4993e3208ec7aa0fae4ebe9faa93d7322ec8bbdeca49d500433e06d17b13c06a2fa89c93e99664c24caf05",
+    ),
+    (
+        "postgres",
+        "0019_repair_edited_migrations.sql",
+        "b808e6a3dcdae4f04ffe3418cff099c4d1c06924c1cc96c562e2b345d95802d27bc912cf6bc09183b2933eb61ff5f247",
+    ),
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+#[test]
+fn every_released_migration_keeps_its_text() {
+    for (backend, file, released) in RELEASED {
+        let text = std::fs::read(root().join("migrations").join(backend).join(file))
+            .unwrap_or_else(|_| panic!("{backend}/{file} was released and must not be removed"));
+        assert_eq!(hex::encode(Sha384::digest(&text)), *released, "{backend}/{file} was edited after release");
+    }
+    for backend in ["sqlite", "postgres"] {
+        for entry in std::fs::read_dir(root().join("migrations").join(backend)).unwrap() {
+            let file = entry.unwrap().file_name().into_string().unwrap();
+            assert!(
+                RELEASED.iter().any(|(b, f, _)| *b == backend && *f == file),
+                "{backend}/{file} is not in RELEASED: record its checksum when you commit it"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_accepted_earlier_texts_are_the_fixtures_kept_of_them() {
+    for (backend, version, released) in EDITED_AFTER_RELEASE {
+        let text = released_text(*backend, *version);
+        assert_eq!(hex::encode(Sha384::digest(text.as_bytes())), *released, "{backend:?} {version}");
+    }
+}
+
+/// The released text of an edited migration, kept in the test fixtures.
+fn released_text(backend: Backend, version: i64) -> String {
+    let dir = root().join("app/tests/fixtures/released-migrations").join(match backend {
+        Backend::Sqlite => "sqlite",
+        Backend::Postgres => "postgres",
+    });
+    let prefix = format!("{version:04}_");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no fixture for {backend:?} {version}"));
+    std::fs::read_to_string(file).unwrap()
+}
+
+/// This build's migrations up to `last`, with the edited ones in their released text: the
+/// schema history of a database created before the edits.
+fn as_released(backend: Backend, last: i64) -> Migrator {
+    let migrations: Vec<Migration> = migrator(backend)
+        .iter()
+        .filter(|m| m.version <= last)
+        .map(|m| {
+            if EDITED_AFTER_RELEASE.iter().any(|(b, v, _)| *b == backend && *v == m.version) {
+                let text = released_text(backend, m.version);
+                Migration::new(m.version, m.description.clone(), m.migration_type, Cow::Owned(text), m.no_tx)
+            } else {
+                m.clone()
+            }
+        })
+        .collect();
+    Migrator { migrations: Cow::Owned(migrations), ignore_missing: false, locking: true, no_tx: false }
+}
+
+async fn has_index(db: &Db, name: &str) -> bool {
+    let sql = match db.backend() {
+        Backend::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1",
+        Backend::Postgres => "SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1",
+    };
+    let n: i64 = on_pool!(db, pool => sqlx::query_scalar(sql).bind(name).fetch_one(pool).await).unwrap();
+    n > 0
+}
+
+#[tokio::test]
+async fn a_database_from_before_the_edits_and_one_from_today_both_upgrade() {
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        // Created by the release before the edits: 0001 to 0018 as they were released.
+        let old = as_released(db.backend(), 18);
+        on_pool!(db, pool => old.run(pool).await).unwrap();
+        assert!(has_index(db, "runs_trends").await, "the released 0010 made this index, {}", t.backend());
+        // Plain sqlx refuses it: the recorded text of 0010 is not today's. (Without the
+        // migration lock: sqlx leaves PostgreSQL's advisory lock held on a refusal, and the
+        // pooled connection would keep it.)
+        let plain = Migrator { locking: false, ..as_released(db.backend(), 0) };
+        let plain = Migrator { migrations: migrator(db.backend()).migrations.clone(), ..plain };
+        let refused = on_pool!(db, pool => plain.run(pool).await).unwrap_err();
+        assert!(refused.to_string().contains("10"), "{refused}");
+        // Flightdeck accepts exactly those earlier texts and repairs the schema.
+        db.migrate().await.unwrap();
+        assert!(!has_index(db, "runs_trends").await, "0019 dropped it, {}", t.backend());
+        assert!(db.is_ready().await.is_ok());
+        db.migrate().await.expect("a second start changes nothing");
+        t.cleanup().await;
+    }
+    // Today's main, from scratch and started again.
+    for t in TestDb::each_backend().await {
+        assert!(!has_index(&t.db, "runs_trends").await);
+        t.db.migrate().await.unwrap();
+        assert!(t.db.is_ready().await.is_ok());
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_text_that_was_never_released_is_still_refused() {
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        on_pool!(db, pool => migrator(db.backend()).run(pool).await).unwrap();
+        let sql = "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 10";
+        on_pool!(db, pool => sqlx::query(sql).bind(vec![7u8; 48]).execute(pool).await.map(|_| ())).unwrap();
+        // Flightdeck's start refuses it too (and stops; the lock goes with the process).
+        let plain = Migrator { locking: false, ..as_released(db.backend(), 0) };
+        let plain = Migrator { migrations: migrator(db.backend()).migrations.clone(), ..plain };
+        assert!(app::storage::migrations::accept_released_texts(db).await.unwrap() == 0);
+        let err = on_pool!(db, pool => plain.run(pool).await).unwrap_err();
+        assert!(err.to_string().contains("10"), "{err}");
+        t.cleanup().await;
+    }
+}
