@@ -320,3 +320,59 @@ async fn a_text_that_was_never_released_is_still_refused() {
         t.cleanup().await;
     }
 }
+
+/// Databases the previous release (0.2.0, see CHANGELOG.md) created and filled through
+/// its own binary: its demo runs, two pending approval requests and a cancelled one, and
+/// an escalation filed through the API. This build migrates them and serves them
+/// unchanged.
+mod previous_release {
+    use super::*;
+    use app::storage::{approvals, escalations, runs, spans};
+
+    const RUN: &str = "run_ca770866dc5ff770d0dd1d45";
+
+    async fn serves_what_it_stored(db: &Db) {
+        db.migrate().await.expect("the previous release's database upgrades");
+        assert!(db.is_ready().await.is_ok());
+        let page = runs::list(db, &runs::RunQuery { limit: 100, ..Default::default() }).await.unwrap();
+        assert_eq!(page.runs.len(), 15, "{}", db.backend_name());
+        assert_eq!(spans::count(db).await.unwrap(), 178);
+        let run = runs::get(db, RUN).await.unwrap().expect("the run is there");
+        assert!(run.run.steps > 0 && !run.step_list.is_empty(), "steps derive again from the stored spans");
+        let mut statuses: Vec<String> =
+            approvals::for_run(db, RUN).await.unwrap().iter().map(|a| a.status.as_str().to_string()).collect();
+        statuses.sort();
+        assert_eq!(statuses, ["cancelled", "pending", "pending"]);
+        let open = escalations::list(db, true, 10).await.unwrap();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].run_id, RUN);
+        assert_eq!(open[0].what_was_done[0].external_id.as_deref(), Some("msg_1"));
+        assert_eq!(open[0].what_remains[0].description, "call the customer");
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_file_from_the_previous_release_upgrades_and_serves() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("flightdeck.db");
+        std::fs::copy(root().join("app/tests/fixtures/previous-release/0.2.0/flightdeck.db"), &file).unwrap();
+        let db = Db::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+        serves_what_it_stored(&db).await;
+        db.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_postgres_dump_from_the_previous_release_upgrades_and_serves() {
+        let Some(t) = TestDb::postgres_empty().await else { return };
+        let dump =
+            std::fs::read_to_string(root().join("app/tests/fixtures/previous-release/0.2.0/postgres.sql")).unwrap();
+        // On a connection of its own: the dump sets an empty search_path for its session.
+        {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&t.url).await.unwrap();
+            sqlx::raw_sql(&dump).execute(&mut conn).await.expect("the dump loads");
+            conn.close().await.unwrap();
+        }
+        serves_what_it_stored(&t.db).await;
+        t.cleanup().await;
+    }
+}

@@ -43,6 +43,13 @@ pub enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
     },
+    /// Copy the SQLite database to a new file while the server may keep running (for
+    /// PostgreSQL use pg_dump); restore by putting the copy in place of flightdeck.db with
+    /// the server stopped
+    Backup {
+        /// The file to write; it must not exist yet
+        file: std::path::PathBuf,
+    },
     /// Manage user accounts
     #[command(subcommand)]
     User(UserCommand),

@@ -42,6 +42,13 @@ fn main() -> ExitCode {
                 eprintln!("migrations applied ({})", db.backend_name());
                 Ok(())
             }
+            Command::Backup { file } => {
+                // Not migrated first: a backup taken before an upgrade keeps the old schema.
+                let db = app::storage::Db::connect(&config.database_url).await?;
+                let bytes = app::storage::backup::sqlite_copy(&db, &file).await?;
+                eprintln!("backup written to {} ({:.1} MB)", file.display(), bytes as f64 / 1e6);
+                Ok(())
+            }
             Command::Demo { runs, seed } => {
                 let db = commands::open_database(&config).await?;
                 commands::demo::run(&db, &config.ingest_settings()?, runs, seed).await

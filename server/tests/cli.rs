@@ -277,3 +277,45 @@ fn demo_fills_a_fresh_database_through_the_ingest_path() {
     assert!(runs.iter().any(|r| r.duplicate_side_effects > 0), "the demo shows duplicate side effects");
     assert!(runs.iter().any(|r| r.terminal_reason != app::canonical::TerminalReason::Completed));
 }
+
+#[test]
+fn a_backup_taken_while_serving_restores_into_a_new_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = flightdeck(dir.path()).args(["demo", "--runs", "12"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (mut child, _) = serve_for_ingest(dir.path());
+    let copy = dir.path().join("copy.db");
+    let out = flightdeck(dir.path()).args(["backup", copy.to_str().unwrap()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("backup written to"), "{stderr}");
+    let again = flightdeck(dir.path()).args(["backup", copy.to_str().unwrap()]).output().unwrap();
+    assert!(!again.status.success(), "an existing file is never overwritten");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
+    let postgres = flightdeck(dir.path())
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .args(["backup", dir.path().join("pg.db").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!postgres.status.success());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Restore: the copy in place of flightdeck.db of a new data directory, then serve.
+    let restored = tempfile::tempdir().unwrap();
+    std::fs::copy(&copy, restored.path().join("flightdeck.db")).unwrap();
+    let (mut child, _) = serve_for_ingest(restored.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (runs, spans) = runtime.block_on(async {
+        let url = format!("sqlite://{}", restored.path().join("flightdeck.db").display());
+        let db = app::storage::Db::connect(&url).await.unwrap();
+        let page = app::storage::runs::list(&db, &app::storage::runs::RunQuery { limit: 100, ..Default::default() })
+            .await
+            .unwrap();
+        (page.runs.len(), app::storage::spans::count(&db).await.unwrap())
+    });
+    assert_eq!(runs, 12, "every run is in the restored database");
+    assert!(spans > 12 * 3, "{spans} spans");
+}

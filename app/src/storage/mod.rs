@@ -8,6 +8,7 @@
 pub mod alerts;
 pub mod approvals;
 pub mod audit;
+pub mod backup;
 pub mod dialect;
 pub mod escalations;
 pub mod metrics;

@@ -42,7 +42,16 @@ impl TestDb {
         Self::postgres_at(None).await
     }
 
+    /// A new, empty PostgreSQL database (not even sqlx's table), for loading a dump.
+    pub async fn postgres_empty() -> Option<TestDb> {
+        Self::postgres_created(None, false).await
+    }
+
     async fn postgres_at(version: Option<i64>) -> Option<TestDb> {
+        Self::postgres_created(version, true).await
+    }
+
+    async fn postgres_created(version: Option<i64>, migrate: bool) -> Option<TestDb> {
         let Ok(admin_url) = std::env::var("FLIGHTDECK_TEST_PG_URL") else {
             if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
                 panic!("CI=true but FLIGHTDECK_TEST_PG_URL is not set: PostgreSQL tests must run in CI");
@@ -65,6 +74,7 @@ impl TestDb {
         let url = with_database(&admin_url, &name);
         let db = Db::connect(&url).await.expect("connect to the test database");
         match version {
+            _ if !migrate => {}
             Some(v) => db.migrate_up_to(v).await.expect("migrate postgres part way"),
             None => db.migrate().await.expect("migrate postgres"),
         }
