@@ -9,6 +9,7 @@ use flightdeck::priority;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    flightdeck::memory::limit_allocator_arenas();
     let cli = Cli::parse();
     let config = match Config::resolve(cli.settings, cli.config.as_deref()) {
         Ok(config) => config,

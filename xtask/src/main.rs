@@ -8,6 +8,7 @@
 //!   cargo xtask test                                    the whole test suite
 //!   cargo xtask bench [--seconds N] [--concurrency N]   ingest throughput and server memory
 //!   cargo xtask first-load [--runs N]                   bundle sizes and cold load in Chromium
+//!   cargo xtask chaos [--kills N] [--seconds N]         crash, overload, outage, disk-full report
 
 mod bundle;
 mod compress;
@@ -27,10 +28,11 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("bench") => bench(&args[1..]),
         Some("first-load") => first_load(&args[1..]),
+        Some("chaos") => chaos(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | \
-                 bench [--seconds N] [--concurrency N] | first-load [--runs N]"
+                 bench [--seconds N] [--concurrency N] | first-load [--runs N] | chaos [--kills N] [--seconds N]"
             );
             return ExitCode::from(2);
         }
@@ -432,6 +434,49 @@ fn bench(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The chaos scenarios (`server/tests/chaos/`) in their long form, on a release build:
+/// ten SIGKILLs per database by default, longer overload and outage phases. Prints each
+/// scenario's report; CI runs the same scenarios in their short form as part of `test`.
+/// Mounting the disk-full scenario's tmpfs needs root; elsewhere it says it is skipped.
+fn chaos(args: &[String]) -> Result<()> {
+    let number = |flag: &str, default: u64| -> Result<u64> {
+        match args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
+            Some(v) => v.parse().with_context(|| format!("{flag} takes a whole number")),
+            None => Ok(default),
+        }
+    };
+    let kills = number("--kills", 10)?;
+    let seconds = number("--seconds", 10)?;
+    let pg = postgres_url();
+    if pg.is_none() {
+        missing("PostgreSQL", "start it to run the PostgreSQL scenarios too")?;
+    }
+    step("building the chaos scenarios (release)");
+    check(cargo().args(["test", "--release", "--package", "flightdeck", "--test", "chaos", "--no-run"]))?;
+    step(&format!("chaos: {kills} kills per database, {seconds} s load phases"));
+    eprintln!("machine: {}", machine_description());
+    let mut run = cargo();
+    run.args([
+        "test",
+        "--release",
+        "--package",
+        "flightdeck",
+        "--test",
+        "chaos",
+        "--",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env("FLIGHTDECK_CHAOS_KILLS", kills.to_string())
+    .env("FLIGHTDECK_CHAOS_SECONDS", seconds.to_string());
+    match &pg {
+        Some(url) => run.env("FLIGHTDECK_TEST_PG_URL", url),
+        None => run.env_remove("FLIGHTDECK_TEST_PG_URL"),
+    };
+    check(&mut run)
 }
 
 fn tempdir() -> Result<PathBuf> {

@@ -77,6 +77,22 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// SQLite pools drop a connection that comes back still inside a transaction. When a
+/// statement fails with SQLITE_FULL (disk full) or SQLITE_IOERR, SQLite may roll the
+/// transaction back by itself; the ROLLBACK sqlx then sends fails ("no transaction is
+/// active") and sqlx keeps counting the transaction as open, so every later BEGIN on that
+/// connection failed with "non-zero transaction depth": after a full disk was freed, the
+/// ingest writer never stored anything again (found by the disk-full chaos scenario).
+/// A new connection starts clean. A committed or rolled-back connection is not affected.
+fn sqlite_pool_options() -> SqlitePoolOptions {
+    SqlitePoolOptions::new().after_release(|conn, _| {
+        Box::pin(async move {
+            use sqlx::Connection;
+            Ok(!conn.is_in_transaction())
+        })
+    })
+}
+
 impl Db {
     /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
@@ -110,7 +126,7 @@ impl Db {
                 // channel; at the default 50 each 500-row read of a run page waited ten times for
                 // the task to be scheduled, which on a busy machine cost tens of ms.
                 .row_buffer_size(1024);
-            let pool = SqlitePoolOptions::new()
+            let pool = sqlite_pool_options()
                 .max_connections(8)
                 .connect_with(options)
                 .await
@@ -133,7 +149,7 @@ impl Db {
         match self {
             Db::Sqlite(pool) => {
                 let options = (*pool.connect_options()).clone().pragma("wal_autocheckpoint", "0");
-                Db::Sqlite(SqlitePoolOptions::new().max_connections(1).min_connections(0).connect_lazy_with(options))
+                Db::Sqlite(sqlite_pool_options().max_connections(1).min_connections(0).connect_lazy_with(options))
             }
             Db::Postgres(pool) => Db::Postgres(pool.clone()),
         }

@@ -7,11 +7,12 @@ use std::time::Duration;
 use anyhow::Context;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use prost::Message;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::Code;
+
+use crate::rpc::retry_delay;
 
 use super::transport::{Attempt, Transport};
 use super::Target;
@@ -82,56 +83,17 @@ impl Transport for Grpc {
     }
 }
 
-/// The subset of `google.rpc.Status` needed to find a `RetryInfo` among its details.
-/// Declared here because the well-known types are not among this crate's dependencies.
-#[derive(Clone, PartialEq, Message)]
-pub(crate) struct RpcStatus {
-    #[prost(message, repeated, tag = "3")]
-    pub details: Vec<ProtoAny>,
-}
-
-/// `google.protobuf.Any`.
-#[derive(Clone, PartialEq, Message)]
-pub(crate) struct ProtoAny {
-    #[prost(string, tag = "1")]
-    pub type_url: String,
-    #[prost(bytes = "vec", tag = "2")]
-    pub value: Vec<u8>,
-}
-
-/// `google.rpc.RetryInfo`.
-#[derive(Clone, PartialEq, Message)]
-pub(crate) struct RetryInfo {
-    #[prost(message, optional, tag = "1")]
-    pub retry_delay: Option<ProtoDuration>,
-}
-
-/// `google.protobuf.Duration`.
-#[derive(Clone, PartialEq, Message)]
-pub(crate) struct ProtoDuration {
-    #[prost(int64, tag = "1")]
-    pub seconds: i64,
-    #[prost(int32, tag = "2")]
-    pub nanos: i32,
-}
-
-pub(crate) const RETRY_INFO_TYPE: &str = "type.googleapis.com/google.rpc.RetryInfo";
-
-/// The delay in the status details' `RetryInfo`, if the server sent one.
-fn retry_delay(details: &[u8]) -> Option<Duration> {
-    let status = RpcStatus::decode(details).ok()?;
-    let any = status.details.iter().find(|d| d.type_url == RETRY_INFO_TYPE)?;
-    let delay = RetryInfo::decode(any.value.as_slice()).ok()?.retry_delay?;
-    Some(Duration::new(u64::try_from(delay.seconds).ok()?, u32::try_from(delay.nanos).ok()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rpc::{ProtoAny, ProtoDuration, RetryInfo, RpcStatus, RETRY_INFO_TYPE};
+    use prost::Message;
 
     #[test]
     fn retry_info_is_found_among_status_details() {
         let details = RpcStatus {
+            code: 14,
+            message: String::new(),
             details: vec![
                 ProtoAny { type_url: "type.googleapis.com/google.rpc.DebugInfo".into(), value: vec![1, 2, 3] },
                 ProtoAny {

@@ -17,9 +17,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tonic::codec::CompressionEncoding;
 
-use super::grpc::{ProtoAny, ProtoDuration, RetryInfo, RpcStatus, RETRY_INFO_TYPE};
 use super::retry::MAX_RETRIES;
 use super::*;
+use crate::rpc::{ProtoAny, ProtoDuration, RetryInfo, RpcStatus, RETRY_INFO_TYPE};
 use crate::synth::SynthRun;
 
 /// One request as the receiver saw it.
@@ -364,6 +364,8 @@ impl TraceService for GrpcReceiver {
         }
         if log.calls == 1 {
             let details = RpcStatus {
+                code: 14,
+                message: String::new(),
                 details: vec![ProtoAny {
                     type_url: RETRY_INFO_TYPE.into(),
                     value: RetryInfo { retry_delay: Some(ProtoDuration { seconds: 0, nanos: 1_000_000 }) }

@@ -62,13 +62,20 @@ impl NamedService for TraceServer {
     const NAME: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
 }
 
+/// The gRPC status for a refusal. UNAVAILABLE carries a `google.rpc.RetryInfo` detail
+/// with the same delay as HTTP's `Retry-After`, as the OTLP specification asks of a
+/// server that wants the client to slow down.
 fn status(error: IngestError) -> Status {
     match error {
         IngestError::Unauthenticated(m) => Status::unauthenticated(m),
         IngestError::Forbidden(m) => Status::permission_denied(m),
         IngestError::Invalid(m) => Status::invalid_argument(m),
         IngestError::TooLarge(m) => Status::resource_exhausted(m),
-        IngestError::Unavailable(m) => Status::unavailable(m),
+        IngestError::Unavailable(m) => {
+            let delay = std::time::Duration::from_secs(super::service::RETRY_AFTER_SECS);
+            let details = loadgen::rpc::retry_details(tonic::Code::Unavailable as i32, &m, delay);
+            Status::with_details(tonic::Code::Unavailable, m, Bytes::from(details))
+        }
     }
 }
 
@@ -178,5 +185,20 @@ impl Decoder for ExportCodec {
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
         Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_carries_retry_info_with_the_http_delay() {
+        let s = status(IngestError::Unavailable("busy".into()));
+        assert_eq!(s.code(), tonic::Code::Unavailable);
+        let delay = loadgen::rpc::retry_delay(s.details());
+        assert_eq!(delay, Some(std::time::Duration::from_secs(super::super::service::RETRY_AFTER_SECS)));
+        let s = status(IngestError::Invalid("bad".into()));
+        assert!(s.details().is_empty(), "only a retryable refusal asks for a retry");
     }
 }

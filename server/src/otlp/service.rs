@@ -296,8 +296,16 @@ impl IngestService {
                 counters.spans_accepted.fetch_add(outcome.accepted as u64, Ordering::Relaxed);
                 Ok(outcome)
             }
-            Ok(Err(message)) => Err(IngestError::Unavailable(message)),
-            Err(_) => Err(IngestError::Unavailable("the ingest writer stopped; retry".into())),
+            // Storage failed (database down, disk full): answered 503 like a full queue, and
+            // counted with it, so one metric shows every export refused for a retry.
+            Ok(Err(message)) => {
+                counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
+                Err(IngestError::Unavailable(message))
+            }
+            Err(_) => {
+                counters.requests_refused_busy.fetch_add(1, Ordering::Relaxed);
+                Err(IngestError::Unavailable("the ingest writer stopped; retry".into()))
+            }
         }
     }
 }
