@@ -822,7 +822,7 @@ async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage
     let (a, _) = app::storage::approvals::create(db, &request, None, requester, &[]).await.unwrap();
     if let Some(d) = decision {
         let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
-        app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason).await.unwrap();
+        app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason, None).await.unwrap();
     }
     a.id
 }
@@ -918,7 +918,7 @@ async fn approved_for(db: &Db, run: &str, step: i64, key: &str, args: &Value, to
         "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
     let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }, &[]).await.unwrap();
-    decide(db, &a.id, Decision::Approve, &a.payload_sha256, "alice", None).await.unwrap();
+    decide(db, &a.id, Decision::Approve, &a.payload_sha256, "alice", None, None).await.unwrap();
     a.id
 }
 

@@ -321,7 +321,7 @@ async fn a_scrape_reports_exactly_what_was_ingested_and_filed() {
         assert_eq!(get(&m, "flightdeck_ingest_requests_refused_total", &[]), 0.0, "{backend}");
 
         // Claiming one leaves one unclaimed.
-        app::storage::escalations::claim(&t.db, &run_d_escalation, "olga").await.unwrap();
+        app::storage::escalations::claim(&t.db, &run_d_escalation, "olga", None).await.unwrap();
         let m = parse(&server.scrape(Some(&format!("Bearer {prometheus}"))).await.text().await.unwrap());
         assert_eq!(get(&m, "flightdeck_escalations_open", &[]), 2.0, "{backend}");
         assert_eq!(get(&m, "flightdeck_escalations_unclaimed", &[]), 1.0, "{backend}");

@@ -143,18 +143,32 @@ pub async fn decide_approval(
         ssr::audit(&db, &me, action::APPROVAL_DECISION_REFUSED, &id, Some("lacks the required role")).await?;
         return ssr::fail(AppError::Forbidden(request.required_role.to_string()));
     }
-    match approvals::decide(&db, &id, decision, payload_sha256.trim(), &me.username, reason.as_deref()).await {
+    let (act, status) = match decision {
+        Decision::Approve => (action::APPROVAL_APPROVED, crate::approvals::ApprovalStatus::Approved),
+        Decision::Deny => (action::APPROVAL_DENIED, crate::approvals::ApprovalStatus::Denied),
+    };
+    let detail = format!(
+        "{} {} in run {} (payload sha256 {}){}",
+        request.tool,
+        status,
+        request.run_id,
+        request.payload_sha256,
+        reason.as_deref().map(|r| format!("; reason: {r}")).unwrap_or_default()
+    );
+    let source = ssr::source();
+    let entry = crate::storage::audit::NewEntry {
+        actor: Some(&me.username),
+        action: act,
+        target: Some(&id),
+        detail: Some(&detail),
+        source: source.as_deref(),
+    };
+    // The decision and its audit entry are one transaction.
+    let decided =
+        approvals::decide(&db, &id, decision, payload_sha256.trim(), &me.username, reason.as_deref(), Some(&entry))
+            .await;
+    match decided {
         Ok(decided) => {
-            let act = if decision == Decision::Approve { action::APPROVAL_APPROVED } else { action::APPROVAL_DENIED };
-            let detail = format!(
-                "{} {} in run {} (payload sha256 {}){}",
-                decided.tool,
-                decided.status,
-                decided.run_id,
-                decided.payload_sha256,
-                reason.as_deref().map(|r| format!("; reason: {r}")).unwrap_or_default()
-            );
-            ssr::audit(&db, &me, act, &id, Some(&detail)).await?;
             if let Some(state) = use_context::<crate::state::AppState>() {
                 state.approvals.announce(&db, &id).await;
             }

@@ -83,17 +83,27 @@ pub async fn load_run_escalations(run_id: String) -> Result<Vec<Escalation>, App
     Ok(crate::storage::escalations::for_run(&ssr::db()?, &run_id).await?)
 }
 
+/// Runs an operator's act on an escalation. `f` gets the database, the operator's name
+/// and the audit entry the act leaves, which storage appends in the act's own
+/// transaction (an act without its entry, or an entry without its act, is never stored).
 #[cfg(feature = "ssr")]
 async fn act<F, Fut>(id: &str, action: &str, detail: Option<String>, f: F) -> Result<(), AppError>
 where
-    F: FnOnce(crate::storage::Db, String) -> Fut,
+    F: FnOnce(crate::storage::Db, String, crate::storage::audit::OwnedEntry) -> Fut,
     Fut: std::future::Future<Output = crate::storage::StoreResult<Escalation>>,
 {
     use super::ssr;
     let me = ssr::require(crate::access::Role::Operator)?;
     let db = ssr::db()?;
-    match f(db.clone(), me.username.clone()).await {
-        Ok(_) => ssr::audit(&db, &me, action, id, detail.as_deref()).await,
+    let entry = crate::storage::audit::OwnedEntry {
+        actor: Some(me.username.clone()),
+        action: action.to_string(),
+        target: Some(id.to_string()),
+        detail,
+        source: ssr::source(),
+    };
+    match f(db.clone(), me.username.clone(), entry).await {
+        Ok(_) => Ok(()),
         Err(crate::storage::StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
         Err(crate::storage::StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
         Err(e) => Err(e.into()),
@@ -104,16 +114,20 @@ where
 pub async fn claim_escalation(id: String) -> Result<(), AppError> {
     use crate::storage::{audit::action, escalations};
     let target = id.clone();
-    act(&id, action::ESCALATION_CLAIMED, None, |db, me| async move { escalations::claim(&db, &target, &me).await })
-        .await
+    act(&id, action::ESCALATION_CLAIMED, None, |db, me, audit| async move {
+        escalations::claim(&db, &target, &me, Some(&audit.borrow())).await
+    })
+    .await
 }
 
 #[server(prefix = "/fn", endpoint = "release_escalation")]
 pub async fn release_escalation(id: String) -> Result<(), AppError> {
     use crate::storage::{audit::action, escalations};
     let target = id.clone();
-    act(&id, action::ESCALATION_RELEASED, None, |db, me| async move { escalations::release(&db, &target, &me).await })
-        .await
+    act(&id, action::ESCALATION_RELEASED, None, |db, me, audit| async move {
+        escalations::release(&db, &target, &me, Some(&audit.borrow())).await
+    })
+    .await
 }
 
 #[server(prefix = "/fn", endpoint = "note_escalation")]
@@ -126,11 +140,8 @@ pub async fn note_escalation(id: String, note: String) -> Result<(), AppError> {
     }
     let target = id.clone();
     let text = note.clone();
-    act(&id, action::ESCALATION_NOTE, Some(note), |db, me| async move {
-        escalations::event(&db, &target, Some(&me), "note", Some(&text)).await?;
-        escalations::get(&db, &target)
-            .await?
-            .ok_or_else(|| crate::storage::StoreError::NotFound(format!("escalation {target}")))
+    act(&id, action::ESCALATION_NOTE, Some(note), |db, me, audit| async move {
+        escalations::note(&db, &target, &me, &text, Some(&audit.borrow())).await
     })
     .await
 }
@@ -142,8 +153,8 @@ pub async fn tick_escalation_item(id: String, index: usize, done: String) -> Res
     let done = done == "true";
     let target = id.clone();
     let detail = format!("item {index} {}", if done { "done" } else { "not done" });
-    act(&id, action::ESCALATION_ITEM, Some(detail), |db, me| async move {
-        escalations::set_item(&db, &target, &me, index, done).await
+    act(&id, action::ESCALATION_ITEM, Some(detail), |db, me, audit| async move {
+        escalations::set_item(&db, &target, &me, index, done, Some(&audit.borrow())).await
     })
     .await
 }
@@ -197,8 +208,10 @@ pub async fn resolve_escalation(
     } else {
         (action::ESCALATION_RESOLVED, format!("{outcome}: {note}"))
     };
-    act(&id, action_name, Some(detail), |db, me| async move {
-        escalations::resolve(&db, &target, &me, outcome, &note, instructions.as_deref(), override_claim).await
+    act(&id, action_name, Some(detail), |db, me, audit| async move {
+        let audit = Some(audit.borrow());
+        escalations::resolve(&db, &target, &me, outcome, &note, instructions.as_deref(), override_claim, audit.as_ref())
+            .await
     })
     .await
 }

@@ -259,9 +259,11 @@ pub enum Decision {
     Deny,
 }
 
-/// Decides a pending request if the approver saw the payload it is bound to. Refusals say
-/// why: unknown request, a different payload, already decided (by whom, when), expired.
-/// The caller has checked the approver's role against `required_role`.
+/// Decides a pending request if the approver saw the payload it is bound to, and appends
+/// `audit` (when given) in the same transaction: a decision is never stored without its
+/// audit entry, nor the entry without the decision. Refusals say why: unknown request, a
+/// different payload, already decided (by whom, when), expired. The caller has checked
+/// the approver's role against `required_role`.
 pub async fn decide(
     db: &Db,
     id: &str,
@@ -269,6 +271,7 @@ pub async fn decide(
     shown_sha256: &str,
     approver: &str,
     reason: Option<&str>,
+    audit: Option<&super::audit::NewEntry<'_>>,
 ) -> StoreResult<Approval> {
     let now = now_ms();
     let status = match decision {
@@ -277,21 +280,29 @@ pub async fn decide(
     };
     // An approval is good for a short window after it is given (the policy's, copied in
     // when the request was filed).
-    let sql = "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, \
-               use_by = CASE WHEN $7 THEN $3 + COALESCE(use_within_seconds, $8) * 1000 ELSE NULL END \
-               WHERE id = $5 AND status = 'pending' AND payload_sha256 = $6 AND expires_at > $3";
-    let changed = on_pool!(db, pool => sqlx::query(sql)
-        .bind(status.as_str())
-        .bind(approver)
-        .bind(now)
-        .bind(reason)
-        .bind(id)
-        .bind(shown_sha256)
-        .bind(decision == Decision::Approve)
-        .bind(DEFAULT_USE_WITHIN_SECONDS)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+    let update = Sql::with_args(
+        "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, \
+         use_by = CASE WHEN $7 THEN $3 + COALESCE(use_within_seconds, $8) * 1000 ELSE NULL END \
+         WHERE id = $5 AND status = 'pending' AND payload_sha256 = $6 AND expires_at > $3",
+        vec![
+            status.as_str().into(),
+            approver.into(),
+            now.into(),
+            reason.into(),
+            id.into(),
+            shown_sha256.into(),
+            (decision == Decision::Approve).into(),
+            DEFAULT_USE_WITHIN_SECONDS.into(),
+        ],
+    );
+    let mut tx = Tx::begin_write(db).await?;
+    let changed = tx.execute(update).await?;
+    if changed == 1 {
+        if let Some(entry) = audit {
+            tx.execute(super::audit::insert(entry)).await?;
+        }
+    }
+    tx.commit().await?;
     let current = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))?;
     if changed == 1 {
         return Ok(current);

@@ -1,6 +1,7 @@
 //! The audit log: an append-only record of who did what, when, and from where. Failed
 //! sign-ins recorded here also drive the sign-in rate limit.
 
+use super::sql::Sql;
 use super::{from_ms, now_ms, on_pool, Db, StoreResult};
 use crate::models::{AuditEntry, AuditPage};
 
@@ -45,6 +46,29 @@ pub struct NewEntry<'a> {
     pub source: Option<&'a str>,
 }
 
+/// An entry that owns its text, for handing to an act that runs later (see
+/// [`insert`]).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedEntry {
+    pub actor: Option<String>,
+    pub action: String,
+    pub target: Option<String>,
+    pub detail: Option<String>,
+    pub source: Option<String>,
+}
+
+impl OwnedEntry {
+    pub fn borrow(&self) -> NewEntry<'_> {
+        NewEntry {
+            actor: self.actor.as_deref(),
+            action: &self.action,
+            target: self.target.as_deref(),
+            detail: self.detail.as_deref(),
+            source: self.source.as_deref(),
+        }
+    }
+}
+
 #[derive(Debug, sqlx::FromRow)]
 struct AuditRow {
     id: i64,
@@ -57,19 +81,26 @@ struct AuditRow {
 }
 
 pub async fn record(db: &Db, entry: NewEntry<'_>) -> StoreResult<()> {
-    let sql = "INSERT INTO audit_log (at, actor, action, target, detail, source) \
-               VALUES ($1, $2, $3, $4, $5, $6)";
-    on_pool!(db, pool => sqlx::query(sql)
-        .bind(now_ms())
-        .bind(entry.actor)
-        .bind(entry.action)
-        .bind(entry.target)
-        .bind(entry.detail)
-        .bind(entry.source)
-        .execute(pool)
-        .await
-        .map(|_| ()))?;
+    db.execute(insert(&entry)).await?;
     Ok(())
+}
+
+/// The statement that appends `entry`, for an act that records itself in its own
+/// transaction (a decision or a claim is never stored without its entry, nor the entry
+/// without it).
+pub fn insert(entry: &NewEntry<'_>) -> Sql {
+    let sql = "INSERT INTO audit_log (at, actor, action, target, detail, source) VALUES ($1, $2, $3, $4, $5, $6)";
+    Sql::with_args(
+        sql,
+        vec![
+            now_ms().into(),
+            entry.actor.into(),
+            entry.action.into(),
+            entry.target.into(),
+            entry.detail.into(),
+            entry.source.into(),
+        ],
+    )
 }
 
 /// Newest first; `before` is the id cursor from the previous page, `action` filters.

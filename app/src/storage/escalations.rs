@@ -1,6 +1,7 @@
 //! Escalations and their timelines. Claims are conditional updates (`... WHERE claimed_by
 //! IS NULL`), so two people can never both hold one; the loser is told who has it.
 
+use super::audit::NewEntry;
 use super::sql::{cacheable_chunks, Sql, Tx};
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::canonical::{RunDetail, RunSummary};
@@ -245,14 +246,39 @@ pub async fn event(db: &Db, id: &str, actor: Option<&str>, kind: &str, detail: O
     Ok(())
 }
 
+/// Adds an operator's note to the timeline, with its audit entry, in one transaction.
+pub async fn note(db: &Db, id: &str, user: &str, text: &str, audit: Option<&NewEntry<'_>>) -> StoreResult<Escalation> {
+    current(db, id).await?;
+    let mut tx = Tx::begin_write(db).await?;
+    tx.execute(Sql::with_args(
+        "INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) VALUES ($1, $2, $3, 'note', $4)",
+        vec![id.into(), now_ms().into(), user.into(), text.into()],
+    ))
+    .await?;
+    if let Some(audit) = audit {
+        tx.execute(super::audit::insert(audit)).await?;
+    }
+    tx.commit().await?;
+    current(db, id).await
+}
+
 /// Applies `update` (a conditional UPDATE of one escalation) and, when it changed the
-/// row, records `entry` on the timeline, in one transaction: a claim, a tick or a
-/// resolution is never stored without its timeline entry, nor the entry without it.
-/// Returns whether the row changed.
-async fn change_with_entry(db: &Db, id: &str, update: Sql, entry: (&str, &str, Option<&str>)) -> StoreResult<bool> {
+/// row, records `entry` on the timeline and `audit` in the audit log, in one transaction:
+/// a claim, a tick or a resolution is never stored without its entries, nor an entry
+/// without it. Returns whether the row changed.
+async fn change_with_entry(
+    db: &Db,
+    id: &str,
+    update: Sql,
+    entry: (&str, &str, Option<&str>),
+    audit: Option<&NewEntry<'_>>,
+) -> StoreResult<bool> {
     let mut tx = Tx::begin_write(db).await?;
     let changed = tx.execute(update).await? == 1;
     if changed {
+        if let Some(audit) = audit {
+            tx.execute(super::audit::insert(audit)).await?;
+        }
         let (actor, kind, detail) = entry;
         let mut sql = Sql::new("INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) ");
         sql.values([()], |row, ()| {
@@ -269,7 +295,8 @@ async fn current(db: &Db, id: &str) -> StoreResult<Escalation> {
 }
 
 /// Claims an open escalation for `user`; claiming one you hold is a no-op.
-pub async fn claim(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
+/// `audit` is appended with the claim, in its transaction.
+pub async fn claim(db: &Db, id: &str, user: &str, audit: Option<&NewEntry<'_>>) -> StoreResult<Escalation> {
     let mut sql = Sql::new(
         "UPDATE escalations SET claimed_by = $1, claimed_at = $2 \
                             WHERE id = $3 AND status = 'open' AND claimed_by IS NULL",
@@ -277,7 +304,7 @@ pub async fn claim(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
     sql.arg(user);
     sql.arg(now_ms());
     sql.arg(id);
-    let changed = change_with_entry(db, id, sql, (user, "claimed", None)).await?;
+    let changed = change_with_entry(db, id, sql, (user, "claimed", None), audit).await?;
     let e = current(db, id).await?;
     if !changed {
         if let Some(why) = e.refusal(user) {
@@ -287,14 +314,14 @@ pub async fn claim(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
     Ok(e)
 }
 
-pub async fn release(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
+pub async fn release(db: &Db, id: &str, user: &str, audit: Option<&NewEntry<'_>>) -> StoreResult<Escalation> {
     let mut sql = Sql::new(
         "UPDATE escalations SET claimed_by = NULL, claimed_at = NULL \
                             WHERE id = $1 AND status = 'open' AND claimed_by = $2",
     );
     sql.arg(id);
     sql.arg(user);
-    let changed = change_with_entry(db, id, sql, (user, "released", None)).await?;
+    let changed = change_with_entry(db, id, sql, (user, "released", None), audit).await?;
     let e = current(db, id).await?;
     if !changed {
         return Err(StoreError::Conflict(
@@ -305,7 +332,14 @@ pub async fn release(db: &Db, id: &str, user: &str) -> StoreResult<Escalation> {
 }
 
 /// Ticks or unticks a remaining item; only the person holding the claim may.
-pub async fn set_item(db: &Db, id: &str, user: &str, index: usize, done: bool) -> StoreResult<Escalation> {
+pub async fn set_item(
+    db: &Db,
+    id: &str,
+    user: &str,
+    index: usize,
+    done: bool,
+    audit: Option<&NewEntry<'_>>,
+) -> StoreResult<Escalation> {
     let e = current(db, id).await?;
     if let Some(why) = e.refusal(user) {
         return Err(StoreError::Conflict(why));
@@ -326,7 +360,7 @@ pub async fn set_item(db: &Db, id: &str, user: &str, index: usize, done: bool) -
     sql.arg(id);
     sql.arg(user);
     let kind = if done { "item_done" } else { "item_undone" };
-    if !change_with_entry(db, id, sql, (user, kind, Some(&description))).await? {
+    if !change_with_entry(db, id, sql, (user, kind, Some(&description)), audit).await? {
         return Err(StoreError::Conflict("the escalation changed while ticking; reload it".into()));
     }
     current(db, id).await
@@ -344,6 +378,7 @@ pub async fn resolve(
     note: &str,
     instructions: Option<&str>,
     override_claim: bool,
+    audit: Option<&NewEntry<'_>>,
 ) -> StoreResult<Escalation> {
     let before = current(db, id).await?;
     let overridden = match (&before.claimed_by, override_claim) {
@@ -364,7 +399,7 @@ pub async fn resolve(
     sql.arg(id);
     sql.arg(override_claim);
     let detail = format!("{outcome}{overridden}: {note}");
-    let changed = change_with_entry(db, id, sql, (user, "resolved", Some(&detail))).await?;
+    let changed = change_with_entry(db, id, sql, (user, "resolved", Some(&detail)), audit).await?;
     let e = current(db, id).await?;
     if !changed {
         let why = e.refusal(user).unwrap_or_else(|| match &e.claimed_by {
