@@ -13,7 +13,7 @@ export const dataDir = `${__dirname}/.e2e-data`;
 // an agent token for sending traces and reading runs; and demo runs to browse.
 const seed = [
   `rm -rf "${dataDir}" && mkdir -p "${dataDir}"`,
-  `"${bin}" token create e2e-agent --scope ingest,read,approvals,escalations > "${dataDir}/token"`,
+  `"${bin}" token create e2e-agent --scope ingest,read,approvals,escalations,calls > "${dataDir}/token"`,
   `"${bin}" demo --runs 30`,
   `printf 'alice-password-123\\n' | "${bin}" user add --role admin,approver,operator,viewer alice`,
   `printf 'victor-password-123\\n' | "${bin}" user add --role viewer victor`,

@@ -119,10 +119,12 @@ pub enum Scope {
     Escalations,
     /// Read runs through the REST API.
     Read,
+    /// Ask before a guarded call and report its outcome (the execution ledger).
+    Calls,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read];
+    pub const ALL: [Scope; 5] = [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -130,6 +132,7 @@ impl Scope {
             Scope::Approvals => "approvals",
             Scope::Escalations => "escalations",
             Scope::Read => "read",
+            Scope::Calls => "calls",
         }
     }
 }
@@ -146,7 +149,7 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|r| r.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown scope `{s}` (expected one of ingest, approvals, escalations, read)"))
+            .ok_or_else(|| format!("unknown scope `{s}` (expected one of ingest, approvals, escalations, read, calls)"))
     }
 }
 

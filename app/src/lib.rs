@@ -15,6 +15,7 @@ pub mod components;
 pub mod errors;
 pub mod escalations;
 pub mod functions;
+pub mod ledger;
 pub mod models;
 pub mod pattern;
 pub mod pricing;

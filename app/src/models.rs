@@ -103,6 +103,12 @@ pub struct PolicyRow {
     pub expiry_seconds: Option<i64>,
     pub run_limit: Option<i64>,
     pub use_within_seconds: Option<i64>,
+    /// Guarded calls: the volatile fields (comma-separated; empty = the default list),
+    /// whether the key is run-wide, the already_done window and the call timeout.
+    pub volatile_fields: String,
+    pub run_wide_key: bool,
+    pub ledger_window_seconds: Option<i64>,
+    pub call_timeout_seconds: Option<i64>,
 }
 
 /// One tool ingest has seen, as the admin's tools page shows it.

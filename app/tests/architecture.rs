@@ -29,7 +29,7 @@ const SPLIT: [&str; 11] = [
 ];
 
 /// Pure domain modules and what they must not import.
-const DOMAIN: [&str; 13] = [
+const DOMAIN: [&str; 14] = [
     "ingest",
     "approvals",
     "escalations",
@@ -43,6 +43,7 @@ const DOMAIN: [&str; 13] = [
     "trends",
     "run_query",
     "replay",
+    "ledger",
 ];
 const NOT_FROM_DOMAIN: [&str; 7] = ["storage", "functions", "services", "components", "routes", "app", "state"];
 

@@ -110,6 +110,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "b808e6a3dcdae4f04ffe3418cff099c4d1c06924c1cc96c562e2b345d95802d27bc912cf6bc09183b2933eb61ff5f247",
     ),
     (
+        "sqlite",
+        "0020_execution_ledger.sql",
+        "1ad65bc9a8ec0c8400596442c5d1520cc227f1845926bb96bc76fe4843dc7517f1b911a9605073cf762c70ac5ea6ec93",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -198,6 +203,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0019_repair_edited_migrations.sql",
         "b808e6a3dcdae4f04ffe3418cff099c4d1c06924c1cc96c562e2b345d95802d27bc912cf6bc09183b2933eb61ff5f247",
+    ),
+    (
+        "postgres",
+        "0020_execution_ledger.sql",
+        "1ad65bc9a8ec0c8400596442c5d1520cc227f1845926bb96bc76fe4843dc7517f1b911a9605073cf762c70ac5ea6ec93",
     ),
 ];
 

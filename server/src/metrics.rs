@@ -83,6 +83,10 @@ async fn read(state: &MetricsState, headers: &HeaderMap) -> Result<Scrape, ApiEr
     })
 }
 
+/// At most this many (tool, state) series of the ledger: a runaway tool namespace must
+/// not blow up the scrape.
+const MAX_LEDGER_SERIES: usize = 700;
+
 /// The exposition text of one scrape. Every family has its `# HELP` and `# TYPE`, and a
 /// series even when its value is 0, so alert rules never see a metric vanish.
 pub fn render(s: &Scrape) -> String {
@@ -115,6 +119,23 @@ pub fn render(s: &Scrape) -> String {
         "Tool calls answered from an idempotency cache (outcome deduped) in retained runs.",
     );
     out.sample("flightdeck_deduped_calls", &[], f.deduped_calls as f64);
+
+    out.family(
+        "flightdeck_ledger_calls",
+        "gauge",
+        "Guarded calls in the execution ledger per tool and state (started, succeeded, failed, unknown, ...).",
+    );
+    for (tool, state, n) in f.ledger_calls.iter().take(MAX_LEDGER_SERIES) {
+        out.sample("flightdeck_ledger_calls", &[("tool", tool), ("state", state)], *n as f64);
+    }
+    out.family(
+        "flightdeck_ledger_deduped",
+        "gauge",
+        "Asks the execution ledger answered already_done instead of running the call again, per tool.",
+    );
+    for (tool, n) in tool_series(&f.ledger_deduped) {
+        out.sample("flightdeck_ledger_deduped", &[("tool", tool)], n as f64);
+    }
     out.family(
         "flightdeck_duplicate_side_effects",
         "gauge",
@@ -205,7 +226,7 @@ pub fn render(s: &Scrape) -> String {
     out.family(
         "flightdeck_ingest_requests_refused_total",
         "counter",
-        "OTLP export requests this process answered 503 (busy, retry later) since it started.",
+        "OTLP export requests this process answered 503 (busy or storage unavailable; retry later) since it started.",
     );
     out.sample("flightdeck_ingest_requests_refused_total", &[], s.requests_refused as f64);
 
@@ -313,6 +334,11 @@ mod tests {
                 cost_window_runs: 3,
                 cost_quantiles: vec![(0.5, Some(0.25)), (0.95, Some(1.5)), (0.99, None)],
                 alerts_open: vec![(AlertRule::EscalationBacklog, AlertState::Firing, 1)],
+                ledger_calls: vec![
+                    ("send_email".into(), "succeeded".into(), 5),
+                    ("send_email".into(), "unknown".into(), 1),
+                ],
+                ledger_deduped: vec![("send_email".into(), 2)],
             },
             spans_accepted: 1200,
             spans_rejected: 3,

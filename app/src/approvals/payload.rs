@@ -67,7 +67,7 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-fn sha256_hex(text: &str) -> String {
+pub fn sha256_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 

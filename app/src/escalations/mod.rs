@@ -23,6 +23,9 @@ vocabulary! {
         BudgetExceeded = "budget_exceeded",
         LowConfidence = "low_confidence",
         ApprovalRequiredByPolicy = "approval_required_by_policy",
+        /// A guarded call started and never reported: a person must say whether it
+        /// happened (the execution ledger opens these).
+        OutcomeUnknown = "outcome_unknown",
         Other = "other",
     }
 }
@@ -73,6 +76,7 @@ impl EscalationReason {
             EscalationReason::BudgetExceeded => "budget exceeded",
             EscalationReason::LowConfidence => "low confidence",
             EscalationReason::ApprovalRequiredByPolicy => "approval required by policy",
+            EscalationReason::OutcomeUnknown => "outcome unknown",
             EscalationReason::Other => "other",
         }
     }

@@ -48,6 +48,7 @@ pub async fn create_token(
     scope_approvals: Option<String>,
     scope_escalations: Option<String>,
     scope_read: Option<String>,
+    #[server(default)] scope_calls: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::access::{format_scopes, Role, Scope};
@@ -62,6 +63,7 @@ pub async fn create_token(
         (scope_approvals, Scope::Approvals),
         (scope_escalations, Scope::Escalations),
         (scope_read, Scope::Read),
+        (scope_calls, Scope::Calls),
     ]
     .into_iter()
     .filter_map(|(ticked, scope)| ticked.map(|_| scope))
@@ -259,6 +261,10 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
             expiry_seconds: p.expiry_seconds,
             run_limit: p.run_limit,
             use_within_seconds: p.use_within_seconds,
+            volatile_fields: p.volatile_fields.map(|f| f.join(", ")).unwrap_or_default(),
+            run_wide_key: p.run_wide_key,
+            ledger_window_seconds: p.ledger_window_seconds,
+            call_timeout_seconds: p.call_timeout_seconds,
         })
         .collect())
 }
@@ -276,6 +282,10 @@ pub async fn save_policy(
     #[server(default)] expiry_seconds: Option<String>,
     #[server(default)] run_limit: Option<String>,
     #[server(default)] use_within_seconds: Option<String>,
+    #[server(default)] volatile_fields: Option<String>,
+    #[server(default)] run_wide_key: Option<String>,
+    #[server(default)] ledger_window_seconds: Option<String>,
+    #[server(default)] call_timeout_seconds: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::canonical::SideEffect;
@@ -319,9 +329,11 @@ pub async fn save_policy(
             number("expiry (seconds)", expiry_seconds)?,
             number("per-run limit", run_limit)?,
             number("use within (seconds)", use_within_seconds)?,
+            number("ledger window (seconds)", ledger_window_seconds)?,
+            number("call timeout (seconds)", call_timeout_seconds)?,
         ))
     })();
-    let (expiry_seconds, run_limit, use_within_seconds) = match numbers {
+    let (expiry_seconds, run_limit, use_within_seconds, ledger_window_seconds, call_timeout_seconds) = match numbers {
         Ok(n) => n,
         Err(e) => return ssr::fail(e),
     };
@@ -333,6 +345,13 @@ pub async fn save_policy(
         expiry_seconds,
         run_limit,
         use_within_seconds,
+        // Comma-separated argument names; empty keeps the default list.
+        volatile_fields: volatile_fields
+            .map(|text| text.split(',').map(|f| f.trim().to_string()).filter(|f| !f.is_empty()).collect::<Vec<_>>())
+            .filter(|fields| !fields.is_empty()),
+        run_wide_key: run_wide_key.is_some_and(|v| !v.is_empty() && v != "false"),
+        ledger_window_seconds,
+        call_timeout_seconds,
     };
     if let Err(why) = policy.validate() {
         return ssr::fail(AppError::Invalid(why));

@@ -29,6 +29,10 @@ pub struct EscalationView {
     pub me: String,
     pub run_known: bool,
     pub now: DateTime<Utc>,
+    /// The run's guarded calls from the execution ledger: unknown outcomes (to settle)
+    /// and succeeded calls (evidence of what was done).
+    #[serde(default)]
+    pub calls: Vec<crate::ledger::LedgerEntry>,
 }
 
 #[server(prefix = "/fn", endpoint = "load_escalations")]
@@ -63,7 +67,13 @@ pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
     let observed = run.as_ref().map(|r| observed_side_effects(&r.tool_call_list)).unwrap_or_default();
     let evidence = compare(&escalation.what_was_done, &observed);
     let timeline = escalations::timeline(&db, &id).await?;
+    let calls = crate::storage::ledger::for_run(&db, &escalation.run_id)
+        .await?
+        .into_iter()
+        .filter(|c| matches!(c.state, crate::ledger::EntryState::Unknown | crate::ledger::EntryState::Succeeded))
+        .collect();
     Ok(EscalationView {
+        calls,
         can_act: me.can(crate::access::Role::Operator),
         can_override: me.can(crate::access::Role::Operator) && me.can(crate::access::Role::Admin),
         me: me.username,

@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod auth;
 pub mod catalog;
 pub mod escalations;
+pub mod ledger;
 pub mod runs;
 pub mod trends;
 

@@ -29,6 +29,21 @@ pub struct ToolPolicy {
     /// a call that starts later is a `stale_approval` violation.
     #[serde(default)]
     pub use_within_seconds: Option<i64>,
+    /// Guarded calls (the execution ledger): top-level argument fields left out of a
+    /// derived idempotency key (default: request_id, timestamp, now, attempt, trace_id).
+    #[serde(default)]
+    pub volatile_fields: Option<Vec<String>>,
+    /// Key guarded calls run-wide (the step left out), for tools that cannot be undone:
+    /// the same call in a later step is found too.
+    #[serde(default)]
+    pub run_wide_key: bool,
+    /// How long a succeeded call answers `already_done` (default 24 h).
+    #[serde(default)]
+    pub ledger_window_seconds: Option<i64>,
+    /// How long a started call may go unreported before its outcome is unknown (default
+    /// 300 s).
+    #[serde(default)]
+    pub call_timeout_seconds: Option<i64>,
 }
 
 fn default_approver_role() -> Role {
@@ -46,6 +61,10 @@ impl ToolPolicy {
             expiry_seconds: None,
             run_limit: None,
             use_within_seconds: None,
+            volatile_fields: None,
+            run_wide_key: false,
+            ledger_window_seconds: None,
+            call_timeout_seconds: None,
         }
     }
 }
@@ -77,15 +96,31 @@ impl ToolPolicy {
             ("expiry (seconds)", self.expiry_seconds, max_expiry),
             ("per-run limit", self.run_limit, MAX_RUN_LIMIT),
             ("use within (seconds)", self.use_within_seconds, MAX_USE_WITHIN_SECONDS),
+            ("ledger window (seconds)", self.ledger_window_seconds, MAX_LEDGER_WINDOW_SECONDS),
+            ("call timeout (seconds)", self.call_timeout_seconds, MAX_CALL_TIMEOUT_SECONDS),
         ];
         for (field, value, max) in ranges {
             if let Some(n) = value.filter(|n| !(1..=max).contains(n)) {
                 return Err(format!("{field} must be a whole number from 1 to {max}, got {n}"));
             }
         }
+        if let Some(fields) = &self.volatile_fields {
+            if fields.len() > MAX_VOLATILE_FIELDS || fields.iter().any(|f| f.trim().is_empty() || f.len() > 200) {
+                return Err(format!(
+                    "volatile fields: at most {MAX_VOLATILE_FIELDS} argument names of 1 to 200 characters"
+                ));
+            }
+        }
         Ok(())
     }
 }
+
+/// The longest a succeeded guarded call may answer `already_done`: 30 days.
+pub const MAX_LEDGER_WINDOW_SECONDS: i64 = 30 * 24 * 3600;
+/// The longest a guarded call may run before its outcome is unknown: one day.
+pub const MAX_CALL_TIMEOUT_SECONDS: i64 = 24 * 3600;
+/// The most volatile fields a policy may name.
+pub const MAX_VOLATILE_FIELDS: usize = 50;
 
 /// Whether `name` matches a `*`-wildcard pattern (case-sensitive, whole name).
 pub use crate::pattern::glob as glob_matches;

@@ -33,6 +33,7 @@ pub mod action {
     pub const ESCALATION_RESOLVED: &str = "escalation_resolved";
     pub const ESCALATION_RESOLVED_OVERRIDE: &str = "escalation_resolved_over_claim";
     pub const ALERT_ACKNOWLEDGED: &str = "alert_acknowledged";
+    pub const CALL_SETTLED: &str = "call_settled";
     pub const ALERT_RULE_SAVED: &str = "alert_rule_saved";
 }
 

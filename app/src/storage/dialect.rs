@@ -113,6 +113,16 @@ impl Tx {
         }
     }
 
+    /// What ends a SELECT that reads a row to change it in this transaction: PostgreSQL
+    /// locks the row (another instance's transaction waits); SQLite's transaction already
+    /// holds the database's write lock.
+    pub fn lock_rows(&self) -> &'static str {
+        match self {
+            Tx::Postgres(_) => " FOR UPDATE",
+            Tx::Sqlite(_) => "",
+        }
+    }
+
     /// The stored reason and number of each run in `run_ids` that has a row. On
     /// PostgreSQL the rows stay locked until the commit, so retention deleting one
     /// meanwhile is either seen here or waits for this transaction.

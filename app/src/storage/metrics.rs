@@ -48,6 +48,10 @@ pub struct Figures {
     pub cost_quantiles: Vec<(f64, Option<f64>)>,
     /// Alerts not resolved, per rule and state (firing, acknowledged), every pair present.
     pub alerts_open: Vec<(AlertRule, AlertState, i64)>,
+    /// Execution-ledger entries per tool and state, and per tool the asks answered
+    /// `already_done` (the deduped count the article asks for).
+    pub ledger_calls: Vec<(String, String, i64)>,
+    pub ledger_deduped: Vec<(String, i64)>,
 }
 
 impl Figures {
@@ -124,6 +128,13 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         })
         .collect();
 
+    let counts = super::ledger::counts(db).await?;
+    let ledger_calls = counts.iter().map(|(tool, state, n, _)| (tool.clone(), state.clone(), *n)).collect();
+    let mut ledger_deduped: BTreeMap<String, i64> = BTreeMap::new();
+    for (tool, _, _, deduped) in &counts {
+        *ledger_deduped.entry(tool.clone()).or_default() += deduped;
+    }
+    let ledger_deduped = ledger_deduped.into_iter().collect();
     Ok(Figures {
         runs_by_reason,
         irreversible_by_tool,
@@ -138,5 +149,7 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
         cost_window_runs,
         cost_quantiles,
         alerts_open,
+        ledger_calls,
+        ledger_deduped,
     })
 }

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod backup;
 pub mod dialect;
 pub mod escalations;
+pub mod ledger;
 pub mod metrics;
 pub mod migrations;
 pub mod policies;

@@ -1,13 +1,14 @@
 //! Tool policies: tool-name patterns, the side-effect class they imply, and the approval
 //! rules for the tools they match.
 
+use super::sql::{Arg, Sql};
 use super::{now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
 
-const COLUMNS: &str =
-    "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit, use_within_seconds";
+const COLUMNS: &str = "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit, \
+    use_within_seconds, volatile_fields, run_wide_key, ledger_window_seconds, call_timeout_seconds";
 
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
@@ -18,6 +19,10 @@ struct PolicyRow {
     expiry_seconds: Option<i64>,
     run_limit: Option<i64>,
     use_within_seconds: Option<i64>,
+    volatile_fields: Option<String>,
+    run_wide_key: bool,
+    ledger_window_seconds: Option<i64>,
+    call_timeout_seconds: Option<i64>,
 }
 
 impl From<PolicyRow> for ToolPolicy {
@@ -30,6 +35,11 @@ impl From<PolicyRow> for ToolPolicy {
             expiry_seconds: r.expiry_seconds,
             run_limit: r.run_limit,
             use_within_seconds: r.use_within_seconds,
+            // Written by `upsert` from a validated list; unreadable text means no list.
+            volatile_fields: r.volatile_fields.as_deref().and_then(|t| serde_json::from_str(t).ok()),
+            run_wide_key: r.run_wide_key,
+            ledger_window_seconds: r.ledger_window_seconds,
+            call_timeout_seconds: r.call_timeout_seconds,
         }
     }
 }
@@ -50,24 +60,30 @@ pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
     policy.validate().map_err(|why| StoreError::Invalid(format!("tool policy `{}`: {why}", policy.pattern)))?;
     let sql = format!(
-        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
          ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \
          requires_approval = excluded.requires_approval, approver_role = excluded.approver_role, \
          expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, \
-         use_within_seconds = excluded.use_within_seconds, updated_at = excluded.updated_at"
+         use_within_seconds = excluded.use_within_seconds, volatile_fields = excluded.volatile_fields, \
+         run_wide_key = excluded.run_wide_key, ledger_window_seconds = excluded.ledger_window_seconds, \
+         call_timeout_seconds = excluded.call_timeout_seconds, updated_at = excluded.updated_at"
     );
-    on_pool!(db, pool => sqlx::query(&sql)
-        .bind(&policy.pattern)
-        .bind(policy.side_effect.as_str())
-        .bind(policy.requires_approval)
-        .bind(policy.approver_role.as_str())
-        .bind(policy.expiry_seconds)
-        .bind(policy.run_limit)
-        .bind(policy.use_within_seconds)
-        .bind(now_ms())
-        .execute(pool)
-        .await
-        .map(|_| ()))?;
+    let volatile = policy.volatile_fields.as_ref().map(|f| serde_json::to_string(f).unwrap_or_default());
+    let args: Vec<Arg> = vec![
+        policy.pattern.as_str().into(),
+        policy.side_effect.as_str().into(),
+        policy.requires_approval.into(),
+        policy.approver_role.as_str().into(),
+        policy.expiry_seconds.into(),
+        policy.run_limit.into(),
+        policy.use_within_seconds.into(),
+        volatile.into(),
+        policy.run_wide_key.into(),
+        policy.ledger_window_seconds.into(),
+        policy.call_timeout_seconds.into(),
+        now_ms().into(),
+    ];
+    db.execute(Sql::with_args(sql, args)).await?;
     Ok(())
 }
 

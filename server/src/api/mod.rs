@@ -3,6 +3,7 @@
 
 pub mod approvals;
 mod auth;
+pub mod calls;
 mod error;
 pub mod escalations;
 mod openapi;
@@ -45,6 +46,9 @@ fn table() -> Vec<Entry> {
         (M::POST, "/approvals/{id}/cancel", Some(Scope::Approvals), post(approvals::cancel)),
         (M::POST, "/escalations", Some(Scope::Escalations), post(escalations::file)),
         (M::GET, "/escalations/{id}", Some(Scope::Escalations), get(escalations::get)),
+        (M::POST, "/calls", Some(Scope::Calls), post(calls::ask)),
+        (M::GET, "/calls/{id}", Some(Scope::Calls), get(calls::get)),
+        (M::POST, "/calls/{id}/complete", Some(Scope::Calls), post(calls::complete)),
     ]
 }
 
@@ -61,10 +65,13 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     rules: app::storage::rules::RulesCache,
 ) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
+    let calls =
+        calls::CallContext { hub: approval_hub.clone(), webhooks: webhooks.clone(), redactor: redactor.clone() };
     let authenticated = table()
         .into_iter()
         .fold(Router::new(), |router, (_, path, _, handler)| router.route(path, handler))
         .fallback(not_found)
+        .layer(Extension(calls))
         .layer(Extension(approval_hub))
         .layer(Extension(webhooks))
         .layer(Extension(redactor))

@@ -3,7 +3,7 @@
 //! so it cannot drift from what the handlers take and return. A test checks that every
 //! route of the API's table is in it.
 
-use super::{approvals, escalations, runs};
+use super::{approvals, calls, escalations, runs};
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -26,12 +26,16 @@ use utoipa::{Modify, OpenApi};
         approvals::cancel,
         escalations::file,
         escalations::get,
+        calls::ask,
+        calls::get,
+        calls::complete,
     ),
     modifiers(&BearerToken),
     tags(
         (name = "runs", description = "The canonical run model (scope `read`)"),
         (name = "approvals", description = "Per-call approval bound to the payload's hash (scope `approvals`)"),
         (name = "escalations", description = "Runs handed to a person (scope `escalations`)"),
+        (name = "calls", description = "Guarded calls: the execution ledger (scope `calls`)"),
         (name = "tokens", description = "The calling token (any scope)"),
     )
 )]

@@ -48,6 +48,18 @@ pub fn PoliciesAdmin() -> impl IntoView {
             <label title="An approval must be used (its call must start) within this long after it was given">
                 "Use within (seconds)" <input type="number" name="use_within_seconds" min="1" placeholder="900"/>
             </label>
+            <label title="Argument fields left out of a guarded call's derived idempotency key (comma-separated)">
+                "Volatile fields" <input type="text" name="volatile_fields" maxlength="2000" placeholder="request_id, timestamp, now, attempt, trace_id"/>
+            </label>
+            <label class="checkbox" title="Leave the step out of the key: the same call later in the run is found too (for tools that cannot be undone)">
+                <input type="checkbox" name="run_wide_key" value="on"/>" Run-wide key"
+            </label>
+            <label title="How long a succeeded guarded call answers already_done">
+                "Ledger window (seconds)" <input type="number" name="ledger_window_seconds" min="1" placeholder="86400"/>
+            </label>
+            <label title="How long a started guarded call may go unreported before its outcome is unknown">
+                "Call timeout (seconds)" <input type="number" name="call_timeout_seconds" min="1" placeholder="300"/>
+            </label>
             <button type="submit" class="primary">"Save policy"</button>
             <ActionError value=save.value()/>
         </ActionForm>
@@ -66,11 +78,12 @@ pub fn PoliciesAdmin() -> impl IntoView {
                         <table class="grid" data-testid="policy-table">
                             <thead><tr>
                                 <th>"Pattern"</th><th>"Side effect"</th><th>"Approval"</th><th>"Expiry"</th>
-                                <th>"Per-run limit"</th><th>"Use within"</th><th></th>
+                                <th>"Per-run limit"</th><th>"Use within"</th><th>"Guarded calls"</th><th></th>
                             </tr></thead>
                             <tbody>
                                 {rows.into_iter().map(|row| {
                                     let pattern = row.pattern.clone();
+                                    let ledger = ledger_summary(&row);
                                     view! {
                                         <tr>
                                             <td><code>{row.pattern}</code></td>
@@ -79,6 +92,7 @@ pub fn PoliciesAdmin() -> impl IntoView {
                                             <td>{row.expiry_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (3600 s)".into())}</td>
                                             <td>{row.run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into())}</td>
                                             <td>{row.use_within_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (900 s)".into())}</td>
+                                            <td class="small">{ledger}</td>
                                             <td>
                                                 <ActionForm action=delete attr:class="inline">
                                                     <input type="hidden" name="pattern" value=pattern/>
@@ -96,4 +110,17 @@ pub fn PoliciesAdmin() -> impl IntoView {
             })}
         </Suspense>
     }
+}
+
+/// The guarded-call settings of a policy in one line.
+fn ledger_summary(row: &crate::models::PolicyRow) -> String {
+    let key = if row.run_wide_key { "run-wide key" } else { "key per step" };
+    let volatile = if row.volatile_fields.is_empty() {
+        "default volatile fields".to_string()
+    } else {
+        format!("volatile: {}", row.volatile_fields)
+    };
+    let window = row.ledger_window_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "24 h".into());
+    let timeout = row.call_timeout_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "300 s".into());
+    format!("{key}; {volatile}; window {window}; timeout {timeout}")
 }

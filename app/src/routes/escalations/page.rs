@@ -13,6 +13,8 @@ use crate::functions::escalations::{
     load_escalation, ClaimEscalation, EscalationView, NoteEscalation, ReleaseEscalation, ResolveEscalation,
     TickEscalationItem,
 };
+use crate::functions::ledger::SettleCall;
+use crate::ledger::EntryState;
 use crate::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -25,6 +27,7 @@ struct Actions {
     note: ServerAction<NoteEscalation>,
     tick: ServerAction<TickEscalationItem>,
     resolve: ServerAction<ResolveEscalation>,
+    settle: ServerAction<SettleCall>,
 }
 
 #[component]
@@ -37,6 +40,7 @@ pub fn EscalationPage() -> impl IntoView {
         note: ServerAction::new(),
         tick: ServerAction::new(),
         resolve: ServerAction::new(),
+        settle: ServerAction::new(),
     };
     crate::components::layout::refresh_nav_after(actions.claim);
     crate::components::layout::refresh_nav_after(actions.resolve);
@@ -47,6 +51,7 @@ pub fn EscalationPage() -> impl IntoView {
             actions.note.version().get(),
             actions.tick.version().get(),
             actions.resolve.version().get(),
+            actions.settle.version().get(),
         )
     };
     let data = Resource::new(move || (id.get(), versions()), |(id, _)| load_escalation(id));
@@ -88,6 +93,7 @@ fn Body(view: EscalationView, actions: Actions) -> impl IntoView {
             </p>
         </section>
         <Claim view=view.clone() actions/>
+        <LedgerCalls view=view.clone() actions/>
         <Evidence view=view.clone()/>
         <Remaining view=view.clone() actions mine/>
         {(view.can_act && e.open).then(|| view! { <Resolve view=view.clone() actions mine/> })}
@@ -135,6 +141,69 @@ fn Claim(view: EscalationView, actions: Actions) -> impl IntoView {
             {control}
             <ActionError value=actions.claim.value()/>
             <ActionError value=actions.release.value()/>
+        </section>
+    })
+}
+
+/// The run's guarded calls: unknown outcomes first, in red, each with its settle action
+/// (for an operator); then what the ledger shows was done, with external ids, as
+/// evidence beside what the agent claims below.
+#[component]
+fn LedgerCalls(view: EscalationView, actions: Actions) -> impl IntoView {
+    if view.calls.is_empty() {
+        return None;
+    }
+    let (unknown, done): (Vec<_>, Vec<_>) = view.calls.into_iter().partition(|c| c.state == EntryState::Unknown);
+    let can_act = view.can_act;
+    Some(view! {
+        <section class="panel" data-testid="ledger-calls">
+            <h2>"From the execution ledger"</h2>
+            {(!unknown.is_empty()).then(|| view! {
+                <div class="callout danger" data-testid="unknown-outcomes">
+                    <h3>{format!("{} call(s) of unknown outcome: did they happen?", unknown.len())}</h3>
+                    <p class="small">"Each started and never reported. Look for its natural key in the system it calls, then settle it: the agent is told already_done if it happened, and may run it again if it did not."</p>
+                    <ul>
+                        {unknown.into_iter().map(|c| {
+                            let id = c.id.clone();
+                            view! {
+                                <li data-testid="unknown-call">
+                                    <code>{c.tool.clone()}</code> " step " {c.step_index} " · natural key " <code>{c.natural_key.clone()}</code>
+                                    " · started " {format_utc(&c.started_at)}
+                                    {can_act.then(|| view! {
+                                        <ActionForm action=actions.settle attr:class="settle-form">
+                                            <input type="hidden" name="id" value=id.clone()/>
+                                            <input type="text" name="external_id" placeholder="external id, if known" maxlength="200"/>
+                                            <button type="submit" name="happened" value="yes" class="primary">"It happened"</button>
+                                            <button type="submit" name="happened" value="no">"It did not"</button>
+                                        </ActionForm>
+                                    })}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                    <ActionError value=actions.settle.value()/>
+                </div>
+            })}
+            {(!done.is_empty()).then(|| view! {
+                <h3>"Done, by the ledger (evidence)"</h3>
+                <div class="table-scroll">
+                <table class="grid" data-testid="ledger-done">
+                    <thead><tr><th>"Step"</th><th>"Tool"</th><th>"External id"</th><th>"Idempotency key"</th><th>"Completed"</th></tr></thead>
+                    <tbody>
+                        {done.into_iter().map(|c| view! {
+                            <tr>
+                                <td>{c.step_index}</td>
+                                <td><code>{c.tool.clone()}</code></td>
+                                <td><code>{c.external_id.clone().unwrap_or_default()}</code></td>
+                                <td><code>{c.idempotency_key.clone()}</code></td>
+                                <td>{c.completed_at.map(|t| format_utc(&t)).unwrap_or_default()}
+                                    {c.settled_by.clone().map(|by| format!(" (settled by {by})"))}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+                </div>
+            })}
         </section>
     })
 }

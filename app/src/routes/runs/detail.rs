@@ -39,6 +39,7 @@ pub fn RunDetailPage() -> impl IntoView {
     // every resource of the page before it starts.
     let escalations = Resource::new(move || run_id.get(), crate::functions::escalations::load_run_escalations);
     let approvals = Resource::new(move || run_id.get(), crate::functions::approvals::load_run_approvals);
+    let calls = Resource::new(move || run_id.get(), crate::functions::ledger::load_run_calls);
     view! {
         <Title text=move || format!("Run {}", run_id.get())/>
         <p class="crumbs"><a href="/runs">"← Runs"</a></p>
@@ -65,6 +66,7 @@ pub fn RunDetailPage() -> impl IntoView {
             </Suspense>
             <SelectedSpan span run_id=run_id/>
         </div>
+        <super::calls_panel::RunCalls data=calls/>
         <super::approvals_panel::RunApprovals data=approvals/>
     }
 }

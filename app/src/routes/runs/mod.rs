@@ -2,6 +2,7 @@
 //! and search live in the URL, so a view can be shared and the back button works.
 
 mod approvals_panel;
+mod calls_panel;
 mod cost;
 pub mod detail;
 mod escalation_link;

@@ -1,0 +1,88 @@
+//! Guarded calls for the browser: a run's ledger entries joined to the spans that ran
+//! them (by `tool.idempotency_key`), and a person settling a call whose outcome is
+//! unknown ("it happened", with its external id, or "it did not").
+
+use crate::errors::AppError;
+use crate::ledger::LedgerEntry;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// One ledger entry on the run page, with the spans that carried its key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCall {
+    pub entry: LedgerEntry,
+    pub span_ids: Vec<String>,
+}
+
+/// A run's guarded calls in step order.
+#[server(prefix = "/fn", endpoint = "load_run_calls")]
+pub async fn load_run_calls(run_id: String) -> Result<Vec<RunCall>, AppError> {
+    use super::ssr;
+    use crate::storage::{ledger, spans};
+    ssr::require(crate::access::Role::Viewer)?;
+    let db = ssr::db()?;
+    let entries = ledger::for_run(&db, &run_id).await?;
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let facts = spans::facts_of_runs(&db, &[run_id.as_str()]).await?;
+    let facts = facts.get(&run_id).map(Vec::as_slice).unwrap_or(&[]);
+    Ok(entries
+        .into_iter()
+        .map(|entry| {
+            let span_ids = facts
+                .iter()
+                .filter(|f| f.idempotency_key.as_deref() == Some(entry.idempotency_key.as_str()))
+                .map(|f| f.span_id.clone())
+                .collect();
+            RunCall { entry, span_ids }
+        })
+        .collect())
+}
+
+/// Settles a guarded call whose outcome is unknown: `happened` is "yes" (with the
+/// external id when known; later asks get `already_done`) or "no" (the next ask runs the
+/// call). Needs the operator role; audited with the change, and noted on the escalation.
+#[server(prefix = "/fn", endpoint = "settle_call")]
+pub async fn settle_call(
+    id: String,
+    happened: String,
+    #[server(default)] external_id: Option<String>,
+) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::{audit, escalations, ledger};
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    let happened = match happened.as_str() {
+        "yes" => true,
+        "no" => false,
+        other => return ssr::fail(AppError::Invalid(format!("`happened` is yes or no, not `{other}`"))),
+    };
+    let external_id = external_id.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
+    if external_id.as_ref().is_some_and(|e| e.len() > 200) {
+        return ssr::fail(AppError::Invalid("an external id has at most 200 characters".into()));
+    }
+    let detail = match (happened, &external_id) {
+        (true, Some(ext)) => format!("call {id} happened (external id {ext})"),
+        (true, None) => format!("call {id} happened"),
+        (false, _) => format!("call {id} did not happen; the agent may run it again"),
+    };
+    let source = ssr::source();
+    let entry = audit::NewEntry {
+        actor: Some(&me.username),
+        action: audit::action::CALL_SETTLED,
+        target: Some(&id),
+        detail: Some(&detail),
+        source: source.as_deref(),
+    };
+    let settled = match ledger::settle(&db, &id, happened, external_id.as_deref(), &me.username, Some(&entry)).await {
+        Ok(settled) => settled,
+        Err(crate::storage::StoreError::Conflict(why)) => return ssr::fail(AppError::Conflict(why)),
+        Err(crate::storage::StoreError::NotFound(what)) => return ssr::fail(AppError::NotFound(what)),
+        Err(other) => return Err(other.into()),
+    };
+    if let Some(escalation) = &settled.escalation_id {
+        escalations::event(&db, escalation, Some(&me.username), "note", Some(&detail)).await?;
+    }
+    Ok(())
+}

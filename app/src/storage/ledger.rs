@@ -1,0 +1,356 @@
+//! The execution ledger's storage: one row per idempotency key. An ask reads the entry
+//! under a lock and applies `ledger::answer::next_step` in the same transaction, so two
+//! instances asking for one key at once never both get `proceed` (the key is unique; the
+//! loser of a race to insert reads the winner's entry and is told `in_progress`).
+
+use super::sql::{Sql, Tx};
+use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
+use crate::approvals::payload::canonical_json;
+use crate::approvals::ApprovalStatus;
+use crate::ledger::answer::{next_step, CallRule, EntryFacts, Step};
+use crate::ledger::key::natural_key;
+use crate::ledger::request::{Outcome, ValidCall, ValidCompletion};
+use crate::ledger::{EntryState, LedgerEntry};
+use serde_json::Value;
+
+const COLUMNS: &str = "id, idempotency_key, natural_key, run_id, step_index, tool, arguments, state, attempts, \
+    deduped, external_id, response, error, verified_by, approval_id, escalation_id, settled_by, requested_by_token, \
+    created_at, started_at, completed_at";
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: String,
+    idempotency_key: String,
+    natural_key: String,
+    run_id: String,
+    step_index: i64,
+    tool: String,
+    arguments: String,
+    state: String,
+    attempts: i64,
+    deduped: i64,
+    external_id: Option<String>,
+    response: Option<String>,
+    error: Option<String>,
+    verified_by: Option<String>,
+    approval_id: Option<String>,
+    escalation_id: Option<String>,
+    settled_by: Option<String>,
+    requested_by_token: Option<i64>,
+    created_at: i64,
+    started_at: i64,
+    completed_at: Option<i64>,
+}
+
+impl Row {
+    fn entry(self) -> Result<(LedgerEntry, Option<i64>), sqlx::Error> {
+        let state = EntryState::parse(&self.state).ok_or_else(|| {
+            sqlx::Error::Decode(format!("ledger entry {} has the unknown state `{}`", self.id, self.state).into())
+        })?;
+        let entry = LedgerEntry {
+            id: self.id,
+            idempotency_key: self.idempotency_key,
+            natural_key: self.natural_key,
+            run_id: self.run_id,
+            step_index: self.step_index,
+            tool: self.tool,
+            arguments: super::stored_json(&self.arguments)?,
+            state,
+            attempts: self.attempts,
+            deduped: self.deduped,
+            external_id: self.external_id,
+            response: self.response.as_deref().map(super::stored_json).transpose()?,
+            error: self.error,
+            verified_by: self.verified_by,
+            approval_id: self.approval_id,
+            escalation_id: self.escalation_id,
+            settled_by: self.settled_by,
+            created_at: from_ms(self.created_at),
+            started_at: from_ms(self.started_at),
+            completed_at: self.completed_at.map(from_ms),
+        };
+        Ok((entry, self.requested_by_token))
+    }
+}
+
+/// A new id: `call_` and 16 random bytes in hex.
+fn new_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    format!("call_{}", hex::encode(bytes))
+}
+
+/// What an ask found and did.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub entry: LedgerEntry,
+    pub step: Step,
+    /// The token that asked first (only it may report the outcome).
+    pub owner: Option<i64>,
+}
+
+/// Asks for `key`: reads the entry under a lock, decides by the rule and applies the
+/// decision in one transaction. `stored_arguments` are the redacted arguments.
+pub async fn ask(
+    db: &Db,
+    call: &ValidCall,
+    key: &str,
+    stored_arguments: &Value,
+    rule: &CallRule,
+    token: Option<i64>,
+) -> StoreResult<Asked> {
+    // A race to insert the same new key: the loser's transaction fails on the unique key
+    // and, asked again, finds the winner's entry.
+    match ask_once(db, call, key, stored_arguments, rule, token).await {
+        Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+            ask_once(db, call, key, stored_arguments, rule, token).await
+        }
+        other => other,
+    }
+}
+
+async fn ask_once(
+    db: &Db,
+    call: &ValidCall,
+    key: &str,
+    stored_arguments: &Value,
+    rule: &CallRule,
+    token: Option<i64>,
+) -> StoreResult<Asked> {
+    let now = now_ms();
+    let mut tx = Tx::begin_write(db).await?;
+    let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE idempotency_key = $1{}", tx.lock_rows());
+    let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![key.into()])).await?;
+    let found = found.map(Row::entry).transpose()?;
+    let approval = match found.as_ref().and_then(|(e, _)| e.approval_id.clone()) {
+        Some(id) => approval_status(&mut tx, &id, now).await?,
+        None => None,
+    };
+    let facts = found.as_ref().map(|(e, _)| EntryFacts {
+        state: e.state,
+        started_at: e.started_at.timestamp_millis(),
+        completed_at: e.completed_at.map(|t| t.timestamp_millis()),
+        approval,
+    });
+    let step = next_step(facts.as_ref(), rule, now);
+    let arguments = canonical_json(stored_arguments);
+    let id = match &found {
+        Some((e, _)) => e.id.clone(),
+        None => new_id(),
+    };
+    let change = match (step, &found) {
+        (Step::Start | Step::AskApproval, None) => {
+            let state = if step == Step::Start { EntryState::Started } else { EntryState::AwaitingApproval };
+            let mut sql = Sql::new(
+                "INSERT INTO call_ledger (id, idempotency_key, natural_key, run_id, step_index, tool, arguments, \
+                 state, requested_by_token, created_at, started_at, updated_at) ",
+            );
+            sql.values([()], |row, ()| {
+                row.bind(id.as_str())
+                    .bind(key)
+                    .bind(natural_key(key))
+                    .bind(call.run_id.as_str())
+                    .bind(call.step_index)
+                    .bind(call.tool.as_str())
+                    .bind(arguments.as_str())
+                    .bind(state.as_str())
+                    .bind(token)
+                    .bind(now)
+                    .bind(now)
+                    .bind(now);
+            });
+            Some(sql)
+        }
+        // The next attempt of a known key: what the last attempt reported is cleared.
+        (Step::Start, Some((e, _))) => {
+            // An approved call consumes its approval; a retry after a failure is a new attempt.
+            let next_attempt = e.state != EntryState::AwaitingApproval;
+            Some(Sql::with_args(
+                "UPDATE call_ledger SET state = 'started', started_at = $1, updated_at = $1, completed_at = NULL, \
+                 external_id = NULL, response = NULL, error = NULL, verified_by = NULL, arguments = $2, \
+                 attempts = attempts + $3 WHERE id = $4",
+                vec![now.into(), arguments.as_str().into(), i64::from(next_attempt).into(), id.as_str().into()],
+            ))
+        }
+        (Step::AskApproval, Some(_)) => Some(Sql::with_args(
+            "UPDATE call_ledger SET state = 'awaiting_approval', approval_id = NULL, started_at = $1, \
+             updated_at = $1, completed_at = NULL, external_id = NULL, response = NULL, error = NULL, \
+             arguments = $2, attempts = attempts + 1 WHERE id = $3",
+            vec![now.into(), arguments.as_str().into(), id.as_str().into()],
+        )),
+        (Step::Tell(crate::ledger::Answer::AlreadyDone), Some(_)) => Some(Sql::with_args(
+            "UPDATE call_ledger SET deduped = deduped + 1, updated_at = $1 WHERE id = $2",
+            vec![now.into(), id.as_str().into()],
+        )),
+        (Step::Tell(crate::ledger::Answer::OutcomeUnknown), Some((e, _))) if e.state == EntryState::Started => {
+            Some(Sql::with_args(
+                "UPDATE call_ledger SET state = 'unknown', updated_at = $1 WHERE id = $2",
+                vec![now.into(), id.as_str().into()],
+            ))
+        }
+        (Step::Deny, Some(_)) => Some(Sql::with_args(
+            "UPDATE call_ledger SET state = 'denied', updated_at = $1 WHERE id = $2",
+            vec![now.into(), id.as_str().into()],
+        )),
+        _ => None,
+    };
+    if let Some(sql) = change {
+        tx.execute(sql).await?;
+    }
+    let (entry, owner) = read(&mut tx, &id).await?;
+    tx.commit().await?;
+    Ok(Asked { entry, step, owner })
+}
+
+/// The status of the approval `id`, an expired pending one read as expired.
+async fn approval_status(tx: &mut Tx, id: &str, now: i64) -> StoreResult<Option<ApprovalStatus>> {
+    let row: Option<(String, i64)> = tx
+        .fetch_optional(Sql::with_args("SELECT status, expires_at FROM approvals WHERE id = $1", vec![id.into()]))
+        .await?;
+    Ok(row.map(|(status, expires_at)| match ApprovalStatus::parse(&status) {
+        Some(ApprovalStatus::Pending) if expires_at <= now => ApprovalStatus::Expired,
+        Some(s) => s,
+        None => ApprovalStatus::Pending,
+    }))
+}
+
+async fn read(tx: &mut Tx, id: &str) -> StoreResult<(LedgerEntry, Option<i64>)> {
+    let sql = Sql::with_args(format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1"), vec![id.into()]);
+    let row: Option<Row> = tx.fetch_optional(sql).await?;
+    let row = row.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?;
+    Ok(row.entry()?)
+}
+
+/// The entry `id` and the token that asked for it first.
+pub async fn get(db: &Db, id: &str) -> StoreResult<Option<(LedgerEntry, Option<i64>)>> {
+    let sql = Sql::with_args(format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1"), vec![id.into()]);
+    let rows: Vec<Row> = db.fetch_all(sql).await?;
+    Ok(rows.into_iter().next().map(Row::entry).transpose()?)
+}
+
+/// A run's entries in step order.
+pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<LedgerEntry>> {
+    let sql = Sql::with_args(
+        format!("SELECT {COLUMNS} FROM call_ledger WHERE run_id = $1 ORDER BY step_index, created_at"),
+        vec![run_id.into()],
+    );
+    let rows: Vec<Row> = db.fetch_all(sql).await?;
+    rows.into_iter().map(|r| r.entry().map(|(e, _)| e).map_err(StoreError::from)).collect()
+}
+
+/// Records the approval request filed for a waiting entry.
+pub async fn link_approval(db: &Db, id: &str, approval_id: &str) -> StoreResult<()> {
+    let sql = Sql::with_args(
+        "UPDATE call_ledger SET approval_id = $1, updated_at = $2 WHERE id = $3 AND state = 'awaiting_approval'",
+        vec![approval_id.into(), now_ms().into(), id.into()],
+    );
+    db.execute(sql).await?;
+    Ok(())
+}
+
+/// Records the escalation opened for an unknown outcome.
+pub async fn link_escalation(db: &Db, id: &str, escalation_id: &str) -> StoreResult<()> {
+    let sql = Sql::with_args(
+        "UPDATE call_ledger SET escalation_id = $1, updated_at = $2 WHERE id = $3",
+        vec![escalation_id.into(), now_ms().into(), id.into()],
+    );
+    db.execute(sql).await?;
+    Ok(())
+}
+
+/// Records how the call ended. Only a started call (or one whose outcome was unknown:
+/// a late report settles it) takes a report; the same report again is accepted and
+/// changes nothing; a report that contradicts the recorded outcome is refused.
+pub async fn complete(
+    db: &Db,
+    id: &str,
+    report: &ValidCompletion,
+    stored_response: Option<&Value>,
+) -> StoreResult<LedgerEntry> {
+    let now = now_ms();
+    let mut tx = Tx::begin_write(db).await?;
+    let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1{}", tx.lock_rows());
+    let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
+    let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;
+    let reported = match report.outcome {
+        Outcome::Ok => EntryState::Succeeded,
+        Outcome::Error => EntryState::Failed,
+    };
+    match entry.state {
+        EntryState::Started | EntryState::Unknown => {
+            let response = stored_response.map(canonical_json);
+            tx.execute(Sql::with_args(
+                "UPDATE call_ledger SET state = $1, external_id = $2, response = $3, error = $4, verified_by = $5, \
+                 completed_at = $6, updated_at = $6 WHERE id = $7",
+                vec![
+                    reported.as_str().into(),
+                    report.external_id.clone().into(),
+                    response.into(),
+                    report.error.clone().into(),
+                    report.verified_by.clone().into(),
+                    now.into(),
+                    id.into(),
+                ],
+            ))
+            .await?;
+        }
+        state if state == reported && entry.external_id == report.external_id => {}
+        EntryState::Succeeded | EntryState::Failed => {
+            return Err(StoreError::Conflict(format!(
+                "this call was already reported {} (external id {}); a different report is refused",
+                if entry.state == EntryState::Succeeded { "ok" } else { "error" },
+                entry.external_id.as_deref().unwrap_or("none")
+            )))
+        }
+        other => {
+            return Err(StoreError::Conflict(format!(
+                "this call is {other}, not started: ask again (POST /api/v1/calls) before running the tool"
+            )))
+        }
+    }
+    let (entry, _) = read(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(entry)
+}
+
+/// A person settles an unknown outcome: it happened (with the external id when known), or
+/// it did not (the next ask runs the call again). `audit` is appended in the same
+/// transaction.
+pub async fn settle(
+    db: &Db,
+    id: &str,
+    happened: bool,
+    external_id: Option<&str>,
+    by: &str,
+    audit: Option<&super::audit::NewEntry<'_>>,
+) -> StoreResult<LedgerEntry> {
+    let now = now_ms();
+    let state = if happened { EntryState::Succeeded } else { EntryState::NotDone };
+    let mut tx = Tx::begin_write(db).await?;
+    let changed = tx
+        .execute(Sql::with_args(
+            "UPDATE call_ledger SET state = $1, external_id = COALESCE($2, external_id), settled_by = $3, \
+             completed_at = $4, updated_at = $4 WHERE id = $5 AND state IN ('unknown', 'started')",
+            vec![state.as_str().into(), external_id.into(), by.into(), now.into(), id.into()],
+        ))
+        .await?;
+    if changed == 1 {
+        if let Some(audit) = audit {
+            tx.execute(super::audit::insert(audit)).await?;
+        }
+    }
+    let (entry, _) = read(&mut tx, id).await?;
+    tx.commit().await?;
+    if changed == 0 {
+        return Err(StoreError::Conflict(format!("this call is {}, not of unknown outcome", entry.state)));
+    }
+    Ok(entry)
+}
+
+/// Entries per tool and state, and asks answered already_done, for `/metrics`.
+pub async fn counts(db: &Db) -> StoreResult<Vec<(String, String, i64, i64)>> {
+    let sql = Sql::new("SELECT tool, state, COUNT(*), CAST(SUM(deduped) AS BIGINT) FROM call_ledger GROUP BY tool, state ORDER BY tool, state");
+    let rows: Vec<(String, String, i64, Option<i64>)> = db.fetch_all(sql).await?;
+    Ok(rows.into_iter().map(|(t, s, n, d)| (t, s, n, d.unwrap_or(0))).collect())
+}

@@ -1,0 +1,307 @@
+//! Guarded calls for agents (scope `calls`): ask before a tool with a side effect runs,
+//! report after it ran. The execution ledger behind it is `app::storage::ledger`; the
+//! rules are `app::ledger`.
+//!
+//! `POST /api/v1/calls`, `GET /api/v1/calls/{id}?wait=SECONDS`,
+//! `POST /api/v1/calls/{id}/complete`.
+
+use super::{AgentToken, ApiError, ErrorBody};
+use app::access::Scope;
+use app::approvals::payload::ValidRequest;
+use app::escalations::request::ValidEscalation;
+use app::escalations::{EscalationReason, RemainingItem};
+use app::ingest::policy::ToolPolicy;
+use app::ingest::redact::Redactor;
+use app::ledger::answer::Step;
+use app::ledger::key::derive_key;
+use app::ledger::request::{CallRequest, Completion, ValidCall};
+use app::ledger::rules::{call_rule, key_rule};
+use app::ledger::{Answer, EntryState, LedgerEntry};
+use app::services::approval_hub::ApprovalHub;
+use app::storage::{approvals, escalations, ledger, policies, Db, StoreError};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::{Extension, Json};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What the agent is told, with the entry it concerns.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CallAnswer {
+    /// proceed, already_done, in_progress, outcome_unknown, approval_required or denied.
+    pub answer: Answer,
+    pub call: LedgerEntry,
+}
+
+fn answer_of(step: Step) -> Answer {
+    match step {
+        Step::Start => Answer::Proceed,
+        Step::AskApproval => Answer::ApprovalRequired,
+        Step::Tell(answer) => answer,
+        Step::Deny => Answer::Denied,
+    }
+}
+
+/// Shared by the handlers: what they need besides the database.
+#[derive(Clone)]
+pub struct CallContext {
+    pub hub: ApprovalHub,
+    pub webhooks: Arc<Vec<app::notify::WebhookTarget>>,
+    pub redactor: Arc<Redactor>,
+}
+
+#[utoipa::path(
+    post,
+    path = "/calls",
+    tag = "calls",
+    security(("bearer" = [])),
+    request_body = CallRequest,
+    responses(
+        (status = 200, description = "The answer: proceed, already_done, in_progress, outcome_unknown, approval_required or denied", body = CallAnswer),
+        (status = 400, description = "A field is missing or invalid", body = ErrorBody),
+    )
+)]
+/// `POST /api/v1/calls`: ask before running a tool with a side effect.
+pub async fn ask(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(ctx): Extension<CallContext>,
+    body: Result<Json<CallRequest>, JsonRejection>,
+) -> Result<Json<CallAnswer>, ApiError> {
+    token.require(Scope::Calls)?;
+    let Json(request) = body.map_err(|e| ApiError::BadRequest(format!("invalid call: {}", e.body_text())))?;
+    let call = request.validate().map_err(ApiError::BadRequest)?;
+    let policy = policies::for_tool(&db, &call.tool).await?;
+    let key = match &call.idempotency_key {
+        Some(key) => key.clone(),
+        None => derive_key(&call.run_id, call.step_index, &call.tool, &call.arguments, &key_rule(policy.as_ref())),
+    };
+    let mut stored = call.arguments.clone();
+    ctx.redactor.redact_strings(&mut stored);
+    let asked = ledger::ask(&db, &call, &key, &stored, &call_rule(policy.as_ref()), Some(token.id)).await?;
+    let answer = answer_of(asked.step);
+    let entry = follow_up(&db, &ctx, &token, asked.entry, Some(&call), policy.as_ref()).await?;
+    tracing::info!(call = %entry.id, run = %entry.run_id, tool = %entry.tool, %answer, "guarded call asked");
+    Ok(Json(CallAnswer { answer, call: entry }))
+}
+
+/// What an answer needs besides the entry: the approval request for a call that waits
+/// for one (filed here, after the entry is committed, and found again by its key if a
+/// crash came between), and the escalation for an unknown outcome.
+async fn follow_up(
+    db: &Db,
+    ctx: &CallContext,
+    token: &AgentToken,
+    entry: LedgerEntry,
+    call: Option<&ValidCall>,
+    policy: Option<&ToolPolicy>,
+) -> Result<LedgerEntry, ApiError> {
+    if entry.state == EntryState::AwaitingApproval && entry.approval_id.is_none() {
+        let arguments = call.map(|c| c.arguments.clone()).unwrap_or_else(|| entry.arguments.clone());
+        let request = ValidRequest {
+            run_id: entry.run_id.clone(),
+            step_index: Some(entry.step_index),
+            tool: entry.tool.clone(),
+            stored_arguments: entry.arguments.clone(),
+            arguments,
+            display: Vec::new(),
+            // One approval per attempt of this call, found again if filing is repeated.
+            idempotency_key: Some(format!("{}:{}", entry.id, entry.attempts)),
+            expires_in: None,
+            agent: None,
+        };
+        let requester = approvals::Requester { name: &token.name, token_id: Some(token.id) };
+        let (approval, created) = approvals::create(db, &request, policy, requester, &ctx.webhooks).await?;
+        if created {
+            ctx.hub.announce(db, &approval.id).await;
+        }
+        ledger::link_approval(db, &entry.id, &approval.id).await?;
+        return reread(db, &entry.id).await;
+    }
+    if entry.state == EntryState::Unknown && entry.escalation_id.is_none() {
+        let escalation = open_escalation(db, &entry).await?;
+        ledger::link_escalation(db, &entry.id, &escalation).await?;
+        return reread(db, &entry.id).await;
+    }
+    Ok(entry)
+}
+
+/// Opens (or joins) the run's escalation for a call whose outcome is unknown.
+async fn open_escalation(db: &Db, entry: &LedgerEntry) -> Result<String, ApiError> {
+    let fact = format!(
+        "{} (step {}, natural key {}) started at {} and never reported whether it happened: retrying may do \
+         it twice, not retrying may lose it",
+        entry.tool,
+        entry.step_index,
+        entry.natural_key,
+        entry.started_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    let body = serde_json::json!({"call": entry.id, "key": entry.idempotency_key});
+    let escalation = ValidEscalation {
+        run_id: entry.run_id.clone(),
+        reason: EscalationReason::OutcomeUnknown,
+        reason_text: None,
+        what_was_done: Vec::new(),
+        what_remains: vec![RemainingItem {
+            description: format!(
+                "Settle {} (step {}): did it happen? Look for natural key {} where it acts",
+                entry.tool, entry.step_index, entry.natural_key
+            ),
+            done: false,
+            done_by: None,
+        }],
+        blocking_fact: Some(fact),
+        idempotency_key: Some(format!("ledger:{}", entry.id)),
+        agent: None,
+        body_sha256: app::approvals::payload::sha256_hex(&body.to_string()),
+    };
+    match escalations::file(db, &escalation, "flightdeck ledger").await {
+        Ok((e, _)) => Ok(e.id),
+        // The run already has an open escalation from the agent: the unknown call joins it.
+        Err(StoreError::Conflict(_)) => {
+            let open = escalations::for_run(db, &entry.run_id).await?.into_iter().find(|e| e.open);
+            let Some(open) = open else {
+                return Err(ApiError::Unprocessable("could not open an escalation for the unknown outcome".into()));
+            };
+            escalations::event(db, &open.id, None, "note", Some(&escalation.blocking_fact.unwrap_or_default())).await?;
+            Ok(open.id)
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+async fn reread(db: &Db, id: &str) -> Result<LedgerEntry, ApiError> {
+    ledger::get(db, id).await?.map(|(e, _)| e).ok_or_else(|| ApiError::NotFound(format!("no guarded call `{id}`")))
+}
+
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    /// Seconds to wait while the answer is approval_required, in_progress or
+    /// outcome_unknown (0 = answer now; at most 60).
+    pub wait: Option<u64>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/calls/{id}",
+    tag = "calls",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The call's id"), WaitParams),
+    responses(
+        (status = 200, description = "The answer now (asked again, so an approval given meanwhile is used)", body = CallAnswer),
+        (status = 403, description = "Another token asked for this call", body = ErrorBody),
+        (status = 404, description = "No such call", body = ErrorBody),
+    )
+)]
+/// `GET /api/v1/calls/{id}?wait=SECONDS`: asks again for the call's key (an approval
+/// given meanwhile turns `approval_required` into `proceed`), waiting up to `wait` seconds
+/// while the answer is one to wait on.
+pub async fn get(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(ctx): Extension<CallContext>,
+    Path(id): Path<String>,
+    params: Result<Query<WaitParams>, QueryRejection>,
+) -> Result<Json<CallAnswer>, ApiError> {
+    token.require(Scope::Calls)?;
+    let Query(params) = params
+        .map_err(|e| ApiError::BadRequest(format!("invalid query: {} (`wait` is whole seconds)", e.body_text())))?;
+    let deadline =
+        Instant::now() + Duration::from_secs(params.wait.unwrap_or(0).min(super::approvals::MAX_WAIT_SECONDS));
+    let mut changes = ctx.hub.subscribe();
+    loop {
+        let (entry, owner) =
+            ledger::get(&db, &id).await?.ok_or_else(|| ApiError::NotFound(format!("no guarded call `{id}`")))?;
+        if owner.is_some_and(|o| o != token.id) {
+            return Err(ApiError::Forbidden("another token asked for this call".into()));
+        }
+        let policy = policies::for_tool(&db, &entry.tool).await?;
+        let call = ValidCall {
+            run_id: entry.run_id.clone(),
+            step_index: entry.step_index,
+            tool: entry.tool.clone(),
+            arguments: entry.arguments.clone(),
+            idempotency_key: Some(entry.idempotency_key.clone()),
+        };
+        // Only a waiting entry is asked again: asking a succeeded one would count a dedupe.
+        let (answer, entry) =
+            if matches!(entry.state, EntryState::AwaitingApproval | EntryState::Started | EntryState::Unknown) {
+                let asked = ledger::ask(
+                    &db,
+                    &call,
+                    &entry.idempotency_key,
+                    &entry.arguments,
+                    &call_rule(policy.as_ref()),
+                    owner,
+                )
+                .await?;
+                let answer = answer_of(asked.step);
+                (answer, follow_up(&db, &ctx, &token, asked.entry, None, policy.as_ref()).await?)
+            } else {
+                (entry.standing_answer(), entry)
+            };
+        let waiting = matches!(answer, Answer::ApprovalRequired | Answer::InProgress | Answer::OutcomeUnknown);
+        if !waiting || Instant::now() >= deadline {
+            return Ok(Json(CallAnswer { answer, call: entry }));
+        }
+        // Woken by a decision on the call's approval, else re-checked every half second
+        // (an in-progress attempt's report, a settled outcome).
+        let wake = deadline.min(Instant::now() + Duration::from_millis(500));
+        let approval = entry.approval_id.clone();
+        tokio::select! {
+            _ = tokio::time::sleep_until(wake) => {}
+            changed = changes.recv() => {
+                if let (Ok(changed), Some(approval)) = (changed, approval) {
+                    if changed != approval {
+                        tokio::time::sleep_until(wake).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/calls/{id}/complete",
+    tag = "calls",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The call's id")),
+    request_body = Completion,
+    responses(
+        (status = 200, description = "Recorded (a repeated identical report changes nothing)", body = LedgerEntry),
+        (status = 400, description = "A field is missing or invalid", body = ErrorBody),
+        (status = 403, description = "Another token asked for this call", body = ErrorBody),
+        (status = 404, description = "No such call", body = ErrorBody),
+        (status = 422, description = "The call was not started, or was reported with another outcome", body = ErrorBody),
+    )
+)]
+/// `POST /api/v1/calls/{id}/complete`: how the call ended. The response to cache is
+/// redacted and size-capped (64 KiB of JSON).
+pub async fn complete(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Extension(ctx): Extension<CallContext>,
+    Path(id): Path<String>,
+    body: Result<Json<Completion>, JsonRejection>,
+) -> Result<Json<LedgerEntry>, ApiError> {
+    token.require(Scope::Calls)?;
+    let Json(report) = body.map_err(|e| ApiError::BadRequest(format!("invalid report: {}", e.body_text())))?;
+    let report = report.validate().map_err(ApiError::BadRequest)?;
+    let (_, owner) =
+        ledger::get(&db, &id).await?.ok_or_else(|| ApiError::NotFound(format!("no guarded call `{id}`")))?;
+    if owner.is_some_and(|o| o != token.id) {
+        return Err(ApiError::Forbidden("another token asked for this call; only it may report the outcome".into()));
+    }
+    let response = report.response.clone().map(|mut r| {
+        ctx.redactor.redact_strings(&mut r);
+        r
+    });
+    let entry = ledger::complete(&db, &id, &report, response.as_ref()).await?;
+    tracing::info!(call = %entry.id, state = %entry.state, "guarded call completed");
+    Ok(Json(entry))
+}
