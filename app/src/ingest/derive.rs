@@ -270,13 +270,15 @@ fn price_steps(
 fn steps(spans: &[SpanFacts]) -> Vec<StepView> {
     let mut list: Vec<&SpanFacts> = spans.iter().filter(|s| s.role.as_deref() == Some("step")).collect();
     list.sort_by_key(|s| (s.start_ns, s.span_id.clone()));
-    let mut next = list.iter().filter_map(|s| s.step_index).max().unwrap_or(0) + 1;
+    // Saturating: `step.index` is agent-supplied and may be i64::MAX (found by the fuzz test).
+    let mut next = list.iter().filter_map(|s| s.step_index).max().unwrap_or(0).saturating_add(1);
     let mut out: Vec<StepView> = list
         .into_iter()
         .map(|s| {
             let index = s.step_index.unwrap_or_else(|| {
-                next += 1;
-                next - 1
+                let given = next;
+                next = next.saturating_add(1);
+                given
             });
             StepView {
                 index,
@@ -432,6 +434,13 @@ mod tests {
             external_id: ext.map(Into::into),
             ..span(trace, id, Some("root"), start, start + 5)
         }
+    }
+
+    #[test]
+    fn a_step_index_at_the_end_of_the_range_does_not_overflow() {
+        let spans = [step("t", "s1", 1, Some(i64::MAX), (1, 1)), step("t", "s2", 2, None, (1, 1))];
+        let listed = steps(&spans);
+        assert_eq!(listed.iter().map(|s| s.index).collect::<Vec<_>>(), [i64::MAX, i64::MAX]);
     }
 
     fn root(trace: &str, end: i64) -> SpanFacts {
