@@ -25,7 +25,7 @@ use app::ingest::decode::{self, Encoding};
 use app::ingest::normalize::NormalizedSpan;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::storage::testing::TestDb;
-use app::storage::{spans, write, Db};
+use app::storage::{write, Db};
 use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
 use prost::Message;

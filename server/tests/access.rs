@@ -28,6 +28,8 @@ const SERVER_FUNCTIONS: &[(&str, Option<Role>, &str)] = &[
     ("load_approval", Some(Role::Viewer), "id=apr_x"),
     ("pending_approvals", Some(Role::Viewer), ""),
     ("load_run_approvals", Some(Role::Viewer), "run_id=r"),
+    ("load_run_calls", Some(Role::Viewer), "run_id=r"),
+    ("settle_call", Some(Role::Operator), "id=call_x&happened=yes"),
     // Deciding needs the role the tool's policy names; signing in is the first guard.
     ("decide_approval", Some(Role::Viewer), "id=apr_x&decision=approve&payload_sha256=x"),
     ("cancel_approval", Some(Role::Admin), "id=apr_x"),

@@ -244,6 +244,21 @@ async fn every_rule_reads_its_window_and_fires() {
         let mut rogue = run(6, "r-rogue", "completed", 0.0, now - MINUTE_MS, &[("wire_money", "write", "ok")]);
         rogue[1].attributes.push(kv("approval.id", "apr_forged"));
         ingest(db, rogue).await;
+        // Rule 7: a guarded call that started 11 minutes ago and never reported.
+        let call = app::ledger::request::ValidCall {
+            run_id: "r-silent".into(),
+            step_index: 1,
+            tool: "charge_card".into(),
+            arguments: serde_json::json!({"amount": 5}),
+            idempotency_key: None,
+        };
+        let rule = app::ledger::answer::CallRule::default();
+        app::storage::ledger::ask(db, &call, "k-silent", &call.arguments, &rule, None).await.unwrap();
+        let backdate = app::storage::sql::Sql::with_args(
+            "UPDATE call_ledger SET started_at = $1 WHERE idempotency_key = 'k-silent'",
+            vec![(now - 11 * MINUTE_MS).into()],
+        );
+        db.execute(backdate).await.unwrap();
 
         let report = evaluate_once(db, &[], now + 5_000, 60_000).await.unwrap();
         assert!(report.failed_rules.is_empty(), "{:?}", report.failed_rules);

@@ -19,7 +19,7 @@ pub mod rules;
 pub mod settings;
 
 vocabulary! {
-    /// The six rules. Each has one pure function in [`rules`].
+    /// The seven rules. Each has one pure function in [`rules`].
     AlertRule {
         /// Irreversible tool executions over an absolute count in a window.
         IrreversibleExecutions = "irreversible_executions",
@@ -33,6 +33,8 @@ vocabulary! {
         CostPerRunJump = "cost_per_run_jump",
         /// Runs that ended in `error` after a failed tool call, over a count.
         FailedToRecover = "failed_to_recover",
+        /// A guarded call whose outcome nobody knows, for longer than a threshold.
+        CallOutcomeUnknown = "call_outcome_unknown",
     }
 }
 
@@ -46,6 +48,7 @@ impl AlertRule {
             AlertRule::EscalationBacklog => "Escalation backlog",
             AlertRule::CostPerRunJump => "Cost per run jump",
             AlertRule::FailedToRecover => "Runs failed to recover",
+            AlertRule::CallOutcomeUnknown => "Guarded call of unknown outcome",
         }
     }
 
@@ -75,6 +78,11 @@ impl AlertRule {
             AlertRule::FailedToRecover => {
                 "Runs that ended in error after a failed tool call (error or timeout), over a count in the \
                  window: agents that hit a failure and did not recover."
+            }
+            AlertRule::CallOutcomeUnknown => {
+                "A guarded call (the execution ledger) that started and never reported, for longer than the \
+                 threshold: it may or may not have happened, and until a person settles it the agent cannot go on \
+                 safely. Also catches agents that died mid-call and never asked again."
             }
         }
     }

@@ -1,4 +1,4 @@
-//! The six rules, each a pure function from the settings and the data of its window to
+//! The seven rules, each a pure function from the settings and the data of its window to
 //! the findings that breach: none when all is well, one per breaching subject otherwise.
 //! Storage reads the windows (`storage::alerts`); nothing here touches a database or a
 //! clock, so each rule is tested with synthetic data, edges included.
@@ -394,6 +394,59 @@ pub fn failed_to_recover(s: &RuleSettings, now_ms: i64, runs: &[FailedRun]) -> V
     }]
 }
 
+/// A guarded call that started and has not reported (state `started` or `unknown`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SilentCall {
+    pub id: String,
+    pub run_id: String,
+    pub tool: String,
+    pub step_index: i64,
+    pub natural_key: String,
+    pub started_at_ms: i64,
+}
+
+/// Rule 7: a guarded call unreported for longer than `threshold` seconds. The value is
+/// the oldest one's age. The ledger only marks a call `unknown` when an agent asks again,
+/// so a silent `started` call counts too: an agent that died mid-call never asks again.
+pub fn call_outcome_unknown(s: &RuleSettings, now_ms: i64, calls: &[SilentCall]) -> Vec<Finding> {
+    let mut late: Vec<(&SilentCall, f64)> = calls
+        .iter()
+        .map(|c| (c, (now_ms - c.started_at_ms) as f64 / 1000.0))
+        .filter(|(_, age)| *age > s.threshold)
+        .collect();
+    if late.is_empty() {
+        return Vec::new();
+    }
+    late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.id.cmp(&b.0.id)));
+    let oldest = late[0].1;
+    vec![Finding {
+        subject: String::new(),
+        title: format!(
+            "{} guarded call(s) of unknown outcome for longer than {}; the oldest for {}",
+            late.len(),
+            Unit::Seconds.format(s.threshold),
+            Unit::Seconds.format(oldest)
+        ),
+        value: oldest,
+        threshold: s.threshold,
+        unit: Unit::Seconds,
+        items: late
+            .iter()
+            .take(MAX_ITEMS)
+            .map(|(c, age)| {
+                let note = format!(
+                    "{} step {} (natural key {}) unreported for {}",
+                    c.tool,
+                    c.step_index,
+                    c.natural_key,
+                    Unit::Seconds.format(*age)
+                );
+                item(ItemKind::Run, &c.run_id, note)
+            })
+            .collect(),
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::settings::ToolLimit;
@@ -518,6 +571,25 @@ mod tests {
         s.only_unclaimed = true;
         let f = escalation_backlog(&s, NOW, &[escalation("a", 5000, Some("bob"))]);
         assert!(f.is_empty(), "a claimed escalation is being worked on");
+    }
+
+    #[test]
+    fn a_call_unreported_past_the_threshold_fires_with_its_natural_key() {
+        let s = settings(AlertRule::CallOutcomeUnknown); // 10 min
+        let call = |id: &str, age_s: i64| SilentCall {
+            id: id.into(),
+            run_id: format!("run-{id}"),
+            tool: "charge_card".into(),
+            step_index: 3,
+            natural_key: format!("fd-{id}"),
+            started_at_ms: NOW - age_s * 1000,
+        };
+        assert!(call_outcome_unknown(&s, NOW, &[call("a", 600)]).is_empty(), "10 min is the limit");
+        let f = call_outcome_unknown(&s, NOW, &[call("a", 601), call("b", 3600), call("c", 5)]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].value, 3600.0, "the oldest's age");
+        assert_eq!(f[0].items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["run-b", "run-a"]);
+        assert!(f[0].items[0].note.contains("fd-b"), "{}", f[0].items[0].note);
     }
 
     fn tail(groups: &[(usize, f64)]) -> CostTail {

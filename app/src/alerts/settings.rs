@@ -65,6 +65,7 @@ impl RuleSettings {
                 ..base
             },
             AlertRule::EscalationBacklog => RuleSettings { threshold: 900.0, ..base },
+            AlertRule::CallOutcomeUnknown => RuleSettings { threshold: 600.0, ..base },
             AlertRule::CostPerRunJump => RuleSettings {
                 severity: Severity::Warning,
                 window_seconds: 3600,
@@ -141,6 +142,9 @@ pub fn fields(rule: AlertRule) -> Fields {
         }
         AlertRule::CostPerRunJump => Fields { baseline: true, ..none },
         AlertRule::FailedToRecover => Fields { threshold: Some("Fires above this many runs"), ..none },
+        AlertRule::CallOutcomeUnknown => {
+            Fields { window: false, threshold: Some("Fires when unreported for longer than (seconds)"), ..none }
+        }
     }
 }
 

@@ -93,6 +93,25 @@ pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
         .collect())
 }
 
+/// Guarded calls that started and never reported (rule 7).
+pub async fn silent_calls(db: &Db) -> StoreResult<Vec<crate::alerts::rules::SilentCall>> {
+    let sql = "SELECT id, run_id, tool, step_index, natural_key, started_at FROM call_ledger \
+               WHERE state IN ('started', 'unknown') ORDER BY started_at LIMIT 1000";
+    let rows: Vec<(String, String, String, i64, String, i64)> =
+        on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, run_id, tool, step_index, natural_key, started_at_ms)| crate::alerts::rules::SilentCall {
+            id,
+            run_id,
+            tool,
+            step_index,
+            natural_key,
+            started_at_ms,
+        })
+        .collect())
+}
+
 /// Finished runs started in `(from_ms, to_ms]`: the range rule 5 reads on either side.
 const COST_RANGE: &str = "started_ns > $1 AND started_ns <= $2 AND terminal_reason <> 'running'";
 

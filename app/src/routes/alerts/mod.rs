@@ -252,5 +252,8 @@ pub fn fires_when(rule: AlertRule, s: &RuleSettings) -> String {
         AlertRule::FailedToRecover => {
             format!("more than {} runs ended in error after a failed tool call in {window}", s.threshold)
         }
+        AlertRule::CallOutcomeUnknown => {
+            format!("a guarded call unreported for longer than {}", Unit::Seconds.format(s.threshold))
+        }
     }
 }
