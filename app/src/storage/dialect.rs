@@ -49,7 +49,7 @@ impl Tx {
     /// PostgreSQL: transaction-scoped advisory locks, a few hundred per round trip.
     /// SQLite: nothing to do, the transaction already holds the database's write lock.
     pub async fn lock_in_order(&mut self, keys: impl Iterator<Item = String>) -> Result<(), sqlx::Error> {
-        if let Tx::Sqlite(_) = self {
+        if let Tx::Sqlite(..) = self {
             return Ok(());
         }
         let mut keys: Vec<String> = keys.collect();
@@ -82,7 +82,7 @@ impl Tx {
                 let rows: Vec<(i64,)> = self.fetch_all(sql).await?;
                 Ok(rows.into_iter().map(|(v,)| v).collect())
             }
-            Tx::Sqlite(_) => {
+            Tx::Sqlite(..) => {
                 let (stored,): (i64,) = self.fetch_one(Sql::new("SELECT COALESCE(MAX(run_no), 0) FROM runs")).await?;
                 let first = stored.max(given) + 1;
                 Ok((first..first + n as i64).collect())
@@ -105,7 +105,7 @@ impl Tx {
                 let rows: Vec<(i64,)> = self.fetch_all(sql).await?;
                 Ok(rows.into_iter().map(|(v,)| v).collect())
             }
-            Tx::Sqlite(_) => {
+            Tx::Sqlite(..) => {
                 let (first,): (i64,) =
                     self.fetch_one(Sql::new("SELECT COALESCE(MAX(id), 0) + 1 FROM span_chunks")).await?;
                 Ok((first..first + n as i64).collect())
@@ -119,7 +119,7 @@ impl Tx {
     pub fn lock_rows(&self) -> &'static str {
         match self {
             Tx::Postgres(_) => " FOR UPDATE",
-            Tx::Sqlite(_) => "",
+            Tx::Sqlite(..) => "",
         }
     }
 
@@ -129,7 +129,7 @@ impl Tx {
     pub async fn runs_locked(&mut self, run_ids: &[&str]) -> Result<Vec<(String, String, i64)>, sqlx::Error> {
         let lock = match self {
             Tx::Postgres(_) => " FOR UPDATE",
-            Tx::Sqlite(_) => "",
+            Tx::Sqlite(..) => "",
         };
         let mut rows = Vec::new();
         for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
@@ -151,7 +151,7 @@ impl Tx {
         sql.bind(started_before_ns);
         match self {
             Tx::Postgres(_) => sql.push(" ORDER BY run_id LIMIT ").bind(limit).push(" FOR UPDATE"),
-            Tx::Sqlite(_) => sql.push(" LIMIT ").bind(limit),
+            Tx::Sqlite(..) => sql.push(" LIMIT ").bind(limit),
         };
         self.fetch_all(sql).await
     }
@@ -160,7 +160,7 @@ impl Tx {
     /// keyed by its id. PostgreSQL: one `(term, run)` row per distinct pair.
     pub async fn store_terms(&mut self, chunks: &[ChunkTerms<'_>]) -> Result<(), sqlx::Error> {
         match self {
-            Tx::Sqlite(_) => {
+            Tx::Sqlite(..) => {
                 let documents: Vec<(i64, String)> = chunks
                     .iter()
                     .filter(|c| !c.terms.is_empty())
@@ -200,7 +200,7 @@ impl Tx {
             return Ok(());
         }
         match self {
-            Tx::Sqlite(_) => {
+            Tx::Sqlite(..) => {
                 for chunk in cacheable_chunks(runs, IDS_PER_QUERY) {
                     let mut sql = Sql::new(
                         "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_no IN ",

@@ -207,16 +207,38 @@ pub enum Backend {
     Postgres,
 }
 
-/// An open transaction on either backend.
+/// An open transaction on either backend. A SQLite write transaction also holds its
+/// database's in-process write gate (see [`write_gate`]) until it ends.
 pub enum Tx {
-    Sqlite(Transaction<'static, Sqlite>),
+    Sqlite(Transaction<'static, Sqlite>, Option<tokio::sync::OwnedMutexGuard<()>>),
     Postgres(Transaction<'static, Postgres>),
+}
+
+/// How long a writer waits for the gate before giving up, as SQLite's busy timeout would.
+const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The in-process write gate of one SQLite database file, shared by every pool on it
+/// (the ingest writer's own and the shared one).
+///
+/// Why: SQLite has one writer at a time, and a connection that finds the write lock taken
+/// waits in SQLite's busy handler, which sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50,
+/// then 100 ms between tries and does not queue. Under ingest load, 500 guarded calls a
+/// second (two small write transactions each) mostly slept: ask + complete took 15 s at
+/// the median (`server/benches/ledger.rs`). Writers in this process now queue on a fair
+/// async mutex and start the moment the previous one commits.
+fn write_gate(pool: &sqlx::SqlitePool) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    static GATES: LazyLock<Mutex<HashMap<std::path::PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
+        LazyLock::new(Default::default);
+    let file = pool.connect_options().get_filename().to_path_buf();
+    GATES.lock().unwrap_or_else(|e| e.into_inner()).entry(file).or_default().clone()
 }
 
 impl Tx {
     pub fn backend(&self) -> Backend {
         match self {
-            Tx::Sqlite(_) => Backend::Sqlite,
+            Tx::Sqlite(..) => Backend::Sqlite,
             Tx::Postgres(_) => Backend::Postgres,
         }
     }
@@ -226,7 +248,12 @@ impl Tx {
     /// failing when a reader would upgrade; PostgreSQL locks rows as it goes.
     pub async fn begin_write(db: &Db) -> Result<Tx, sqlx::Error> {
         Ok(match db {
-            Db::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Db::Sqlite(pool) => {
+                let gate = tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).lock_owned())
+                    .await
+                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(gate))
+            }
             Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
         })
     }
@@ -234,7 +261,7 @@ impl Tx {
     /// Runs a statement; returns the number of rows it changed.
     pub async fn execute(&mut self, sql: Sql) -> Result<u64, sqlx::Error> {
         Ok(match self {
-            Tx::Sqlite(tx) => {
+            Tx::Sqlite(tx, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_with(&text, args).execute(&mut **tx).await?.rows_affected()
             }
@@ -247,7 +274,7 @@ impl Tx {
 
     pub async fn fetch_all<T: FromBothRows>(&mut self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
-            Tx::Sqlite(tx) => {
+            Tx::Sqlite(tx, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_all(&mut **tx).await
             }
@@ -260,7 +287,7 @@ impl Tx {
 
     pub async fn fetch_optional<T: FromBothRows>(&mut self, sql: Sql) -> Result<Option<T>, sqlx::Error> {
         match self {
-            Tx::Sqlite(tx) => {
+            Tx::Sqlite(tx, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_optional(&mut **tx).await
             }
@@ -273,7 +300,7 @@ impl Tx {
 
     pub async fn fetch_one<T: FromBothRows>(&mut self, sql: Sql) -> Result<T, sqlx::Error> {
         match self {
-            Tx::Sqlite(tx) => {
+            Tx::Sqlite(tx, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_one(&mut **tx).await
             }
@@ -286,7 +313,7 @@ impl Tx {
 
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         match self {
-            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Sqlite(tx, _) => tx.commit().await,
             Tx::Postgres(tx) => tx.commit().await,
         }
     }
