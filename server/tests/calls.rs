@@ -158,6 +158,8 @@ async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
         let escalation = unknown["call"]["escalation_id"].as_str().expect("an escalation was opened").to_string();
         let e = escalations::get(&t.db, &escalation).await.unwrap().unwrap();
         assert_eq!(e.reason.as_str(), "outcome_unknown");
+        let opened = escalations::timeline(&t.db, &escalation).await.unwrap();
+        assert!(opened[0].detail.as_deref().unwrap_or_default().contains("execution ledger"), "{opened:?}");
         assert!(e.blocking_fact.unwrap().contains(unknown["call"]["natural_key"].as_str().unwrap()));
         let (_, still) = s.ask(body.clone()).await;
         assert_eq!(still["answer"], "outcome_unknown", "Flightdeck does not guess");

@@ -56,6 +56,26 @@ pub struct ValidEscalation {
     pub agent: Option<String>,
     /// SHA-256 of the canonical request body, to tell a repeat from a different request.
     pub body_sha256: String,
+    /// How the timeline's "opened" entry describes who filed it.
+    pub opened_by: OpenedBy,
+}
+
+/// Who filed an escalation through the API, in the timeline's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenedBy {
+    /// The agent, through `POST /api/v1/escalations`.
+    Agent,
+    /// The execution ledger, for a guarded call of unknown outcome.
+    Ledger,
+}
+
+impl OpenedBy {
+    pub fn describe(self) -> &'static str {
+        match self {
+            OpenedBy::Agent => "filed by the agent through the API",
+            OpenedBy::Ledger => "opened by the execution ledger: a guarded call never reported its outcome",
+        }
+    }
 }
 
 fn text(field: &str, value: Option<String>, max: usize) -> Result<Option<String>, String> {
@@ -121,6 +141,7 @@ impl EscalationRequest {
             idempotency_key: text("idempotency_key", self.idempotency_key, MAX_ID)?,
             agent: text("agent", self.agent, MAX_ID)?,
             body_sha256: crate::approvals::payload::arguments_sha256(raw),
+            opened_by: OpenedBy::Agent,
         })
     }
 }

@@ -190,7 +190,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
             .map(|_| ()));
         match inserted {
             Ok(()) => {
-                event(db, &id, Some(requested_by), "opened", Some("filed by the agent through the API")).await?;
+                event(db, &id, Some(requested_by), "opened", Some(v.opened_by.describe())).await?;
                 let created = get(db, &id).await?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
                 return Ok((created, Filed::Created));
             }

@@ -156,6 +156,7 @@ async fn open_escalation(db: &Db, entry: &LedgerEntry) -> Result<String, ApiErro
         idempotency_key: Some(format!("ledger:{}", entry.id)),
         agent: None,
         body_sha256: app::approvals::payload::sha256_hex(&body.to_string()),
+        opened_by: app::escalations::request::OpenedBy::Ledger,
     };
     match escalations::file(db, &escalation, "flightdeck ledger").await {
         Ok((e, _)) => Ok(e.id),
