@@ -305,3 +305,29 @@ async fn a_call_left_unreported_pages_on_call_until_it_is_reported() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_ones() {
+    for t in TestDb::each_backend().await {
+        let s = server(&t).await;
+        let (_, done) = s.ask(email("run-8", 1, "r")).await;
+        let done_id = done["call"]["id"].as_str().unwrap().to_string();
+        s.complete(&done_id, json!({"outcome": "ok", "external_id": "msg_8"})).await;
+        let (_, open) = s.ask(email("run-8", 2, "r")).await;
+        let open_id = open["call"]["id"].as_str().unwrap().to_string();
+        let backdate = |days: i64| {
+            app::storage::sql::Sql::with_args(
+                "UPDATE call_ledger SET updated_at = $1, started_at = $1",
+                vec![(app::storage::now_ms() - days * 86_400_000).into()],
+            )
+        };
+        t.db.execute(backdate(20)).await.unwrap();
+        app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
+        assert!(ledger::get(&t.db, &done_id).await.unwrap().is_some(), "inside the longest window (30 days)");
+        t.db.execute(backdate(31)).await.unwrap();
+        app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
+        assert!(ledger::get(&t.db, &done_id).await.unwrap().is_none(), "a settled call past every window goes");
+        assert!(ledger::get(&t.db, &open_id).await.unwrap().is_some(), "a started call stays until settled");
+        t.cleanup().await;
+    }
+}

@@ -354,3 +354,23 @@ pub async fn counts(db: &Db) -> StoreResult<Vec<(String, String, i64, i64)>> {
     let rows: Vec<(String, String, i64, Option<i64>)> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().map(|(t, s, n, d)| (t, s, n, d.unwrap_or(0))).collect())
 }
+
+/// Deletes settled entries (succeeded, failed, denied, not done) last changed before
+/// `before_ms`, in batches; returns how many. Entries still started, unknown or awaiting
+/// approval stay until someone settles them. The caller keeps `before_ms` behind the
+/// longest window a policy may set, so no window is cut short.
+pub async fn prune(db: &Db, before_ms: i64) -> StoreResult<u64> {
+    let mut deleted = 0;
+    loop {
+        let sql = Sql::with_args(
+            "DELETE FROM call_ledger WHERE id IN (SELECT id FROM call_ledger WHERE updated_at < $1 \
+             AND state IN ('succeeded', 'failed', 'denied', 'not_done') LIMIT 5000)",
+            vec![before_ms.into()],
+        );
+        let n = db.execute(sql).await?;
+        deleted += n;
+        if n == 0 {
+            return Ok(deleted);
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! Retention: runs that started before the horizon go with everything stored for them,
-//! and bodies go earlier than spans. In batches of 500 runs, each its own transaction, so
+//! and bodies go earlier than spans; settled guarded calls go too, never inside the
+//! longest ledger window. In batches of 500 runs, each its own transaction, so
 //! a large sweep never holds the write lock for long and ingest goes on between batches.
 
 use super::sql::{Sql, Tx};
@@ -52,5 +53,9 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
     );
     sql.bind(now_ns - keep_bodies_days * day_ns).push(") RETURNING spans");
     let bodies: Vec<(i64,)> = db.fetch_all(sql).await?;
+    // Settled guarded calls go with the runs, but never inside the longest window a tool
+    // policy may set: a retry must still find what was done.
+    let longest_window_days = crate::ingest::policy::MAX_LEDGER_WINDOW_SECONDS / 86_400;
+    super::ledger::prune(db, now_ms() - keep_runs_days.max(longest_window_days) * 86_400_000).await?;
     Ok((runs, bodies.iter().map(|(n,)| *n).sum::<i64>() as u64))
 }
