@@ -138,7 +138,9 @@ impl ValidRequest {
     }
 }
 
-fn required_id(field: &str, value: Option<String>) -> Result<String, String> {
+/// A required identifier (run, tool, key): trimmed, 1 to [`MAX_ID_LEN`] characters; the
+/// error names the field. Shared by every agent-facing request.
+pub fn required_id(field: &str, value: Option<String>) -> Result<String, String> {
     let value = value.ok_or_else(|| format!("`{field}` is required"))?;
     let value = value.trim().to_string();
     if value.is_empty() || value.len() > MAX_ID_LEN {

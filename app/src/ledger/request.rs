@@ -2,7 +2,7 @@
 //! it (`POST /api/v1/calls/{id}/complete`), each checked field by field with an error that
 //! names the field. Sizes are capped so one agent cannot fill the ledger.
 
-use crate::approvals::payload::{canonical_json, MAX_ID_LEN};
+use crate::approvals::payload::{canonical_json, required_id};
 use serde_json::Value;
 
 /// Largest canonical JSON of a call's arguments.
@@ -34,15 +34,6 @@ pub struct ValidCall {
     pub tool: String,
     pub arguments: Value,
     pub idempotency_key: Option<String>,
-}
-
-fn required_id(field: &str, value: Option<String>) -> Result<String, String> {
-    let value = value.ok_or_else(|| format!("`{field}` is required"))?;
-    let value = value.trim().to_string();
-    if value.is_empty() || value.len() > MAX_ID_LEN {
-        return Err(format!("`{field}` must have 1 to {MAX_ID_LEN} characters"));
-    }
-    Ok(value)
 }
 
 impl CallRequest {

@@ -13,6 +13,8 @@
 //! `cargo test --test chaos` is the short form CI runs; `cargo xtask chaos` runs the long
 //! form (more kills, longer phases, a release build) and prints the report.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod crash;
 mod decisions;
 mod disk_full;

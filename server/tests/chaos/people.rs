@@ -2,11 +2,11 @@
 //! and signing in as the browser does.
 
 use app::access::{Role, Scope};
-use app::auth::{password, secrets};
-use app::storage::{tokens, users, Db};
+use app::auth::password;
+use app::storage::{users, Db};
 use std::time::Duration;
 
-pub const PASSWORD: &str = "a-long-test-password-1";
+pub use super::common::PASSWORD;
 
 /// Creates `people` with [`PASSWORD`] and their roles.
 pub async fn add(db: &Db, people: &[(&str, &[Role])]) {
@@ -18,16 +18,7 @@ pub async fn add(db: &Db, people: &[(&str, &[Role])]) {
 
 /// An agent token with the approvals and escalations scopes.
 pub async fn agent_token(db: &Db) -> String {
-    let (secret, prefix) = secrets::generate_token();
-    let new = tokens::NewToken {
-        name: "agent",
-        prefix: &prefix,
-        secret_sha256: &secrets::sha256_hex(&secret),
-        scopes: &[Scope::Approvals, Scope::Escalations],
-        created_by: None,
-    };
-    tokens::create(db, new).await.unwrap();
-    secret
+    super::common::token(db, "agent", &[Scope::Approvals, Scope::Escalations]).await
 }
 
 /// A signed-in browser session; None when the server is not answering.
