@@ -22,7 +22,7 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         // The runs' search terms are found in their stored spans, read inside this
         // transaction under the lock the write path takes (the write lock on SQLite, the
         // run rows on PostgreSQL), so a span arriving meanwhile cannot leave one behind.
-        let mut tx = Tx::begin_write(db).await?;
+        let mut tx = Tx::begin_bulk_write(db).await?;
         let old_runs = tx.expired_runs_locked(now_ns - keep_runs_days * day_ns, RUNS_PER_BATCH).await?;
         if old_runs.is_empty() {
             break;

@@ -226,11 +226,77 @@ const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// second (two small write transactions each) mostly slept: ask + complete took 15 s at
 /// the median (`server/benches/ledger.rs`). Writers in this process now queue on a fair
 /// async mutex and start the moment the previous one commits.
-fn write_gate(pool: &sqlx::SqlitePool) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+///
+/// Interactive writers (a guarded call, a decision, a claim: someone is waiting on each)
+/// go before bulk ones (an ingest batch, a retention sweep), which [`WriteGate::bulk`]
+/// holds back while any interactive writer waits: an agent's ask then waits for at most
+/// the one transaction in progress instead of every ingest batch queued before it.
+#[derive(Default)]
+struct WriteGate {
+    lock: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Interactive writers waiting for `lock`.
+    waiting: std::sync::atomic::AtomicUsize,
+    /// Woken when `waiting` drops to zero.
+    clear: tokio::sync::Notify,
+    /// When an interactive writer last asked for the gate (ms since the Unix epoch).
+    last_interactive_ms: std::sync::atomic::AtomicI64,
+}
+
+/// How long a bulk writer stands aside for interactive ones before queueing anyway, so a
+/// steady stream of guarded calls slows ingest down (it answers 503 when its queue is
+/// full) but never stops it.
+const BULK_STANDS_ASIDE: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl WriteGate {
+    async fn interactive(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        use std::sync::atomic::Ordering;
+        struct Waiting<'a>(&'a WriteGate);
+        impl Drop for Waiting<'_> {
+            // Also on cancellation (a timed-out or dropped request), so bulk writers
+            // never wait for a writer that has gone.
+            fn drop(&mut self) {
+                if self.0.waiting.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.0.clear.notify_waiters();
+                }
+            }
+        }
+        self.last_interactive_ms.store(super::now_ms(), Ordering::Relaxed);
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _waiting = Waiting(self);
+        self.lock.clone().lock_owned().await
+    }
+
+    async fn bulk(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        use std::sync::atomic::Ordering;
+        for _ in 0..2 {
+            let _ = tokio::time::timeout(BULK_STANDS_ASIDE, async {
+                loop {
+                    let cleared = self.clear.notified();
+                    tokio::pin!(cleared);
+                    cleared.as_mut().enable();
+                    if self.waiting.load(Ordering::Acquire) == 0 {
+                        return;
+                    }
+                    cleared.await;
+                }
+            })
+            .await;
+            let guard = self.lock.clone().lock_owned().await;
+            if self.waiting.load(Ordering::Acquire) == 0 {
+                return guard;
+            }
+            // An interactive writer queued behind this one while it waited: the mutex is
+            // fair, so releasing hands it the lock.
+            drop(guard);
+        }
+        self.lock.clone().lock_owned().await
+    }
+}
+
+fn write_gate(pool: &sqlx::SqlitePool) -> std::sync::Arc<WriteGate> {
     use std::collections::HashMap;
     use std::sync::{Arc, LazyLock, Mutex};
-    static GATES: LazyLock<Mutex<HashMap<std::path::PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
-        LazyLock::new(Default::default);
+    static GATES: LazyLock<Mutex<HashMap<std::path::PathBuf, Arc<WriteGate>>>> = LazyLock::new(Default::default);
     let file = pool.connect_options().get_filename().to_path_buf();
     GATES.lock().unwrap_or_else(|e| e.into_inner()).entry(file).or_default().clone()
 }
@@ -246,13 +312,28 @@ impl Tx {
     /// Begins a transaction that will write. On SQLite it takes the write lock at once
     /// (`BEGIN IMMEDIATE`), so concurrent writers queue on the busy timeout instead of
     /// failing when a reader would upgrade; PostgreSQL locks rows as it goes.
+    ///
+    /// For a writer someone is waiting on; see [`Tx::begin_bulk_write`] for the others.
     pub async fn begin_write(db: &Db) -> Result<Tx, sqlx::Error> {
+        Tx::begin_write_as(db, false).await
+    }
+
+    /// As [`Tx::begin_write`], for a large writer nobody is waiting on (an ingest batch,
+    /// a retention sweep): on SQLite it lets interactive writers go first ([`WriteGate`]).
+    pub async fn begin_bulk_write(db: &Db) -> Result<Tx, sqlx::Error> {
+        Tx::begin_write_as(db, true).await
+    }
+
+    async fn begin_write_as(db: &Db, bulk: bool) -> Result<Tx, sqlx::Error> {
         Ok(match db {
             Db::Sqlite(pool) => {
-                let gate = tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).lock_owned())
-                    .await
-                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
-                Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(gate))
+                let gate = write_gate(pool);
+                let guard = match bulk {
+                    true => tokio::time::timeout(GATE_TIMEOUT, gate.bulk()).await,
+                    false => tokio::time::timeout(GATE_TIMEOUT, gate.interactive()).await,
+                }
+                .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(guard))
             }
             Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
         })
@@ -320,6 +401,20 @@ impl Tx {
 }
 
 impl Db {
+    /// Whether an interactive writer (see [`WriteGate`]) asked for this SQLite database's
+    /// write lock within `window`. The ingest writer then commits smaller batches, so that
+    /// such a writer never waits long for the one in progress. Always false on
+    /// PostgreSQL, whose writers do not wait for one another's commits.
+    pub fn interactive_writes_within(&self, window: std::time::Duration) -> bool {
+        match self {
+            Db::Sqlite(pool) => {
+                let last = write_gate(pool).last_interactive_ms.load(std::sync::atomic::Ordering::Relaxed);
+                last > 0 && super::now_ms() - last <= window.as_millis() as i64
+            }
+            Db::Postgres(_) => false,
+        }
+    }
+
     pub fn backend(&self) -> Backend {
         match self {
             Db::Sqlite(_) => Backend::Sqlite,
@@ -392,6 +487,54 @@ fn chunk_sizes(len: usize, max: usize) -> impl Iterator<Item = usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Order in which writers got the gate, after `holder` releases it.
+    async fn order_after_release(late_interactive: bool) -> Vec<&'static str> {
+        let gate = std::sync::Arc::new(WriteGate::default());
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let holder = gate.interactive().await;
+        let spawn = |name: &'static str, bulk: bool| {
+            let (gate, order) = (gate.clone(), order.clone());
+            tokio::spawn(async move {
+                let _guard = if bulk { gate.bulk().await } else { gate.interactive().await };
+                order.lock().unwrap().push(name);
+            })
+        };
+        let ingest = spawn("bulk", true);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let ask = late_interactive.then(|| spawn("interactive", false));
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        drop(holder);
+        ingest.await.unwrap();
+        if let Some(ask) = ask {
+            ask.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        order
+    }
+
+    #[tokio::test]
+    async fn an_interactive_writer_goes_before_a_bulk_writer_that_queued_first() {
+        assert_eq!(order_after_release(true).await, ["interactive", "bulk"]);
+        assert_eq!(order_after_release(false).await, ["bulk"]);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_interactive_writer_stops_holding_bulk_writers_back() {
+        let gate = std::sync::Arc::new(WriteGate::default());
+        let holder = gate.interactive().await;
+        let queued = {
+            let gate = gate.clone();
+            tokio::spawn(async move { drop(gate.interactive().await) })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        assert_eq!(gate.waiting.load(std::sync::atomic::Ordering::Acquire), 1);
+        queued.abort();
+        let _ = queued.await;
+        assert_eq!(gate.waiting.load(std::sync::atomic::Ordering::Acquire), 0);
+        drop(holder);
+        drop(gate.bulk().await);
+    }
 
     #[test]
     fn placeholders_are_numbered_in_the_order_values_are_bound() {

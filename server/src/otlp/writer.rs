@@ -22,6 +22,14 @@ pub struct Job {
 /// every exporter in them wait longer.
 const MAX_SPANS_PER_COMMIT: usize = 8_000;
 
+/// Most spans committed together on SQLite while guarded calls, decisions or claims are
+/// writing too (any in the last [`INTERACTIVE_RECENTLY`]): each of those waits for the
+/// commit in progress, and an 8,000-span commit holds SQLite's write lock for a few
+/// hundred milliseconds on a busy machine. One export's worth keeps the wait to
+/// milliseconds; ingest then commits more often and, at its limit, answers 503 sooner.
+const SHARED_SPANS_PER_COMMIT: usize = 512;
+const INTERACTIVE_RECENTLY: Duration = Duration::from_secs(2);
+
 /// How often, while commits keep coming, the writer restarts SQLite's log between two of
 /// them (see `app::storage::wal`): at ~40,000 spans/s the log grows ~170 MB/s, so this
 /// keeps it at tens of MB, and each restart (10-15 ms, most of the copying already done
@@ -114,7 +122,11 @@ async fn run(
     while let Some(first) = jobs.recv().await {
         let mut batch = vec![first];
         let mut total = batch[0].spans.len();
-        while total < MAX_SPANS_PER_COMMIT {
+        let cap = match db.interactive_writes_within(INTERACTIVE_RECENTLY) {
+            true => SHARED_SPANS_PER_COMMIT,
+            false => MAX_SPANS_PER_COMMIT,
+        };
+        while total < cap {
             match jobs.try_recv() {
                 Ok(job) => {
                     total += job.spans.len();

@@ -66,7 +66,7 @@ pub async fn commit_with(
     }
     let received_at = now_ms();
     let t_begin = Instant::now();
-    let mut tx = Tx::begin_write(db).await?;
+    let mut tx = Tx::begin_bulk_write(db).await?;
     let t_began = Instant::now();
 
     let mut assignment = assign::assign_runs(&mut tx, spans, received_at).await?;
