@@ -22,6 +22,7 @@ use app::storage::{approvals, escalations, ledger, policies, Db, StoreError};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
+use chrono::Utc;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,6 +215,13 @@ pub async fn get(
     let deadline =
         Instant::now() + Duration::from_secs(params.wait.unwrap_or(0).min(super::approvals::MAX_WAIT_SECONDS));
     let mut changes = ctx.hub.subscribe();
+    // Asking again is a write transaction; between asks the loop only reads the entry and
+    // asks again when something that could change the answer happened: the entry moved
+    // (a report, a settle), its approval was decided, a started attempt passed its timeout,
+    // or (for decisions this instance did not announce, such as an expiry) a few seconds
+    // went by.
+    let mut asked_at: Option<(Instant, LedgerEntry)> = None;
+    let mut approval_decided = false;
     loop {
         let (entry, owner) =
             ledger::get(&db, &id).await?.ok_or_else(|| ApiError::NotFound(format!("no guarded call `{id}`")))?;
@@ -221,50 +229,63 @@ pub async fn get(
             return Err(ApiError::Forbidden("another token asked for this call".into()));
         }
         let policy = policies::for_tool(&db, &entry.tool).await?;
-        let call = ValidCall {
-            run_id: entry.run_id.clone(),
-            step_index: entry.step_index,
-            tool: entry.tool.clone(),
-            arguments: entry.arguments.clone(),
-            idempotency_key: Some(entry.idempotency_key.clone()),
+        let rule = call_rule(policy.as_ref());
+        let waiting_state =
+            matches!(entry.state, EntryState::AwaitingApproval | EntryState::Started | EntryState::Unknown);
+        let ask_again = match &asked_at {
+            None => true,
+            Some((at, seen)) => {
+                seen.state != entry.state
+                    || seen.attempts != entry.attempts
+                    || seen.approval_id != entry.approval_id
+                    || approval_decided
+                    || at.elapsed() >= REASK_AT_LEAST_EVERY
+                    || (entry.state == EntryState::Started
+                        && Utc::now().timestamp_millis() - entry.started_at.timestamp_millis() > rule.timeout_ms)
+            }
         };
         // Only a waiting entry is asked again: asking a succeeded one would count a dedupe.
-        let (answer, entry) =
-            if matches!(entry.state, EntryState::AwaitingApproval | EntryState::Started | EntryState::Unknown) {
-                let asked = ledger::ask(
-                    &db,
-                    &call,
-                    &entry.idempotency_key,
-                    &entry.arguments,
-                    &call_rule(policy.as_ref()),
-                    owner,
-                )
-                .await?;
-                let answer = answer_of(asked.step);
-                (answer, follow_up(&db, &ctx, &token, asked.entry, None, policy.as_ref()).await?)
-            } else {
-                (entry.standing_answer(), entry)
+        let (answer, entry) = if waiting_state && ask_again {
+            let call = ValidCall {
+                run_id: entry.run_id.clone(),
+                step_index: entry.step_index,
+                tool: entry.tool.clone(),
+                arguments: entry.arguments.clone(),
+                idempotency_key: Some(entry.idempotency_key.clone()),
             };
+            let asked = ledger::ask(&db, &call, &entry.idempotency_key, &entry.arguments, &rule, owner).await?;
+            let answer = answer_of(asked.step);
+            let entry = follow_up(&db, &ctx, &token, asked.entry, None, policy.as_ref()).await?;
+            asked_at = Some((Instant::now(), entry.clone()));
+            approval_decided = false;
+            (answer, entry)
+        } else {
+            (entry.standing_answer(), entry)
+        };
         let waiting = matches!(answer, Answer::ApprovalRequired | Answer::InProgress | Answer::OutcomeUnknown);
         if !waiting || Instant::now() >= deadline {
             return Ok(Json(CallAnswer { answer, call: entry }));
         }
-        // Woken by a decision on the call's approval, else re-checked every half second
-        // (an in-progress attempt's report, a settled outcome).
+        // Woken by a decision on the call's approval, else re-read every half second.
         let wake = deadline.min(Instant::now() + Duration::from_millis(500));
         let approval = entry.approval_id.clone();
         tokio::select! {
             _ = tokio::time::sleep_until(wake) => {}
             changed = changes.recv() => {
-                if let (Ok(changed), Some(approval)) = (changed, approval) {
-                    if changed != approval {
-                        tokio::time::sleep_until(wake).await;
-                    }
+                match (changed, approval) {
+                    (Ok(changed), Some(approval)) if changed == approval => approval_decided = true,
+                    // Missed announcements may include ours.
+                    (Err(tokio::sync::broadcast::error::RecvError::Lagged(_)), _) => approval_decided = true,
+                    _ => tokio::time::sleep_until(wake).await,
                 }
             }
         }
     }
 }
+
+/// How often a waiting call is asked again even when nothing seen changed: an approval
+/// can expire, or be decided on another instance, without an announcement here.
+const REASK_AT_LEAST_EVERY: Duration = Duration::from_secs(5);
 
 #[utoipa::path(
     post,
