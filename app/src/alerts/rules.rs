@@ -201,19 +201,30 @@ pub struct OpenEscalation {
     pub claimed_by: Option<String>,
 }
 
+/// The things older than the rule's `threshold` (seconds), each with its age in seconds,
+/// oldest first (ties by id, so a page lists them in a stable order). Rules 4 and 7 age
+/// things the same way.
+fn older_than<'a, T>(
+    s: &RuleSettings,
+    now_ms: i64,
+    things: impl Iterator<Item = &'a T>,
+    since_ms: impl Fn(&T) -> i64,
+    id: impl Fn(&T) -> &str,
+) -> Vec<(&'a T, f64)> {
+    let mut late: Vec<(&T, f64)> =
+        things.map(|t| (t, (now_ms - since_ms(t)) as f64 / 1000.0)).filter(|(_, age)| *age > s.threshold).collect();
+    late.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| id(a.0).cmp(id(b.0))));
+    late
+}
+
 /// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) older than
 /// `threshold` seconds. The value is the oldest one's age.
 pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Vec<Finding> {
-    let mut late: Vec<(&OpenEscalation, f64)> = open
-        .iter()
-        .filter(|e| !s.only_unclaimed || e.claimed_by.is_none())
-        .map(|e| (e, (now_ms - e.opened_at_ms) as f64 / 1000.0))
-        .filter(|(_, age)| *age > s.threshold)
-        .collect();
+    let waiting = open.iter().filter(|e| !s.only_unclaimed || e.claimed_by.is_none());
+    let late = older_than(s, now_ms, waiting, |e| e.opened_at_ms, |e| &e.id);
     if late.is_empty() {
         return Vec::new();
     }
-    late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.id.cmp(&b.0.id)));
     let oldest = late[0].1;
     let unclaimed = late.iter().filter(|(e, _)| e.claimed_by.is_none()).count();
     vec![Finding {
@@ -409,15 +420,10 @@ pub struct SilentCall {
 /// the oldest one's age. The ledger only marks a call `unknown` when an agent asks again,
 /// so a silent `started` call counts too: an agent that died mid-call never asks again.
 pub fn call_outcome_unknown(s: &RuleSettings, now_ms: i64, calls: &[SilentCall]) -> Vec<Finding> {
-    let mut late: Vec<(&SilentCall, f64)> = calls
-        .iter()
-        .map(|c| (c, (now_ms - c.started_at_ms) as f64 / 1000.0))
-        .filter(|(_, age)| *age > s.threshold)
-        .collect();
+    let late = older_than(s, now_ms, calls.iter(), |c| c.started_at_ms, |c| &c.id);
     if late.is_empty() {
         return Vec::new();
     }
-    late.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.id.cmp(&b.0.id)));
     let oldest = late[0].1;
     vec![Finding {
         subject: String::new(),
