@@ -162,6 +162,8 @@ pub struct Inputs {
     /// Approved or denied by a person (cancelled requests are not decisions).
     pub approvals_decided: Vec<i64>,
     pub approvals_expired: Vec<i64>,
+    /// Guarded calls the ledger answered `already_done`: (hour start, count).
+    pub ledger_deduped: Vec<(i64, i64)>,
 }
 
 /// One line or bar series: a stable key (CSS class, test hook), what the legend says, and
@@ -271,6 +273,17 @@ pub fn bucket_counts(window: &Window, instants: &[i64]) -> Vec<u64> {
     counts
 }
 
+/// Counts of (instant, how many) points per bucket.
+pub fn weighted_counts(window: &Window, points: &[(i64, i64)]) -> Vec<u64> {
+    let mut counts = vec![0u64; window.buckets];
+    for &(at, n) in points {
+        if let Some(i) = window.index(at) {
+            counts[i] += n.max(0) as u64;
+        }
+    }
+    counts
+}
+
 /// All the figures of the page for one window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Trends {
@@ -284,7 +297,8 @@ pub struct Trends {
     pub no_read: Series,
     /// Completed runs per bucket (the denominator of `no_read`), for the tooltips.
     pub completed: Vec<u64>,
-    /// `deduped_calls` and `duplicate_side_effects`.
+    /// `deduped_calls` and `duplicate_side_effects` (from the runs' spans), and
+    /// `ledger_deduped` (asks the execution ledger answered `already_done`).
     pub duplicates: Vec<Series>,
     /// Cost per finished run: p50, p95, p99.
     pub cost: Vec<Series>,
@@ -371,6 +385,7 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
         duplicates: vec![
             Series::counts("deduped_calls", "deduplicated calls", deduped),
             Series::counts("duplicate_side_effects", "duplicate side effects", dup_effects),
+            Series::counts("ledger_deduped", "stopped by the ledger", weighted_counts(&window, &inputs.ledger_deduped)),
         ],
         cost,
         escalations: vec![
@@ -519,6 +534,7 @@ mod tests {
             approvals_requested: vec![t0, t0, NOW],
             approvals_decided: vec![NOW],
             approvals_expired: vec![],
+            ledger_deduped: vec![(t0, 3), (NOW - NOW % 3_600_000, 4), (t0 - 3_600_000, 9)],
         };
         let t = compute(w, &inputs);
         assert_eq!(t.runs, 4);
@@ -532,6 +548,9 @@ mod tests {
         assert_eq!(t.no_read.summary, Some(50.0));
         assert_eq!(t.duplicates[0].summary, Some(2.0));
         assert_eq!(t.duplicates[1].values[0], Some(1.0));
+        assert_eq!(t.duplicates[2].key, "ledger_deduped");
+        assert_eq!((t.duplicates[2].values[0], t.duplicates[2].values[23]), (Some(3.0), Some(4.0)));
+        assert_eq!(t.duplicates[2].summary, Some(7.0), "the hour before the window is left out");
         // the running run is left out of costs and tool calls
         assert_eq!(t.tool_calls.runs, 3);
         assert_eq!(t.tool_calls.max, Some(40));

@@ -115,6 +115,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "1ad65bc9a8ec0c8400596442c5d1520cc227f1845926bb96bc76fe4843dc7517f1b911a9605073cf762c70ac5ea6ec93",
     ),
     (
+        "sqlite",
+        "0021_ledger_hours.sql",
+        "0c7a081d09fa6c272c56a3e9e3c0d9df6abdf7e992d7a3dda6fca0493f1f2da65209f2017afb126645f1c4eea273a992",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -208,6 +213,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0020_execution_ledger.sql",
         "1ad65bc9a8ec0c8400596442c5d1520cc227f1845926bb96bc76fe4843dc7517f1b911a9605073cf762c70ac5ea6ec93",
+    ),
+    (
+        "postgres",
+        "0021_ledger_hours.sql",
+        "0c7a081d09fa6c272c56a3e9e3c0d9df6abdf7e992d7a3dda6fca0493f1f2da65209f2017afb126645f1c4eea273a992",
     ),
 ];
 

@@ -79,6 +79,16 @@ async fn a_retried_call_is_told_already_done_with_the_cached_result() {
         assert!(text.contains(r#"flightdeck_ledger_calls{tool="send_email",state="succeeded"} 1"#), "{text}");
         assert!(text.contains(r#"flightdeck_ledger_calls{tool="send_email",state="started"} 1"#), "{text}");
         assert!(text.contains(r#"flightdeck_ledger_deduped{tool="send_email"} 1"#), "{text}");
+        // The trends page charts the dedupe in the hour it happened.
+        let (_, again) = s.ask(email("run-1", 3, "r-4")).await;
+        assert_eq!(again["answer"], "already_done");
+        let now = app::storage::now_ms();
+        let window = app::trends::Window::ending_at(app::trends::Range::Day, now);
+        let inputs = app::storage::trends::inputs(&t.db, &window).await.unwrap();
+        assert_eq!(inputs.ledger_deduped, vec![(now - now % 3_600_000, 2)], "{}", t.backend());
+        let trends = app::trends::compute(window, &inputs);
+        let stopped = trends.duplicates.iter().find(|s| s.key == "ledger_deduped").unwrap();
+        assert_eq!(stopped.summary, Some(2.0));
         t.cleanup().await;
     }
 }
@@ -313,6 +323,8 @@ async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_o
         let (_, done) = s.ask(email("run-8", 1, "r")).await;
         let done_id = done["call"]["id"].as_str().unwrap().to_string();
         s.complete(&done_id, json!({"outcome": "ok", "external_id": "msg_8"})).await;
+        let (_, repeat) = s.ask(email("run-8", 1, "r")).await;
+        assert_eq!(repeat["answer"], "already_done", "counted in this hour's dedupes");
         let (_, open) = s.ask(email("run-8", 2, "r")).await;
         let open_id = open["call"]["id"].as_str().unwrap().to_string();
         let backdate = |days: i64| {
@@ -325,9 +337,17 @@ async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_o
         app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_some(), "inside the longest window (30 days)");
         t.db.execute(backdate(31)).await.unwrap();
+        let hour_back = app::storage::sql::Sql::with_args(
+            "UPDATE call_ledger_hours SET hour_ms = hour_ms - $1",
+            vec![(31 * 86_400_000_i64).into()],
+        );
+        assert_eq!(t.db.execute(hour_back).await.unwrap(), 1);
         app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_none(), "a settled call past every window goes");
         assert!(ledger::get(&t.db, &open_id).await.unwrap().is_some(), "a started call stays until settled");
+        let hours: Vec<(i64,)> =
+            t.db.fetch_all(app::storage::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
+        assert!(hours.is_empty(), "the hourly dedupe counts go with the entries: {hours:?}");
         t.cleanup().await;
     }
 }

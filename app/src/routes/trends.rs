@@ -106,7 +106,10 @@ fn Charts(t: Trends) -> impl IntoView {
     };
     let no_escalations = none_note(&t.escalations, "No escalations opened or resolved in this range.");
     let no_approvals = none_note(&t.approvals, "No approval requests or decisions in this range.");
-    let no_duplicates = none_note(&t.duplicates, "No deduplicated calls and no duplicate side effects in this range.");
+    let no_duplicates = none_note(
+        &t.duplicates,
+        "No deduplicated calls, no calls stopped by the ledger and no duplicate side effects in this range.",
+    );
     view! {
         <p class="muted trends-summary">
             {format!("{} runs started in the {when}; buckets of {} in UTC.", t.runs, match w.range {
@@ -140,7 +143,7 @@ fn Charts(t: Trends) -> impl IntoView {
             </section>
             <section class="chart-panel" aria-labelledby="trend-duplicates">
                 <h2 id="trend-duplicates">"Deduplicated calls and duplicate side effects"</h2>
-                <p class="muted small">"Retries the tool deduplicated (fine) beside side effects that happened twice (the bug)."</p>
+                <p class="muted small">"Retries the tool deduplicated (fine) and repeats the execution ledger stopped before they ran (guarded calls answered already_done), beside side effects that happened twice (the bug)."</p>
                 <BarChart title=format!("Deduplicated calls and duplicate side effects {per}, {when}") testid="chart-duplicates"
                     unit=Unit::Count("calls") x=time_axis(&w) series=t.duplicates/>
                 {no_duplicates}

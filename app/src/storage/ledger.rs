@@ -198,9 +198,33 @@ async fn ask_once(
     if let Some(sql) = change {
         tx.execute(sql).await?;
     }
+    if let (Step::Tell(crate::ledger::Answer::AlreadyDone), Some((e, _))) = (step, &found) {
+        count_dedupe_hour(&mut tx, &e.tool, now).await?;
+    }
     let (entry, owner) = read(&mut tx, &id).await?;
     tx.commit().await?;
     Ok(Asked { entry, step, owner })
+}
+
+/// One more dedupe in the hour of `now` for `tool`, for the trends page.
+async fn count_dedupe_hour(tx: &mut Tx, tool: &str, now: i64) -> StoreResult<()> {
+    const HOUR_MS: i64 = 3_600_000;
+    tx.execute(Sql::with_args(
+        "INSERT INTO call_ledger_hours (hour_ms, tool, deduped) VALUES ($1, $2, 1) \
+         ON CONFLICT (hour_ms, tool) DO UPDATE SET deduped = call_ledger_hours.deduped + 1",
+        vec![now.div_euclid(HOUR_MS).saturating_mul(HOUR_MS).into(), tool.into()],
+    ))
+    .await?;
+    Ok(())
+}
+
+/// Dedupes per hour in `[from_ms, to_ms)`, all tools together: (hour start, count).
+pub async fn deduped_hours(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<Vec<(i64, i64)>> {
+    let sql =
+        "SELECT hour_ms, CAST(SUM(deduped) AS BIGINT) FROM call_ledger_hours WHERE hour_ms >= $1 AND hour_ms < $2 \
+               GROUP BY hour_ms ORDER BY hour_ms";
+    let rows: Vec<(i64, i64)> = db.fetch_all(Sql::with_args(sql, vec![from_ms.into(), to_ms.into()])).await?;
+    Ok(rows)
 }
 
 /// The status of the approval `id`, an expired pending one read as expired.
@@ -370,6 +394,9 @@ pub async fn prune(db: &Db, before_ms: i64) -> StoreResult<u64> {
         let n = db.execute(sql).await?;
         deleted += n;
         if n == 0 {
+            // The hourly dedupe counts go with the entries (a few rows per hour).
+            db.execute(Sql::with_args("DELETE FROM call_ledger_hours WHERE hour_ms < $1", vec![before_ms.into()]))
+                .await?;
             return Ok(deleted);
         }
     }

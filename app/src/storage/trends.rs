@@ -59,5 +59,6 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
         approvals_decided: instants(db, "approvals", "decided_at", " AND status IN ('approved', 'denied')", from, to)
             .await?,
         approvals_expired: instants(db, "approvals", "decided_at", " AND status = 'expired'", from, to).await?,
+        ledger_deduped: super::ledger::deduped_hours(db, from, to).await?,
     })
 }
