@@ -41,6 +41,8 @@ pub mod services;
 pub mod state;
 #[cfg(feature = "ssr")]
 pub mod storage;
+#[cfg(feature = "ssr")]
+pub mod webhook_body;
 
 /// The browser entry point: attaches the interactive app to the server-rendered page.
 #[cfg(feature = "hydrate")]

@@ -150,6 +150,19 @@ pub struct WebhookTargetSummary {
     pub format: String,
     /// The event kinds it receives; empty means all.
     pub events: Vec<String>,
+    /// Whether its deliveries carry a Standard Webhooks signature (a `secret` is set).
+    pub signed: bool,
+}
+
+/// A configured alert route as admins see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertRouteSummary {
+    pub name: String,
+    /// The rules it matches; empty means all.
+    pub rules: Vec<String>,
+    /// The severities it matches; empty means all.
+    pub severities: Vec<String>,
+    pub targets: Vec<String>,
 }
 
 /// One queued webhook delivery (one event to one target).
@@ -182,6 +195,9 @@ impl WebhookDelivery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebhooksPage {
     pub targets: Vec<WebhookTargetSummary>,
+    /// The alert routes in order; with none configured, one implicit `default` route
+    /// (page and ticket alerts to every target that takes alerts).
+    pub routes: Vec<AlertRouteSummary>,
     pub deliveries: Vec<WebhookDelivery>,
     pub pending: i64,
     pub failed: i64,

@@ -1,7 +1,7 @@
 //! The state every server function and page render can reach through `use_context`.
 
 use crate::ingest::redact::Redactor;
-use crate::notify::WebhookTarget;
+use crate::notify::Notifications;
 use crate::services::approval_hub::ApprovalHub;
 use crate::storage::rules::RulesCache;
 use crate::storage::Db;
@@ -15,9 +15,10 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// Wakes agents waiting on approval decisions (shared with the agent API).
     pub approvals: ApprovalHub,
-    /// The configured webhooks: whoever records an approval request, escalation or alert
-    /// passes them to `storage::webhooks::enqueue`.
-    pub webhooks: Arc<Vec<WebhookTarget>>,
+    /// The configured webhook targets and alert routes: whoever records an approval
+    /// request, escalation or alert change passes the right targets to
+    /// `storage::webhooks::enqueue`.
+    pub notifications: Arc<Notifications>,
     /// The configured redaction rules, for what agents send outside OTLP (approval
     /// payloads, escalation texts).
     pub redactor: Arc<Redactor>,

@@ -120,6 +120,16 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0c7a081d09fa6c272c56a3e9e3c0d9df6abdf7e992d7a3dda6fca0493f1f2da65209f2017afb126645f1c4eea273a992",
     ),
     (
+        "sqlite",
+        "0022_alert_severities.sql",
+        "3431d93467a496859a0bda1963c6cabc6b38928120b2a8691a78d87bf2810a8d13cc0b6b044c0bf11b1904c0e21b1eb7",
+    ),
+    (
+        "sqlite",
+        "0023_webhook_order.sql",
+        "74466db6ec40934ed687715c1f19f23b0890b3498c7a398992b56da0ad156e5a33f804e6408aa28fb3000f4c4c733479",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -218,6 +228,16 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0021_ledger_hours.sql",
         "0c7a081d09fa6c272c56a3e9e3c0d9df6abdf7e992d7a3dda6fca0493f1f2da65209f2017afb126645f1c4eea273a992",
+    ),
+    (
+        "postgres",
+        "0022_alert_severities.sql",
+        "3431d93467a496859a0bda1963c6cabc6b38928120b2a8691a78d87bf2810a8d13cc0b6b044c0bf11b1904c0e21b1eb7",
+    ),
+    (
+        "postgres",
+        "0023_webhook_order.sql",
+        "74466db6ec40934ed687715c1f19f23b0890b3498c7a398992b56da0ad156e5a33f804e6408aa28fb3000f4c4c733479",
     ),
 ];
 
@@ -320,6 +340,36 @@ async fn a_database_from_before_the_edits_and_one_from_today_both_upgrade() {
         assert!(!has_index(&t.db, "runs_trends").await);
         t.db.migrate().await.unwrap();
         assert!(t.db.is_ready().await.is_ok());
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn alerts_and_saved_rules_move_to_the_new_severity_names() {
+    use app::alerts::{AlertRule, Severity};
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        on_pool!(db, pool => as_released(db.backend(), 21).run(pool).await).unwrap();
+        let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
+                      fired_at, last_breach_at, updated_at) VALUES ($1, 'deduped_spike', $1, $2, 'firing', 't', 1, 1, \
+                      'count', '[]', 1, 1, 1)";
+        for (id, severity) in [("a1", "critical"), ("a2", "warning")] {
+            on_pool!(db, pool => sqlx::query(insert).bind(id).bind(severity).execute(pool).await.map(|_| ())).unwrap();
+        }
+        let mut saved =
+            serde_json::to_value(app::alerts::settings::RuleSettings::default_for(AlertRule::DedupedSpike)).unwrap();
+        saved["severity"] = "warning".into();
+        let rule =
+            "INSERT INTO alert_rules (rule, settings, updated_by, updated_at) VALUES ('deduped_spike', $1, 'ann', 1)";
+        on_pool!(db, pool => sqlx::query(rule).bind(saved.to_string()).execute(pool).await.map(|_| ())).unwrap();
+
+        db.migrate().await.unwrap();
+        let alerts = app::storage::alerts::list(db, false, 10).await.unwrap();
+        let severities: Vec<(String, Severity)> = alerts.iter().map(|a| (a.id.clone(), a.severity)).collect();
+        assert_eq!(severities, [("a1".into(), Severity::Page), ("a2".into(), Severity::Ticket)], "{}", t.backend());
+        let settings = app::storage::alerts::settings(db).await.unwrap();
+        let spike = settings.iter().find(|(r, _)| *r == AlertRule::DedupedSpike).unwrap();
+        assert_eq!(spike.1.severity, Severity::Ticket, "the admin's choice kept, under its new name");
         t.cleanup().await;
     }
 }

@@ -47,7 +47,7 @@ test('on-call sees a firing alert, follows it to the run and acknowledges it', a
   });
   await expect(card).toBeVisible({ timeout: 30_000 });
   await expect(card).toHaveAttribute('data-state', 'firing');
-  await expect(card.locator('.badge.severity-critical')).toHaveText('critical');
+  await expect(card.locator('.badge.severity-page')).toHaveText('page');
   await expect(card.getByTestId('alert-title')).toContainText('ran without a valid approval');
   await expect(card).toContainText(`wire_money ran with unknown approval apr_forged_${runId}`);
   await expect(page.getByTestId('nav-alerts')).toBeVisible();

@@ -3,7 +3,7 @@
 //! Instances that do not lead try to take the lead each interval, so a crashed leader
 //! is replaced within about one interval after its database session ends.
 
-use app::notify::WebhookTarget;
+use app::notify::Notifications;
 use app::services::alert_evaluation::evaluate_once;
 use app::storage::alerts::{self as store, Leadership};
 use app::storage::{now_ms, Db};
@@ -29,7 +29,7 @@ pub enum Tick {
 
 pub struct Evaluator {
     db: Db,
-    targets: Arc<Vec<WebhookTarget>>,
+    notifications: Arc<Notifications>,
     settings: EvaluatorSettings,
     /// Shown on /alerts as who evaluated last.
     instance: String,
@@ -38,11 +38,11 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
-    pub fn new(db: Db, targets: Arc<Vec<WebhookTarget>>, settings: EvaluatorSettings, instance: String) -> Evaluator {
+    pub fn new(db: Db, notifications: Arc<Notifications>, settings: EvaluatorSettings, instance: String) -> Evaluator {
         Evaluator {
             leadership: Leadership::new(db.clone()),
             db,
-            targets,
+            notifications,
             settings,
             instance,
             evaluations: Arc::default(),
@@ -62,7 +62,7 @@ impl Evaluator {
         let started = Instant::now();
         let now = now_ms();
         let hold = self.settings.hold.as_millis() as i64;
-        match evaluate_once(&self.db, &self.targets, now, hold).await {
+        match evaluate_once(&self.db, &self.notifications, now, hold).await {
             Ok(report) => {
                 for alert in &report.fired {
                     tracing::warn!(alert = %alert.id, rule = %alert.rule, title = %alert.title, "alert firing");

@@ -56,6 +56,21 @@ pub enum Command {
     /// Manage agent API tokens
     #[command(subcommand)]
     Token(TokenCommand),
+    /// On-call notifications
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
+    /// Print a new signing secret for a `[[webhooks]]` target's `secret` (Standard Webhooks)
+    WebhookSecret,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertsCommand {
+    /// Send a test alert, firing and then resolved, to every target of an alert route
+    /// ("default" when no routes are configured) and print what each target answered
+    Test {
+        /// The route's name (`[[alert_routes]]`)
+        route: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

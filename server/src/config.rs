@@ -11,7 +11,7 @@ use app::ingest::normalize::Limits;
 use app::ingest::pipeline::{BodyPolicy, IngestSettings};
 use app::ingest::policy::ToolPolicy;
 use app::ingest::redact::Redactor;
-use app::notify::{RetryPolicy, WebhookTarget};
+use app::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
 use app::pricing::ModelPrice;
 use clap::Args;
 use serde::Deserialize;
@@ -158,10 +158,17 @@ pub struct Overrides {
     pub approval_recheck_seconds: Option<u64>,
 
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
-    /// `format` = "json" or "slack", and optionally `events`)
+    /// `format` = "json", "slack", "pagerduty" or "alertmanager", and optionally `events`,
+    /// `secret` (Standard Webhooks signing) and, for PagerDuty, `routing_key`)
     #[arg(skip)]
     #[serde(default)]
     pub webhooks: Option<Vec<WebhookTarget>>,
+
+    /// Where alerts go (config file only: `[[alert_routes]]` entries with `name`,
+    /// `targets`, and optionally `rules` and `severities`; the first match decides)
+    #[arg(skip)]
+    #[serde(default)]
+    pub alert_routes: Option<Vec<AlertRoute>>,
 }
 
 /// How OTLP exports authenticate.
@@ -204,6 +211,7 @@ impl Overrides {
             public_url: self.public_url.or(lower.public_url),
             webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
             webhooks: self.webhooks.or(lower.webhooks),
+            alert_routes: self.alert_routes.or(lower.alert_routes),
             alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
             alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
             approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
@@ -247,12 +255,19 @@ pub struct Config {
     pub public_url: String,
     pub webhook_max_attempts: u32,
     pub webhooks: Vec<WebhookTarget>,
+    pub alert_routes: Vec<AlertRoute>,
     pub alert_interval_seconds: u64,
     pub alert_hold_seconds: u64,
     pub approval_recheck_seconds: u64,
 }
 
 impl Config {
+    /// The webhook targets and alert routes, as the pages, the API and the alert
+    /// evaluator use them.
+    pub fn notifications(&self) -> Notifications {
+        Notifications { targets: self.webhooks.clone(), routes: self.alert_routes.clone() }
+    }
+
     /// `flags_and_env` comes from clap (flags already beat the environment there);
     /// `file` is the optional config file.
     pub fn resolve(flags_and_env: Overrides, file: Option<&Path>) -> anyhow::Result<Config> {
@@ -273,6 +288,11 @@ impl Config {
         }
         let webhooks = o.webhooks.unwrap_or_default();
         app::notify::validate_targets(&webhooks).map_err(anyhow::Error::msg)?;
+        let alert_routes = o.alert_routes.unwrap_or_default();
+        Notifications { targets: webhooks.clone(), routes: alert_routes.clone() }
+            .validate()
+            .map_err(anyhow::Error::msg)?;
+        app::alerts::notification::validate_route_names(&alert_routes).map_err(anyhow::Error::msg)?;
         let webhook_max_attempts = o.webhook_max_attempts.unwrap_or(RetryPolicy::default().max_attempts);
         if webhook_max_attempts == 0 {
             anyhow::bail!("webhook_max_attempts must be at least 1");
@@ -338,6 +358,7 @@ impl Config {
             public_url: public_url.trim_end_matches('/').to_string(),
             webhook_max_attempts,
             webhooks,
+            alert_routes,
             alert_interval_seconds,
             alert_hold_seconds: o.alert_hold_seconds.unwrap_or(120),
             approval_recheck_seconds,
@@ -418,11 +439,25 @@ impl fmt::Display for Config {
         writeln!(f, "  alert_hold           {} s", self.alert_hold_seconds)?;
         writeln!(f, "  approval_recheck     {} s", self.approval_recheck_seconds)?;
         // Names only: webhook URLs often carry their secret in the path.
-        let names: Vec<&str> = self.webhooks.iter().map(|w| w.name.as_str()).collect();
+        let names: Vec<String> = self
+            .webhooks
+            .iter()
+            .map(|w| match w.secret {
+                Some(_) => w.name.clone(),
+                None => format!("{} unsigned", w.name),
+            })
+            .collect();
         if names.is_empty() {
-            write!(f, "  webhooks             0")
+            writeln!(f, "  webhooks             0")?;
         } else {
-            write!(f, "  webhooks             {} ({})", names.len(), names.join(", "))
+            writeln!(f, "  webhooks             {} ({})", names.len(), names.join(", "))?;
+        }
+        let routes: Vec<String> =
+            self.alert_routes.iter().map(|r| format!("{} -> {}", r.name, r.targets.join(" + "))).collect();
+        if routes.is_empty() {
+            write!(f, "  alert_routes         0 (page and ticket alerts go to every alert target)")
+        } else {
+            write!(f, "  alert_routes         {} ({})", routes.len(), routes.join("; "))
         }
     }
 }
@@ -519,19 +554,29 @@ mod tests {
             "public_url = \"https://fd.example/\"\n\
              [[webhooks]]\nname = \"ops-slack\"\nurl = \"https://hooks.slack.com/services/T1/B2/s3cret\"\n\
              format = \"slack\"\nevents = [\"approval.requested\", \"alert.firing\"]\n\
-             [[webhooks]]\nname = \"audit-sink\"\nurl = \"http://10.0.0.5:9000/hook\"\nformat = \"json\"\n",
+             [[webhooks]]\nname = \"audit-sink\"\nurl = \"http://10.0.0.5:9000/hook\"\nformat = \"json\"\n\
+             secret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n\
+             [[webhooks]]\nname = \"pd\"\nurl = \"https://events.pagerduty.com/v2/enqueue\"\nformat = \"pagerduty\"\n\
+             routing_key = \"R0UT1NGs3cret\"\nsecret = \"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\"\n\
+             [[alert_routes]]\nname = \"page-now\"\nseverities = [\"page\"]\ntargets = [\"pd\", \"ops-slack\"]\n\
+             [[alert_routes]]\nname = \"rest\"\ntargets = [\"ops-slack\"]\n",
         );
         let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
         assert_eq!(c.public_url, "https://fd.example");
-        assert_eq!(c.webhooks.len(), 2);
+        assert_eq!(c.webhooks.len(), 3);
+        assert!(c.webhooks[1].secret.is_some() && c.webhooks[0].secret.is_none());
+        assert_eq!(c.notifications().route_of("deduped_spike", "page"), Some("page-now"));
         assert_eq!(c.webhooks[0].format, app::notify::WebhookFormat::Slack);
         assert!(c.webhooks[0].wants(app::notify::EventKind::AlertFiring));
         assert!(!c.webhooks[0].wants(app::notify::EventKind::EscalationOpened));
         assert!(c.webhooks[1].events.is_none());
         assert_eq!(c.webhook_retry().max_attempts, 15);
         let banner = c.to_string();
-        assert!(banner.contains("webhooks             2 (ops-slack, audit-sink)"), "{banner}");
-        assert!(!banner.contains("s3cret") && !banner.contains("10.0.0.5"), "{banner}");
+        assert!(banner.contains("webhooks             3 (ops-slack unsigned, audit-sink, pd)"), "{banner}");
+        assert!(banner.contains("alert_routes         2 (page-now -> pd + ops-slack; rest -> ops-slack)"), "{banner}");
+        assert!(!banner.contains("s3cret") && !banner.contains("10.0.0.5") && !banner.contains("whsec"), "{banner}");
+        let debug = format!("{:?}", c.webhooks);
+        assert!(!debug.contains("s3cret") && !debug.contains("whsec"), "{debug}");
 
         let c = Config::resolve(Overrides::default(), None).unwrap();
         assert_eq!(c.public_url, "http://127.0.0.1:3000", "defaults to the listen address");
@@ -542,7 +587,13 @@ mod tests {
     fn webhook_mistakes_are_clear_errors() {
         let cases = [
             ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"teams\"\n", "unknown variant `teams`"),
-            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\nsecret = \"x\"\n", "unknown field `secret`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\nsecret = \"x\"\n", "starts with `whsec_`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\ntoken = \"x\"\n", "unknown field `token`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"pagerduty\"\n", "needs `routing_key`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"pagerduty\"\nrouting_key = \"k\"\nevents = [\"approval.requested\"]\n", "cannot take approval.requested"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x\"\nformat = \"json\"\n[[alert_routes]]\nname = \"r\"\ntargets = [\"b\"]\n", "not a [[webhooks]] target"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x\"\nformat = \"json\"\n[[alert_routes]]\nname = \"r\"\nseverities = [\"critical\"]\ntargets = [\"a\"]\n", "no severity `critical`"),
+            ("[[webhooks]]\nname = \"a\"\nurl = \"https://x\"\nformat = \"json\"\n[[alert_routes]]\nname = \"r\"\nrules = [\"cost\"]\ntargets = [\"a\"]\n", "no rule `cost`"),
             ("[[webhooks]]\nname = \"a\"\nurl = \"https://x.example\"\nformat = \"json\"\nevents = [\"run.done\"]\n", "unknown variant `run.done`"),
             ("[[webhooks]]\nname = \"a\"\nurl = \"hooks.example\"\nformat = \"json\"\n", "https://"),
             ("[[webhooks]]\nname = \"a\"\nurl = \"https://x\"\nformat = \"json\"\n[[webhooks]]\nname = \"a\"\nurl = \"https://y\"\nformat = \"json\"\n", "unique"),

@@ -2,7 +2,7 @@
 //! telemetry, and run the chosen command.
 
 use clap::Parser;
-use flightdeck::cli::{Cli, Command, TokenCommand, UserCommand};
+use flightdeck::cli::{AlertsCommand, Cli, Command, TokenCommand, UserCommand};
 use flightdeck::commands::{self, serve, tokens, users};
 use flightdeck::config::Config;
 use flightdeck::priority;
@@ -71,6 +71,14 @@ fn main() -> ExitCode {
                     TokenCommand::Revoke { id } => tokens::revoke(&db, id).await,
                     TokenCommand::List => tokens::list(&db).await,
                 }
+            }
+            Command::Alerts(AlertsCommand::Test { route }) => {
+                let db = commands::open_database(&config).await?;
+                commands::alerts::test(&db, &config, &route).await
+            }
+            Command::WebhookSecret => {
+                println!("{}", app::notify::SigningSecret::generate());
+                Ok(())
             }
         }
     });

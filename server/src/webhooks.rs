@@ -4,10 +4,16 @@
 //! tried again with backoff until the attempts run out.
 //!
 //! Every instance runs one; the outbox's leases keep them from sending the same delivery
-//! at once. Receivers get `X-Flightdeck-Delivery` (stable across retries) to drop the rare
-//! duplicate that a worker dying mid-send can cause.
+//! at once. Receivers get `webhook-id` (and `X-Flightdeck-Delivery`, the same number,
+//! stable across retries) to drop the rare duplicate that a worker dying mid-send can
+//! cause, and, for a target with a `secret`, the Standard Webhooks signature
+//! (`app::notify::signature`) to tell Flightdeck's calls from a forger's.
+//!
+//! A delivery is sent to the URL and in the format it was queued with; the secret and
+//! PagerDuty's routing key are read from the configuration when it is sent (they are
+//! never stored in the outbox).
 
-use app::notify::RetryPolicy;
+use app::notify::{RetryPolicy, WebhookTarget};
 use app::storage::webhooks::{self, AfterFailure, Claimed};
 use app::storage::Db;
 use std::time::Duration;
@@ -25,13 +31,16 @@ pub struct WorkerSettings {
     pub poll_interval: Duration,
     /// Deliveries claimed (and sent concurrently) at a time.
     pub batch: i64,
+    /// The configured targets, for their secrets and routing keys.
+    pub targets: Vec<WebhookTarget>,
 }
 
 impl WorkerSettings {
-    pub fn new(public_url: &str, retry: RetryPolicy) -> WorkerSettings {
+    pub fn new(public_url: &str, retry: RetryPolicy, targets: &[WebhookTarget]) -> WorkerSettings {
         WorkerSettings {
             public_url: public_url.trim_end_matches('/').to_string(),
             retry,
+            targets: targets.to_vec(),
             timeout: Duration::from_secs(10),
             poll_interval: Duration::from_secs(1),
             batch: 16,
@@ -109,33 +118,62 @@ impl Worker {
     }
 
     async fn deliver(&self, delivery: Claimed) -> anyhow::Result<()> {
-        let body = delivery.format.render(&delivery.event, &self.settings.public_url);
-        let result = self
+        let (status, error) = match self.request(&delivery) {
+            Ok(request) => match request.send().await {
+                Ok(response) if response.status().is_success() => {
+                    let status = response.status().as_u16();
+                    if webhooks::mark_delivered(&self.db, &delivery, status).await? {
+                        tracing::debug!(id = delivery.id, target = %delivery.target_name, "webhook delivered");
+                    }
+                    return Ok(());
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    // The start of the body usually says why (Slack: "invalid_payload").
+                    let text = response.text().await.unwrap_or_default();
+                    let text: String = text.chars().take(200).collect();
+                    (Some(status.as_u16()), format!("{status} {}", text.trim()).trim().to_string())
+                }
+                Err(e) => (e.status().map(|s| s.as_u16()), describe(&e)),
+            },
+            Err(why) => (None, why),
+        };
+        self.record_failure(&delivery, status, &error).await
+    }
+
+    /// The signed request for one attempt, or why it cannot be sent.
+    fn request(&self, delivery: &Claimed) -> Result<reqwest::RequestBuilder, String> {
+        let configured = self.settings.targets.iter().find(|t| t.name == delivery.target_name);
+        let target = WebhookTarget {
+            url: delivery.target_url.clone(),
+            format: delivery.format,
+            ..configured
+                .cloned()
+                .unwrap_or_else(|| WebhookTarget { name: delivery.target_name.clone(), ..Default::default() })
+        };
+        if target.format == app::notify::WebhookFormat::Pagerduty && configured.is_none() {
+            return Err(format!("the target `{}` is no longer configured (its routing key is gone)", target.name));
+        }
+        let body = app::webhook_body::render(&target, &delivery.event, &self.settings.public_url)?;
+        let body = serde_json::to_vec(&body).map_err(|e| format!("cannot encode the body: {e}"))?;
+        let id = format!("msg_{}", delivery.id);
+        let timestamp = app::storage::now_ms() / 1000;
+        let mut request = self
             .client
             .post(&delivery.target_url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
             .header("X-Flightdeck-Delivery", delivery.id.to_string())
-            .header("X-Flightdeck-Event", delivery.event.kind.as_str())
-            .json(&body)
-            .send()
-            .await;
-        let (status, error) = match result {
-            Ok(response) if response.status().is_success() => {
-                let status = response.status().as_u16();
-                if webhooks::mark_delivered(&self.db, &delivery, status).await? {
-                    tracing::debug!(id = delivery.id, target = %delivery.target_name, "webhook delivered");
-                }
-                return Ok(());
-            }
-            Ok(response) => {
-                let status = response.status();
-                // The start of the body usually says why (Slack: "invalid_payload").
-                let text = response.text().await.unwrap_or_default();
-                let text: String = text.chars().take(200).collect();
-                (Some(status.as_u16()), format!("{status} {}", text.trim()).trim().to_string())
-            }
-            Err(e) => (e.status().map(|s| s.as_u16()), describe(&e)),
-        };
-        let after = webhooks::record_failure(&self.db, &delivery, status, &error, &self.settings.retry).await?;
+            .header("X-Flightdeck-Event", delivery.event.kind.as_str());
+        if let Some(secret) = &target.secret {
+            request = request.header("webhook-signature", secret.sign(&id, timestamp, &body));
+        }
+        Ok(request.body(body))
+    }
+
+    async fn record_failure(&self, delivery: &Claimed, status: Option<u16>, error: &str) -> anyhow::Result<()> {
+        let after = webhooks::record_failure(&self.db, delivery, status, error, &self.settings.retry).await?;
         match after {
             AfterFailure::RetryIn(delay) => tracing::info!(
                 id = delivery.id, target = %delivery.target_name, attempt = delivery.attempts, %error,

@@ -71,6 +71,7 @@ const SERVER_FUNCTIONS: &[(&str, Option<Role>, &str)] = &[
     ("delete_price", Some(Role::Admin), "pattern=x&valid_from=2026-01-01"),
     ("recompute_runs", Some(Role::Admin), "since=2026-01-01&until=2026-01-02"),
     ("load_webhooks_page", Some(Role::Admin), "failed_only=false"),
+    ("send_test_alert", Some(Role::Admin), "route=default"),
 ];
 
 async fn setup(t: &TestDb) -> Router {
@@ -88,7 +89,7 @@ async fn setup(t: &TestDb) -> Router {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
         redactor: Default::default(),
         rules: Default::default(),
     };

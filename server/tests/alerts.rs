@@ -9,7 +9,7 @@ mod common;
 use app::access::{Role, Scope};
 use app::alerts::settings::RuleSettings;
 use app::alerts::{AlertRule, AlertState, ItemKind};
-use app::notify::{RetryPolicy, WebhookFormat};
+use app::notify::{Notifications, RetryPolicy, WebhookFormat};
 use app::services::alert_evaluation::evaluate_once;
 use app::storage::testing::TestDb;
 use app::storage::{alerts, now_ms, Db};
@@ -87,6 +87,7 @@ fn worker(db: &Db) -> Worker {
             timeout: Duration::from_secs(5),
             poll_interval: Duration::from_millis(10),
             batch: 16,
+            targets: Vec::new(),
         },
     )
     .unwrap()
@@ -113,7 +114,10 @@ async fn an_alert_fires_notifies_is_acknowledged_and_resolves() {
         )
         .await;
         let rx = Receiver::start().await;
-        let targets = Arc::new(vec![rx.target("on-call", "/ok/alerts", WebhookFormat::Json)]);
+        let targets = Arc::new(Notifications {
+            targets: vec![rx.target("on-call", "/ok/alerts", WebhookFormat::Json)],
+            routes: Vec::new(),
+        });
 
         // An admin lowers the irreversible limit to "more than 2 in 10 minutes".
         let alice = live.person("alice").await;
@@ -123,7 +127,7 @@ async fn an_alert_fires_notifies_is_acknowledged_and_resolves() {
                 &[
                     ("rule", "irreversible_executions"),
                     ("enabled", "on"),
-                    ("severity", "critical"),
+                    ("severity", "page"),
                     ("window_seconds", "600"),
                     ("threshold", "2"),
                     ("per_tool", ""),
@@ -260,7 +264,7 @@ async fn every_rule_reads_its_window_and_fires() {
         );
         db.execute(backdate).await.unwrap();
 
-        let report = evaluate_once(db, &[], now + 5_000, 60_000).await.unwrap();
+        let report = evaluate_once(db, &Default::default(), now + 5_000, 60_000).await.unwrap();
         assert!(report.failed_rules.is_empty(), "{:?}", report.failed_rules);
         let mut fired: Vec<AlertRule> = report.fired.iter().map(|a| a.rule).collect();
         fired.sort();
@@ -285,7 +289,7 @@ async fn every_rule_reads_its_window_and_fires() {
 
         // Switching a rule off resolves its alert at the next evaluation.
         tune(db, AlertRule::CostPerRunJump, |s| s.enabled = false).await;
-        let report = evaluate_once(db, &[], now + 6_000, 60_000).await.unwrap();
+        let report = evaluate_once(db, &Default::default(), now + 6_000, 60_000).await.unwrap();
         assert_eq!(report.resolved.iter().map(|a| a.rule).collect::<Vec<_>>(), [AlertRule::CostPerRunJump]);
         assert!(report.fired.is_empty(), "the others were refreshed, not fired again");
         t.cleanup().await;
@@ -304,7 +308,7 @@ async fn only_admins_change_rules_and_bad_settings_are_refused() {
         let form = [
             ("rule", "deduped_spike"),
             ("enabled", "on"),
-            ("severity", "warning"),
+            ("severity", "ticket"),
             ("window_seconds", "900"),
             ("threshold", "5"),
             ("baseline_seconds", "86400"),
@@ -320,7 +324,7 @@ async fn only_admins_change_rules_and_bad_settings_are_refused() {
         let (status, body) = alice
             .call(
                 "save_alert_rule",
-                &[("rule", "irreversible_executions"), ("severity", "critical"), ("per_tool", "delete_account: 2")],
+                &[("rule", "irreversible_executions"), ("severity", "page"), ("per_tool", "delete_account: 2")],
             )
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -336,7 +340,7 @@ async fn only_admins_change_rules_and_bad_settings_are_refused() {
                 "save_alert_rule",
                 &[
                     ("rule", "irreversible_executions"),
-                    ("severity", "critical"),
+                    ("severity", "page"),
                     ("window_seconds", "300"),
                     ("threshold", "5"),
                     ("per_tool", "delete_account = 2\n"),

@@ -34,7 +34,7 @@ async fn setup(t: &TestDb, site: &Path) -> Router {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
         redactor: Default::default(),
         rules: Default::default(),
     };

@@ -303,14 +303,14 @@ async fn a_call_left_unreported_pages_on_call_until_it_is_reported() {
         let (_, asked) = s.ask(email("run-7", 1, "r")).await;
         let id = asked["call"]["id"].as_str().unwrap().to_string();
         let now = app::storage::now_ms();
-        let quiet = evaluate_once(&t.db, &[], now + 9 * 60_000, 0).await.unwrap();
+        let quiet = evaluate_once(&t.db, &Default::default(), now + 9 * 60_000, 0).await.unwrap();
         assert!(quiet.fired.iter().all(|a| a.rule != AlertRule::CallOutcomeUnknown), "under 10 minutes");
         // The agent died mid-call: it never asks again, the call stays `started`.
-        let late = evaluate_once(&t.db, &[], now + 11 * 60_000, 0).await.unwrap();
+        let late = evaluate_once(&t.db, &Default::default(), now + 11 * 60_000, 0).await.unwrap();
         let alert = late.fired.iter().find(|a| a.rule == AlertRule::CallOutcomeUnknown).expect("it pages");
         assert!(alert.items.iter().any(|i| i.id == "run-7"), "{alert:?}");
         s.complete(&id, json!({"outcome": "ok", "external_id": "msg_7"})).await;
-        let after = evaluate_once(&t.db, &[], now + 12 * 60_000, 0).await.unwrap();
+        let after = evaluate_once(&t.db, &Default::default(), now + 12 * 60_000, 0).await.unwrap();
         assert!(after.resolved.iter().any(|a| a.rule == AlertRule::CallOutcomeUnknown), "a report resolves it");
         t.cleanup().await;
     }

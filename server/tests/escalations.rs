@@ -204,7 +204,7 @@ async fn runs_escalating_in_one_export_each_open_one_and_are_announced_once() {
             name: "oncall".into(),
             url: "http://127.0.0.1:9/hook".into(),
             format: WebhookFormat::Json,
-            events: None,
+            ..WebhookTarget::default()
         };
         let event = |e: &app::escalations::Escalation| Event {
             kind: EventKind::EscalationOpened,

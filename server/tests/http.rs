@@ -24,7 +24,7 @@ async fn setup(t: &TestDb) -> Router {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
 
         redactor: Default::default(),
         rules: Default::default(),
@@ -712,7 +712,7 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
         redactor: Default::default(),
         rules: Default::default(),
     };

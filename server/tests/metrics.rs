@@ -38,7 +38,7 @@ async fn serve(t: &TestDb) -> Server {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
 
         redactor: Default::default(),
         rules: Default::default(),
@@ -354,7 +354,7 @@ async fn an_empty_database_gives_every_series() {
         let escalator = token(&t.db, "escalator", &[Scope::Escalations]).await;
         assert_eq!(server.post("/api/v1/escalations", &escalator, escalation).await.0, StatusCode::CREATED);
         let now = app::storage::now_ms();
-        app::services::alert_evaluation::evaluate_once(&t.db, &[], now + 5_000, 60_000).await.unwrap();
+        app::services::alert_evaluation::evaluate_once(&t.db, &Default::default(), now + 5_000, 60_000).await.unwrap();
         let m = parse(&server.scrape(Some(&format!("Bearer {prometheus}"))).await.text().await.unwrap());
         assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 1.0);
         assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "cost_per_run_jump"), ("state", "firing")]), 0.0);

@@ -30,6 +30,7 @@ fn settings() -> WorkerSettings {
         timeout: Duration::from_secs(5),
         poll_interval: Duration::from_millis(10),
         batch: 16,
+        targets: Vec::new(),
     }
 }
 
@@ -148,7 +149,7 @@ async fn a_dead_receiver_ends_failed_and_is_listed_for_admins() {
                 name: "nowhere".into(),
                 url: format!("http://{closed}/hook"),
                 format: WebhookFormat::Json,
-                events: None,
+                ..WebhookTarget::default()
             },
         ];
         let event = Event { kind: EventKind::AlertFiring, ..approval_event() };
@@ -178,16 +179,15 @@ async fn a_dead_receiver_ends_failed_and_is_listed_for_admins() {
     }
 }
 
-/// `path` as a signed-in admin sees it, through the real router.
-async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String {
+/// The real router with `targets` configured, and a signed-in admin's session cookie.
+async fn admin_session(t: &TestDb, targets: &[WebhookTarget]) -> (axum::Router, String) {
     let config = Config::resolve(Overrides::default(), None).unwrap();
     users::create(&t.db, "alice", &password::hash("alice-password-123"), &[Role::Admin]).await.unwrap();
     let state = AppState {
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Arc::new(targets.to_vec()),
-
+        notifications: Arc::new(app::notify::Notifications { targets: targets.to_vec(), routes: Vec::new() }),
         redactor: Default::default(),
         rules: Default::default(),
     };
@@ -200,11 +200,67 @@ async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String
     let res = app.clone().oneshot(login).await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
+    (app, cookie)
+}
+
+/// `path` as a signed-in admin sees it, through the real router.
+async fn admin_page(t: &TestDb, targets: &[WebhookTarget], path: &str) -> String {
+    let (app, cookie) = admin_session(t, targets).await;
+    html(app, &cookie, path).await
+}
+
+async fn html(app: axum::Router, cookie: &str, path: &str) -> String {
     let page = Request::get(path).header(header::ACCEPT, "text/html").header(header::COOKIE, cookie);
     let res = app.oneshot(page.body(Body::empty()).unwrap()).await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let bytes = axum::body::to_bytes(res.into_body(), 10 << 20).await.unwrap();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[tokio::test]
+async fn an_admin_sends_a_test_alert_to_a_route_from_the_page() {
+    for t in TestDb::each_backend().await {
+        let rx = Receiver::start().await;
+        let secret = app::notify::SigningSecret::generate();
+        let targets = [
+            WebhookTarget {
+                secret: Some(app::notify::SigningSecret::parse(&secret).unwrap()),
+                ..rx.target("on-call", "/ok/oncall", WebhookFormat::Slack)
+            },
+            WebhookTarget {
+                events: Some(vec![EventKind::ApprovalRequested]),
+                ..rx.target("approvals-only", "/ok/approvals", WebhookFormat::Json)
+            },
+        ];
+        let (app, cookie) = admin_session(&t, &targets).await;
+        let page = html(app.clone(), &cookie, "/admin/webhooks").await;
+        assert!(page.contains("data-testid=\"alert-routes\"") && page.contains(">Send test<"), "{page}");
+        assert!(page.contains("no: add a secret"), "the unsigned target is pointed out");
+
+        let send = Request::post("/fn/send_test_alert")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .header(header::COOKIE, &cookie)
+            .body(Body::from("route=default"))
+            .unwrap();
+        let res = app.oneshot(send).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let worker = Worker::new(t.db.clone(), WorkerSettings { targets: targets.to_vec(), ..settings() }).unwrap();
+        // Firing, then resolved: an alert's events to one target go one after the other.
+        let start = Instant::now();
+        while rx.received().len() < 2 {
+            worker.run_once().await.unwrap();
+            assert!(start.elapsed() < Duration::from_secs(10));
+        }
+        let got = rx.received();
+        let events: Vec<(&str, &str)> = got.iter().map(|r| (r.path.as_str(), r.event.as_str())).collect();
+        assert_eq!(events, [("/ok/oncall", "alert.firing"), ("/ok/oncall", "alert.resolved")], "{got:#?}");
+        assert!(got[0].body["text"].as_str().unwrap().starts_with("TEST test_"), "{}", got[0].body);
+        assert!(got.iter().all(|r| r.signed[2].starts_with("v1,")));
+        let audit = app::storage::audit::list(&t.db, None, Some("alert_route_tested"), 10).await.unwrap();
+        assert_eq!(audit.entries.len(), 1);
+        t.cleanup().await;
+    }
 }
 
 #[tokio::test]

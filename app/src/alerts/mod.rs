@@ -12,9 +12,13 @@ use crate::vocabulary::vocabulary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "ssr")]
+pub mod alertmanager;
 pub mod lifecycle;
 #[cfg(feature = "ssr")]
 pub mod notification;
+#[cfg(feature = "ssr")]
+pub mod pagerduty;
 pub mod rules;
 pub mod settings;
 
@@ -89,12 +93,15 @@ impl AlertRule {
 }
 
 vocabulary! {
-    /// How loudly an alert asks for attention.
+    /// How loudly an alert asks for attention (the article's split: what pages now and
+    /// what waits).
     Severity {
-        /// Wake someone up.
-        Critical = "critical",
-        /// Look today.
-        Warning = "warning",
+        /// Wake someone up now.
+        Page = "page",
+        /// Someone looks within the working day.
+        Ticket = "ticket",
+        /// Shown in Flightdeck; notifies only a route that asks for `info`.
+        Info = "info",
     }
 }
 
@@ -186,6 +193,34 @@ pub fn window_text(seconds: i64) -> String {
         format!("{} min", seconds / 60)
     } else {
         format!("{seconds} s")
+    }
+}
+
+/// An alert for the formats' tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use chrono::TimeZone;
+
+    pub fn alert() -> Alert {
+        let fired_at = Utc.with_ymd_and_hms(2026, 12, 4, 10, 0, 0).unwrap();
+        Alert {
+            id: "alr_1".into(),
+            rule: AlertRule::ApprovalViolation,
+            subject: String::new(),
+            severity: Severity::Page,
+            state: AlertState::Firing,
+            title: "2 tool calls ran without a valid approval in 15 min (limit 0)".into(),
+            value: 2.0,
+            threshold: 0.0,
+            unit: Unit::Count,
+            items: vec![AlertItem { kind: ItemKind::Run, id: "run-1".into(), note: "send_email: no approval".into() }],
+            fired_at,
+            last_breach_at: fired_at,
+            acknowledged_by: None,
+            acknowledged_at: None,
+            resolved_at: None,
+        }
     }
 }
 

@@ -39,11 +39,14 @@ pub struct RuleSettings {
 }
 
 impl RuleSettings {
-    /// The defaults: every rule on.
+    /// The defaults: every rule on. Severities follow the article's split: its five
+    /// "page immediately" rules page, and so does a guarded call of unknown outcome (an
+    /// agent is stuck until a person settles it); runs that failed to recover are a
+    /// ticket (the article: alert on them, not page on each failure).
     pub fn default_for(rule: AlertRule) -> RuleSettings {
         let base = RuleSettings {
             enabled: true,
-            severity: Severity::Critical,
+            severity: Severity::Page,
             window_seconds: 600,
             threshold: 0.0,
             baseline_seconds: 0,
@@ -56,7 +59,6 @@ impl RuleSettings {
             AlertRule::IrreversibleExecutions => RuleSettings { threshold: 20.0, ..base },
             AlertRule::ApprovalViolation => RuleSettings { window_seconds: 900, ..base },
             AlertRule::DedupedSpike => RuleSettings {
-                severity: Severity::Warning,
                 window_seconds: 900,
                 threshold: 5.0,
                 baseline_seconds: 86_400,
@@ -66,16 +68,11 @@ impl RuleSettings {
             },
             AlertRule::EscalationBacklog => RuleSettings { threshold: 900.0, ..base },
             AlertRule::CallOutcomeUnknown => RuleSettings { threshold: 600.0, ..base },
-            AlertRule::CostPerRunJump => RuleSettings {
-                severity: Severity::Warning,
-                window_seconds: 3600,
-                baseline_seconds: 86_400,
-                factor: 2.0,
-                min_samples: 20,
-                ..base
-            },
+            AlertRule::CostPerRunJump => {
+                RuleSettings { window_seconds: 3600, baseline_seconds: 86_400, factor: 2.0, min_samples: 20, ..base }
+            }
             AlertRule::FailedToRecover => {
-                RuleSettings { severity: Severity::Warning, window_seconds: 900, threshold: 3.0, ..base }
+                RuleSettings { severity: Severity::Ticket, window_seconds: 900, threshold: 3.0, ..base }
             }
         }
     }
@@ -151,6 +148,27 @@ pub fn fields(rule: AlertRule) -> Fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_articles_page_now_rules_page_by_default_and_failures_to_recover_are_tickets() {
+        let paging: Vec<AlertRule> = AlertRule::ALL
+            .iter()
+            .copied()
+            .filter(|r| RuleSettings::default_for(*r).severity == Severity::Page)
+            .collect();
+        assert_eq!(
+            paging,
+            [
+                AlertRule::IrreversibleExecutions,
+                AlertRule::ApprovalViolation,
+                AlertRule::DedupedSpike,
+                AlertRule::EscalationBacklog,
+                AlertRule::CostPerRunJump,
+                AlertRule::CallOutcomeUnknown,
+            ]
+        );
+        assert_eq!(RuleSettings::default_for(AlertRule::FailedToRecover).severity, Severity::Ticket);
+    }
 
     #[test]
     fn every_default_is_valid_and_on() {

@@ -408,21 +408,62 @@ pub async fn load_webhooks_page(failed_only: bool) -> Result<WebhooksPage, AppEr
     use crate::storage::webhooks::{self, status};
     ssr::require(crate::access::Role::Admin)?;
     let db = ssr::db()?;
-    let configured = use_context::<crate::state::AppState>().map(|s| s.webhooks).unwrap_or_default();
+    let configured = ssr::state()?.notifications;
     let targets = configured
+        .targets
         .iter()
         .map(|t| WebhookTargetSummary {
             name: t.name.clone(),
             url: redact_webhook_url(&t.url),
             format: t.format.as_str().to_string(),
             events: t.events.iter().flatten().map(|k| k.as_str().to_string()).collect(),
+            signed: t.secret.is_some(),
         })
         .collect();
+    let routes = match configured.routes.is_empty() {
+        true => vec![crate::models::AlertRouteSummary {
+            name: crate::notify::routes::IMPLICIT_DEFAULT.into(),
+            rules: Vec::new(),
+            severities: vec!["page".into(), "ticket".into()],
+            targets: configured.for_event(crate::notify::EventKind::AlertFiring).into_iter().map(|t| t.name).collect(),
+        }],
+        false => configured
+            .routes
+            .iter()
+            .map(|r| crate::models::AlertRouteSummary {
+                name: r.name.clone(),
+                rules: r.rules.clone().unwrap_or_default(),
+                severities: r.severities.clone().unwrap_or_default(),
+                targets: r.targets.clone(),
+            })
+            .collect(),
+    };
     Ok(WebhooksPage {
         targets,
+        routes,
         deliveries: webhooks::list(&db, failed_only, 100).await?,
         pending: webhooks::count(&db, status::PENDING).await?,
         failed: webhooks::count(&db, status::FAILED).await?,
         failed_only,
     })
+}
+
+/// Sends a test alert to every target of the alert route `route` (firing, then
+/// resolved); the deliveries appear in the list below it. Audited.
+#[server(prefix = "/fn", endpoint = "send_test_alert")]
+pub async fn send_test_alert(route: String) -> Result<String, AppError> {
+    use super::ssr;
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let state = ssr::state()?;
+    match crate::services::alert_test::queue(&state.db, &state.notifications, &route).await? {
+        Ok(queued) => {
+            let action = crate::storage::audit::action::ALERT_ROUTE_TESTED;
+            ssr::audit(&state.db, &admin, action, &route, Some(&queued.alert_id)).await?;
+            Ok(format!(
+                "Queued test {} to the route `{route}`: {} deliveries (firing, then resolved). Reload to see their answers.",
+                queued.alert_id, queued.deliveries
+            ))
+        }
+        Err(why) => ssr::fail(AppError::Invalid(why)),
+    }
 }

@@ -68,8 +68,9 @@ pub async fn acknowledge_alert(id: String) -> Result<(), AppError> {
     use super::ssr;
     use crate::storage::StoreError;
     let me = ssr::require(crate::access::Role::Operator)?;
-    let db = ssr::db()?;
-    match crate::storage::alerts::acknowledge(&db, &id, &me.username).await {
+    let state = ssr::state()?;
+    let db = state.db.clone();
+    match crate::storage::alerts::acknowledge(&db, &id, &me.username, &state.notifications).await {
         Ok(_) => ssr::audit(&db, &me, crate::storage::audit::action::ALERT_ACKNOWLEDGED, &id, None).await,
         Err(StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
         Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
@@ -116,7 +117,7 @@ pub async fn save_alert_rule(
         return ssr::fail(AppError::Invalid(format!("unknown alert rule `{rule}`")));
     };
     let Some(severity) = Severity::parse(&severity) else {
-        return ssr::fail(AppError::Invalid(format!("severity must be critical or warning, not `{severity}`")));
+        return ssr::fail(AppError::Invalid(format!("severity must be page, ticket or info, not `{severity}`")));
     };
     let mut limits = Vec::new();
     for line in per_tool.unwrap_or_default().lines().map(str::trim).filter(|l| !l.is_empty()) {

@@ -7,7 +7,7 @@ use crate::alerts::lifecycle::reconcile;
 use crate::alerts::rules::{self, Finding};
 use crate::alerts::settings::RuleSettings;
 use crate::alerts::{Alert, AlertRule};
-use crate::notify::{EventKind, WebhookTarget};
+use crate::notify::{EventKind, Notifications};
 use crate::storage::{alerts as store, Db, StoreResult};
 
 /// What one evaluation changed.
@@ -21,7 +21,7 @@ pub struct Report {
 
 /// Evaluates every rule as of `now_ms`. A rule switched off resolves its alerts at once;
 /// `hold_ms` is how long a quiet rule's alert stays open before it resolves.
-pub async fn evaluate_once(db: &Db, targets: &[WebhookTarget], now_ms: i64, hold_ms: i64) -> StoreResult<Report> {
+pub async fn evaluate_once(db: &Db, notifications: &Notifications, now_ms: i64, hold_ms: i64) -> StoreResult<Report> {
     let mut report = Report::default();
     for (rule, settings) in store::settings(db).await? {
         let findings = if settings.enabled {
@@ -40,7 +40,7 @@ pub async fn evaluate_once(db: &Db, targets: &[WebhookTarget], now_ms: i64, hold
         let open = store::open_alerts(db, rule).await?;
         let hold = if settings.enabled { hold_ms } else { 0 };
         let transitions = reconcile(&open, findings, now_ms, hold);
-        for (kind, alert) in store::apply(db, rule, settings.severity, &transitions, now_ms, targets).await? {
+        for (kind, alert) in store::apply(db, rule, settings.severity, &transitions, now_ms, notifications).await? {
             match kind {
                 EventKind::AlertResolved => report.resolved.push(alert),
                 _ => report.fired.push(alert),

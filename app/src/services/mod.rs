@@ -3,4 +3,5 @@
 //! join them (as server functions and the server crate do for requests).
 
 pub mod alert_evaluation;
+pub mod alert_test;
 pub mod approval_hub;

@@ -9,7 +9,7 @@ use crate::alerts::lifecycle::{OpenAlert, Transition};
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
 use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, Severity, Unit};
-use crate::notify::{EventKind, WebhookTarget};
+use crate::notify::{EventKind, Notifications};
 
 /// Every rule with its settings: the admin's if saved, else the defaults.
 pub async fn settings(db: &Db) -> StoreResult<Vec<(AlertRule, RuleSettings)>> {
@@ -223,7 +223,7 @@ impl AlertRow {
             id: self.id,
             rule: AlertRule::parse(&self.rule).unwrap_or(AlertRule::ApprovalViolation),
             subject: self.subject,
-            severity: Severity::parse(&self.severity).unwrap_or(Severity::Critical),
+            severity: Severity::parse(&self.severity).unwrap_or(Severity::Page),
             state: AlertState::parse(&self.state).unwrap_or(AlertState::Firing),
             title: self.title,
             value: self.value,
@@ -263,15 +263,16 @@ pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>
 }
 
 /// Records one rule's transitions and queues their webhooks (`alert.firing` for a new
-/// alert, `alert.resolved` for a resolved one) in the same transaction, so an alert and
-/// its notification are committed together. Returns what fired and what resolved.
+/// alert, `alert.resolved` for a resolved one) to the targets of the alert's route, in the
+/// same transaction, so an alert and its notification are committed together. Returns
+/// what fired and what resolved.
 pub async fn apply(
     db: &Db,
     rule: AlertRule,
     severity: Severity,
     transitions: &[Transition],
     now: i64,
-    targets: &[WebhookTarget],
+    notifications: &Notifications,
 ) -> StoreResult<Vec<(EventKind, Alert)>> {
     if transitions.is_empty() {
         return Ok(Vec::new());
@@ -327,13 +328,14 @@ pub async fn apply(
         }
     }
     for (kind, alert) in &announced {
-        super::webhooks::enqueue_in(&mut tx, &crate::alerts::notification::event(alert, *kind), targets).await?;
+        let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), *kind);
+        super::webhooks::enqueue_in(&mut tx, &crate::alerts::notification::event(alert, *kind), &targets).await?;
     }
     tx.commit().await?;
     Ok(announced)
 }
 
-/// Open alerts (firing first, then acknowledged; critical first; oldest first), or with
+/// Open alerts (firing first, then acknowledged; pages, then tickets, then info; oldest first), or with
 /// `resolved` the history, newest resolved first.
 pub async fn list(db: &Db, resolved: bool, limit: i64) -> StoreResult<Vec<Alert>> {
     let sql = if resolved {
@@ -341,7 +343,7 @@ pub async fn list(db: &Db, resolved: bool, limit: i64) -> StoreResult<Vec<Alert>
     } else {
         format!(
             "SELECT {COLUMNS} FROM alerts WHERE state <> 'resolved' \
-             ORDER BY CASE state WHEN 'firing' THEN 0 ELSE 1 END, CASE severity WHEN 'critical' THEN 0 ELSE 1 END, \
+             ORDER BY CASE state WHEN 'firing' THEN 0 ELSE 1 END, CASE severity WHEN 'page' THEN 0 WHEN 'ticket' THEN 1 ELSE 2 END, \
              fired_at, id LIMIT $1"
         )
     };
@@ -363,17 +365,27 @@ pub async fn counts(db: &Db) -> StoreResult<(i64, i64)> {
     Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_one(pool).await)?)
 }
 
-/// Marks a firing alert acknowledged by `user`. A conditional update, so of two people
-/// acknowledging at once one wins and the other is told who.
-pub async fn acknowledge(db: &Db, id: &str, user: &str) -> StoreResult<Alert> {
+/// Marks a firing alert acknowledged by `user` and queues `alert.acknowledged` to its
+/// route's targets (PagerDuty acknowledges the incident), in one transaction. A
+/// conditional update, so of two people acknowledging at once one wins and the other is
+/// told who.
+pub async fn acknowledge(db: &Db, id: &str, user: &str, notifications: &Notifications) -> StoreResult<Alert> {
     let sql = "UPDATE alerts SET state = 'acknowledged', acknowledged_by = $2, acknowledged_at = $3, updated_at = $3 \
                WHERE id = $1 AND state = 'firing'";
     let now = now_ms();
-    let done = on_pool!(db, pool => sqlx::query(sql).bind(id).bind(user).bind(now).execute(pool).await.map(|r| r.rows_affected()))?;
-    let alert = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("alert `{id}`")))?;
+    let mut tx = Tx::begin_write(db).await?;
+    let done = tx.execute(Sql::with_args(sql, vec![id.into(), user.into(), now.into()])).await?;
+    let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
+    let row: Option<AlertRow> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
+    let alert = row.ok_or_else(|| StoreError::NotFound(format!("alert `{id}`")))?.into_alert()?;
     if done == 1 {
+        let kind = EventKind::AlertAcknowledged;
+        let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), kind);
+        super::webhooks::enqueue_in(&mut tx, &crate::alerts::notification::event(&alert, kind), &targets).await?;
+        tx.commit().await?;
         return Ok(alert);
     }
+    drop(tx);
     Err(StoreError::Conflict(match alert.state {
         AlertState::Acknowledged => format!(
             "already acknowledged by {} at {}",

@@ -35,6 +35,7 @@ pub mod action {
     pub const ALERT_ACKNOWLEDGED: &str = "alert_acknowledged";
     pub const CALL_SETTLED: &str = "call_settled";
     pub const ALERT_RULE_SAVED: &str = "alert_rule_saved";
+    pub const ALERT_ROUTE_TESTED: &str = "alert_route_tested";
 }
 
 /// One entry to append.

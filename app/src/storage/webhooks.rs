@@ -37,8 +37,10 @@ pub async fn enqueue(db: &Db, event: &Event, targets: &[WebhookTarget]) -> Store
 /// approval request, an alert transition, an escalation announcement.
 pub async fn enqueue_in(tx: &mut Tx, event: &Event, targets: &[WebhookTarget]) -> StoreResult<usize> {
     let sql = "INSERT INTO webhook_deliveries \
-               (event_kind, event, target_name, target_url, format, status, attempts, next_attempt_at, created_at) \
-               VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6)";
+               (event_kind, event, target_name, target_url, format, status, attempts, next_attempt_at, created_at, \
+               order_key) VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $7)";
+    // An alert's events to one target are sent in order (migration 0023).
+    let order_key = event.kind.is_alert().then(|| event.data.get("id").and_then(|id| id.as_str())).flatten();
     let json = serde_json::to_string(event).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let now = now_ms();
     let mut queued = 0;
@@ -50,6 +52,7 @@ pub async fn enqueue_in(tx: &mut Tx, event: &Event, targets: &[WebhookTarget]) -
             target.url.as_str().into(),
             target.format.as_str().into(),
             now.into(),
+            order_key.into(),
         ];
         tx.execute(Sql::with_args(sql, args)).await?;
         queued += 1;
@@ -89,9 +92,13 @@ struct ClaimedRow {
 /// time; PostgreSQL re-evaluates the condition on the locked row). PostgreSQL also skips
 /// rows another worker is claiming right now instead of waiting for them.
 pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<Vec<Claimed>> {
+    // A delivery with an order key waits for the earlier ones of its target and key.
     const CLAIM_HEAD: &str = "UPDATE webhook_deliveries SET lease = $1, claimed_until = $2, attempts = attempts + 1 \
-        WHERE id IN (SELECT id FROM webhook_deliveries \
+        WHERE id IN (SELECT id FROM webhook_deliveries d \
             WHERE status = 'pending' AND next_attempt_at <= $3 AND (claimed_until IS NULL OR claimed_until <= $3) \
+            AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
+                WHERE e.target_name = d.target_name AND e.order_key = d.order_key AND e.status = 'pending' \
+                AND e.id < d.id)) \
             ORDER BY next_attempt_at, id LIMIT $4";
     const CLAIM_TAIL: &str = ") AND status = 'pending' AND (claimed_until IS NULL OR claimed_until <= $3) \
         RETURNING id, event, target_name, target_url, format, attempts";
@@ -281,6 +288,7 @@ mod tests {
             url: format!("http://127.0.0.1:9/{name}"),
             format: WebhookFormat::Json,
             events,
+            ..WebhookTarget::default()
         }
     }
 
@@ -306,6 +314,42 @@ mod tests {
             assert!(!mark_delivered(&t.db, &first[0], 200).await.unwrap(), "the lease is gone");
             assert_eq!(count(&t.db, status::DELIVERED).await.unwrap(), 1);
             assert_eq!(count(&t.db, status::PENDING).await.unwrap(), 1);
+            t.cleanup().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_alerts_events_to_one_target_go_in_order_even_through_a_failure() {
+        for t in TestDb::each_backend().await {
+            let of = |kind, id: &str| Event { data: serde_json::json!({ "id": id }), ..event(kind) };
+            let one = [target("pager", None)];
+            enqueue(&t.db, &of(EventKind::AlertFiring, "alr_a"), &one).await.unwrap();
+            enqueue(&t.db, &of(EventKind::AlertFiring, "alr_b"), &one).await.unwrap();
+            enqueue(&t.db, &of(EventKind::AlertResolved, "alr_a"), &one).await.unwrap();
+            enqueue(&t.db, &event(EventKind::ApprovalRequested), &one).await.unwrap();
+            let kinds = |claimed: &[Claimed]| -> Vec<(EventKind, String)> {
+                claimed.iter().map(|c| (c.event.kind, c.event.data["id"].as_str().unwrap_or("").to_string())).collect()
+            };
+            // The resolve of alr_a waits for its firing; another alert and an approval do not.
+            let first = claim_due(&t.db, 10, Duration::from_secs(60)).await.unwrap();
+            assert_eq!(
+                kinds(&first),
+                [
+                    (EventKind::AlertFiring, "alr_a".into()),
+                    (EventKind::AlertFiring, "alr_b".into()),
+                    (EventKind::ApprovalRequested, String::new())
+                ],
+                "{}",
+                t.backend()
+            );
+            // The firing fails and will be retried: the resolve still waits.
+            record_failure(&t.db, &first[0], Some(503), "down", &fast()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let retry = claim_due(&t.db, 10, Duration::from_secs(60)).await.unwrap();
+            assert_eq!(kinds(&retry), [(EventKind::AlertFiring, "alr_a".into())]);
+            assert!(mark_delivered(&t.db, &retry[0], 202).await.unwrap());
+            let last = claim_due(&t.db, 10, Duration::from_secs(60)).await.unwrap();
+            assert_eq!(kinds(&last), [(EventKind::AlertResolved, "alr_a".into())]);
             t.cleanup().await;
         }
     }

@@ -1,5 +1,6 @@
 //! The subcommands of the `flightdeck` binary, one module each.
 
+pub mod alerts;
 pub mod demo;
 pub mod serve;
 pub mod tokens;

@@ -47,7 +47,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         db: db.clone(),
         leptos_options: options,
         approvals: approval_hub.clone(),
-        webhooks: Arc::new(config.webhooks.clone()),
+        notifications: Arc::new(config.notifications()),
         redactor: Arc::new(ingest_settings.redactor.clone()),
         rules: rules.clone(),
     };
@@ -93,12 +93,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // from the config, or by another instance, are still owed.
     let worker = crate::webhooks::Worker::new(
         db.clone(),
-        crate::webhooks::WorkerSettings::new(&config.public_url, config.webhook_retry()),
+        crate::webhooks::WorkerSettings::new(&config.public_url, config.webhook_retry(), &config.webhooks),
     )?;
     let webhook_worker = tokio::spawn(worker.run(stopped.clone()));
     let evaluator = crate::alerts::Evaluator::new(
         db.clone(),
-        Arc::new(config.webhooks.clone()),
+        Arc::new(config.notifications()),
         crate::alerts::EvaluatorSettings {
             interval: Duration::from_secs(config.alert_interval_seconds),
             hold: Duration::from_secs(config.alert_hold_seconds),

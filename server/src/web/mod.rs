@@ -71,7 +71,7 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
             api::router(
                 state.db.clone(),
                 state.approvals.clone(),
-                state.webhooks.clone(),
+                Arc::new(state.notifications.targets.clone()),
                 state.redactor.clone(),
                 state.rules.clone(),
             ),

@@ -47,7 +47,7 @@ pub async fn live(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope]) -> L
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
 
         redactor: Default::default(),
         rules: Default::default(),

@@ -19,6 +19,10 @@ pub struct Received {
     pub user_agent: String,
     pub content_type: String,
     pub body: Value,
+    /// The body exactly as sent, for checking its signature.
+    pub raw: String,
+    /// `webhook-id`, `webhook-timestamp`, `webhook-signature` (empty when absent).
+    pub signed: [String; 3],
 }
 
 #[derive(Default)]
@@ -29,7 +33,9 @@ struct ReceiverState {
 }
 
 /// A local webhook receiver: `/ok/*` answers 200, `/flaky/*` 500 twice and then 204,
-/// `/down/*` always 503 with a reason.
+/// `/down/*` always 503 with a reason, and `/pagerduty/*` stands in for PagerDuty's
+/// Events API v2: 202 for an event it would accept, 400 with PagerDuty's message for one
+/// it would refuse (see [`pagerduty_refusal`]).
 pub struct Receiver {
     pub addr: SocketAddr,
     state: Arc<ReceiverState>,
@@ -54,6 +60,9 @@ impl Receiver {
                 user_agent: text(header::USER_AGENT),
                 content_type: text(header::CONTENT_TYPE),
                 body: serde_json::from_str(&body).unwrap_or(Value::Null),
+                raw: body.clone(),
+                signed: ["webhook-id", "webhook-timestamp", "webhook-signature"]
+                    .map(|name| text(header::HeaderName::from_static(name))),
             });
             let n = {
                 let mut seen = state.seen.lock().unwrap();
@@ -63,6 +72,10 @@ impl Receiver {
             };
             match kind.as_str() {
                 "ok" => (StatusCode::OK, "ok"),
+                "pagerduty" => match pagerduty_refusal(&serde_json::from_str(&body).unwrap_or(Value::Null)) {
+                    None => (StatusCode::ACCEPTED, r#"{"status":"success","message":"Event processed"}"#),
+                    Some(why) => (StatusCode::BAD_REQUEST, why),
+                },
                 "flaky" if n > 2 => (StatusCode::NO_CONTENT, ""),
                 "flaky" => (StatusCode::INTERNAL_SERVER_ERROR, "try later"),
                 _ => (StatusCode::SERVICE_UNAVAILABLE, "down for maintenance"),
@@ -77,10 +90,44 @@ impl Receiver {
     }
 
     pub fn target(&self, name: &str, path: &str, format: WebhookFormat) -> WebhookTarget {
-        WebhookTarget { name: name.into(), url: format!("http://{}{path}", self.addr), format, events: None }
+        WebhookTarget {
+            name: name.into(),
+            url: format!("http://{}{path}", self.addr),
+            format,
+            ..WebhookTarget::default()
+        }
     }
 
     pub fn received(&self) -> Vec<Received> {
         self.state.received.lock().unwrap().clone()
+    }
+}
+
+/// Why PagerDuty's Events API v2 would refuse `event`, as its documentation states the
+/// rules: a 32-character routing key, an action of trigger / acknowledge / resolve, a
+/// dedup key for acknowledge and resolve, and for trigger a payload with a summary (at
+/// most 1024 characters), a source and a severity of critical / error / warning / info.
+pub fn pagerduty_refusal(event: &Value) -> Option<&'static str> {
+    let text = |v: &Value| v.as_str().map(str::to_string);
+    if text(&event["routing_key"]).is_none_or(|k| k.len() != 32) {
+        return Some("Event object is invalid: routing_key");
+    }
+    match event["event_action"].as_str() {
+        Some("trigger") => {
+            let p = &event["payload"];
+            if text(&p["summary"]).is_none_or(|s| s.is_empty() || s.chars().count() > 1024) {
+                return Some("Event object is invalid: payload.summary");
+            }
+            if text(&p["source"]).is_none_or(|s| s.is_empty()) {
+                return Some("Event object is invalid: payload.source");
+            }
+            if !matches!(p["severity"].as_str(), Some("critical" | "error" | "warning" | "info")) {
+                return Some("Event object is invalid: payload.severity");
+            }
+            None
+        }
+        Some("acknowledge" | "resolve") if text(&event["dedup_key"]).is_some_and(|k| !k.is_empty()) => None,
+        Some("acknowledge" | "resolve") => Some("Event object is invalid: dedup_key"),
+        _ => Some("Event object is invalid: event_action"),
     }
 }

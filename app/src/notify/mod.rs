@@ -1,10 +1,17 @@
 //! Notifications: what happened (an [`Event`]), who wants to hear about it (a
-//! [`WebhookTarget`]), the two message formats (generic JSON and Slack), and the retry
-//! schedule. Pure: storage queues the deliveries (`storage::webhooks`) and the server's
-//! worker sends them.
+//! [`WebhookTarget`], and for alerts the [`routes`]), the generic JSON and Slack
+//! formats (PagerDuty's and Alertmanager's, which only alerts use, are in `alerts`), how
+//! deliveries are signed ([`signature`]), and the retry schedule. Pure: storage queues
+//! the deliveries (`storage::webhooks`) and the server's worker sends them.
 //!
 //! One mechanism for every feature: approvals, escalations and alerts each build an
 //! [`Event`] and call `storage::webhooks::enqueue`; nothing here knows about them.
+
+pub mod routes;
+pub mod signature;
+
+pub use routes::{AlertRoute, Notifications};
+pub use signature::SigningSecret;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -21,21 +28,34 @@ pub enum EventKind {
     EscalationOpened,
     #[serde(rename = "alert.firing")]
     AlertFiring,
+    #[serde(rename = "alert.acknowledged")]
+    AlertAcknowledged,
     #[serde(rename = "alert.resolved")]
     AlertResolved,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 4] =
-        [EventKind::ApprovalRequested, EventKind::EscalationOpened, EventKind::AlertFiring, EventKind::AlertResolved];
+    pub const ALL: [EventKind; 5] = [
+        EventKind::ApprovalRequested,
+        EventKind::EscalationOpened,
+        EventKind::AlertFiring,
+        EventKind::AlertAcknowledged,
+        EventKind::AlertResolved,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EventKind::ApprovalRequested => "approval.requested",
             EventKind::EscalationOpened => "escalation.opened",
             EventKind::AlertFiring => "alert.firing",
+            EventKind::AlertAcknowledged => "alert.acknowledged",
             EventKind::AlertResolved => "alert.resolved",
         }
+    }
+
+    /// About an alert (and so routed by `[[alert_routes]]`).
+    pub fn is_alert(self) -> bool {
+        matches!(self, EventKind::AlertFiring | EventKind::AlertAcknowledged | EventKind::AlertResolved)
     }
 
     pub fn parse(s: &str) -> Option<EventKind> {
@@ -68,52 +88,83 @@ pub struct Event {
 }
 
 /// The body a webhook receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WebhookFormat {
     /// [`generic_json`]
+    #[default]
     Json,
     /// [`slack_message`], for Slack incoming webhooks and compatible receivers.
     Slack,
+    /// PagerDuty Events API v2 (`alerts::pagerduty`): alerts only; needs `routing_key`.
+    Pagerduty,
+    /// Alertmanager's webhook receiver format (`alerts::alertmanager`): alerts only.
+    Alertmanager,
 }
 
 impl WebhookFormat {
+    pub const ALL: [WebhookFormat; 4] =
+        [WebhookFormat::Json, WebhookFormat::Slack, WebhookFormat::Pagerduty, WebhookFormat::Alertmanager];
+
     pub fn as_str(self) -> &'static str {
         match self {
             WebhookFormat::Json => "json",
             WebhookFormat::Slack => "slack",
+            WebhookFormat::Pagerduty => "pagerduty",
+            WebhookFormat::Alertmanager => "alertmanager",
         }
     }
 
     pub fn parse(s: &str) -> Option<WebhookFormat> {
-        [WebhookFormat::Json, WebhookFormat::Slack].into_iter().find(|f| f.as_str() == s)
+        WebhookFormat::ALL.into_iter().find(|f| f.as_str() == s)
     }
 
-    /// The body for `event` in this format.
-    pub fn render(self, event: &Event, base_url: &str) -> Value {
+    /// Whether a target of this format can say anything for `kind`: PagerDuty takes the
+    /// three alert events, Alertmanager firing and resolved (it has no acknowledgement).
+    pub fn takes(self, kind: EventKind) -> bool {
         match self {
-            WebhookFormat::Json => generic_json(event, base_url),
-            WebhookFormat::Slack => slack_message(event, base_url),
+            WebhookFormat::Json | WebhookFormat::Slack => true,
+            WebhookFormat::Pagerduty => kind.is_alert(),
+            WebhookFormat::Alertmanager => matches!(kind, EventKind::AlertFiring | EventKind::AlertResolved),
         }
     }
 }
 
 /// One configured receiver (`[[webhooks]]` in the config file).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookTarget {
     /// Shown to admins and in logs instead of the URL, which may hold a secret.
     pub name: String,
     pub url: String,
     pub format: WebhookFormat,
-    /// The event kinds this target receives; all when absent.
+    /// The event kinds this target receives; all its format takes when absent.
     #[serde(default)]
     pub events: Option<Vec<EventKind>>,
+    /// The Standard Webhooks signing secret (`whsec_...`) every delivery is signed with.
+    #[serde(default, skip_serializing)]
+    pub secret: Option<SigningSecret>,
+    /// PagerDuty: the integration's routing key (Events API v2).
+    #[serde(default, skip_serializing)]
+    pub routing_key: Option<String>,
+}
+
+/// Without the secret and the routing key: configurations end up in logs.
+impl fmt::Debug for WebhookTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebhookTarget")
+            .field("name", &self.name)
+            .field("url", &redact_webhook_url(&self.url))
+            .field("format", &self.format)
+            .field("events", &self.events)
+            .field("signed", &self.secret.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WebhookTarget {
     pub fn wants(&self, kind: EventKind) -> bool {
-        self.events.as_ref().is_none_or(|events| events.contains(&kind))
+        self.format.takes(kind) && self.events.as_ref().is_none_or(|events| events.contains(&kind))
     }
 }
 
@@ -135,6 +186,19 @@ pub fn validate_targets(targets: &[WebhookTarget]) -> Result<(), String> {
         }
         if t.events.as_ref().is_some_and(|e| e.is_empty()) {
             return Err(format!("webhook `{}`: `events` is empty; leave it out to receive every event", t.name));
+        }
+        if let Some(kind) = t.events.iter().flatten().find(|k| !t.format.takes(**k)) {
+            return Err(format!("webhook `{}`: a {} target cannot take {kind}", t.name, t.format.as_str()));
+        }
+        match (t.format, &t.routing_key) {
+            (WebhookFormat::Pagerduty, None) => {
+                return Err(format!(
+                    "webhook `{}`: a pagerduty target needs `routing_key` (the integration key)",
+                    t.name
+                ))
+            }
+            (WebhookFormat::Pagerduty, _) | (_, None) => {}
+            (_, Some(_)) => return Err(format!("webhook `{}`: `routing_key` is for pagerduty targets", t.name)),
         }
     }
     Ok(())
@@ -385,6 +449,7 @@ mod tests {
             url: url.into(),
             format: WebhookFormat::Json,
             events,
+            ..WebhookTarget::default()
         };
         let alerts = target("pager", "https://x.example/h", Some(vec![EventKind::AlertFiring]));
         assert!(alerts.wants(EventKind::AlertFiring));

@@ -1,0 +1,321 @@
+//! On-call notifications end to end, on SQLite and PostgreSQL: alerts routed by rule and
+//! severity to their targets; a PagerDuty incident triggered, acknowledged and resolved
+//! under one dedup key, against a local stand-in that refuses what PagerDuty would;
+//! Alertmanager's webhook shape; and every delivery signed the Standard Webhooks way
+//! for a target with a secret.
+
+mod common;
+
+use app::alerts::settings::RuleSettings;
+use app::alerts::{AlertRule, Severity};
+use app::notify::{AlertRoute, Notifications, RetryPolicy, SigningSecret, WebhookFormat, WebhookTarget};
+use app::services::alert_evaluation::evaluate_once;
+use app::storage::testing::TestDb;
+use app::storage::webhooks::{self, status};
+use app::storage::{alerts, now_ms, Db};
+use common::receiver::{Received, Receiver};
+use common::spans::{ingest, kv, span_at};
+use flightdeck::webhooks::{Worker, WorkerSettings};
+use std::time::{Duration, Instant};
+
+const MINUTE_MS: i64 = 60_000;
+const ROUTING_KEY: &str = "R0UT1NGKEY0123456789abcdef012345";
+
+async fn tune(db: &Db, rule: AlertRule, change: impl FnOnce(&mut RuleSettings)) {
+    let mut s = RuleSettings::default_for(rule);
+    change(&mut s);
+    s.validate(rule).unwrap();
+    alerts::save_settings(db, rule, &s, "test").await.unwrap();
+}
+
+/// A run whose root started `ago_ms` before now, with one tool span per (tool, side
+/// effect, outcome), ending in `reason`.
+async fn run(db: &Db, trace: u8, run_id: &str, reason: &str, ago_ms: i64, tools: &[(&str, &str, &str)]) {
+    let start = ((now_ms() - ago_ms) as u64) * 1_000_000;
+    let mut root =
+        span_at(trace, 1, None, "agent run", start, vec![kv("run.id", run_id), kv("run.terminal_reason", reason)]);
+    root.end_time_unix_nano = start + 60_000_000;
+    let mut spans = vec![root];
+    for (i, (tool, effect, outcome)) in tools.iter().enumerate() {
+        let attrs = vec![kv("tool.name", tool), kv("tool.side_effect", effect), kv("tool.outcome", outcome)];
+        spans.push(span_at(
+            trace,
+            2 + i as u8,
+            Some(1),
+            &format!("tool {tool}"),
+            start + (i as u64 + 1) * 2_000_000,
+            attrs,
+        ));
+    }
+    ingest(db, spans).await;
+}
+
+/// Three irreversible executions against a limit of two: rule 1 fires (severity page).
+async fn irreversible_burst(db: &Db) {
+    tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 2.0).await;
+    let email = ("send_email", "irreversible", "ok");
+    run(db, 1, "run-burst", "completed", MINUTE_MS, &[email, email, email]).await;
+}
+
+fn worker(db: &Db, n: &Notifications) -> Worker {
+    let retry = RetryPolicy { base: Duration::from_millis(5), max_delay: Duration::from_millis(20), max_attempts: 3 };
+    let settings = WorkerSettings {
+        targets: n.targets.clone(),
+        timeout: Duration::from_secs(5),
+        poll_interval: Duration::from_millis(10),
+        batch: 16,
+        ..WorkerSettings::new("https://fd.example", retry, &[])
+    };
+    Worker::new(db.clone(), settings).unwrap()
+}
+
+/// Sends queued deliveries until none is pending (or fails after 10 s).
+async fn deliver_all(db: &Db, worker: &Worker) {
+    let start = Instant::now();
+    while webhooks::count(db, status::PENDING).await.unwrap() > 0 {
+        worker.run_once().await.unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "deliveries still pending");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn at(received: &[Received], prefix: &str) -> Vec<Received> {
+    received.iter().filter(|r| r.path.starts_with(prefix)).cloned().collect()
+}
+
+fn route(name: &str, rules: Option<&[&str]>, severities: Option<&[&str]>, targets: &[&str]) -> AlertRoute {
+    let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect();
+    AlertRoute {
+        name: name.into(),
+        rules: rules.map(list),
+        severities: severities.map(list),
+        targets: targets.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[tokio::test]
+async fn a_pagerduty_incident_is_triggered_acknowledged_and_resolved_under_one_dedup_key() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let rx = Receiver::start().await;
+        let secret_text = SigningSecret::generate();
+        let n = Notifications {
+            targets: vec![
+                WebhookTarget {
+                    routing_key: Some(ROUTING_KEY.into()),
+                    secret: Some(SigningSecret::parse(&secret_text).unwrap()),
+                    ..rx.target("pagerduty", "/pagerduty/v2/enqueue", WebhookFormat::Pagerduty)
+                },
+                rx.target("team-log", "/ok/log", WebhookFormat::Json),
+            ],
+            routes: vec![route("page-now", None, Some(&["page"]), &["pagerduty", "team-log"])],
+        };
+        irreversible_burst(db).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        assert_eq!(fired.len(), 1, "{}", t.backend());
+        let alert = &fired[0];
+        assert_eq!(alert.severity, Severity::Page);
+        alerts::acknowledge(db, &alert.id, "olga", &n).await.unwrap();
+        // Ten minutes later the executions have left the window: resolved (no hold).
+        let resolved = evaluate_once(db, &n, now + 20 * MINUTE_MS, 0).await.unwrap().resolved;
+        assert_eq!(resolved.len(), 1);
+        deliver_all(db, &worker(db, &n)).await;
+
+        let received = rx.received();
+        let pd = at(&received, "/pagerduty/");
+        let actions: Vec<&str> = pd.iter().map(|r| r.body["event_action"].as_str().unwrap()).collect();
+        assert_eq!(actions, ["trigger", "acknowledge", "resolve"], "{pd:#?}");
+        for r in &pd {
+            assert_eq!(r.body["dedup_key"], format!("flightdeck/{}", alert.id));
+            assert_eq!(r.body["routing_key"], ROUTING_KEY);
+        }
+        assert_eq!(pd[0].body["payload"]["severity"], "critical");
+        assert_eq!(pd[0].body["links"][0]["href"], format!("https://fd.example/alerts/{}", alert.id));
+        // The stand-in accepted all three (202), so nothing failed or waits.
+        assert_eq!(webhooks::count(db, status::FAILED).await.unwrap(), 0);
+        assert_eq!(webhooks::count(db, status::DELIVERED).await.unwrap(), 6, "three events to two targets");
+
+        // Signed for the target with a secret; a receiver can check it, and a changed body fails.
+        let secret = SigningSecret::parse(&secret_text).unwrap();
+        let now_s = now_ms() / 1000;
+        for r in &pd {
+            let [id, timestamp, signature] = &r.signed;
+            assert!(id.starts_with("msg_") && signature.starts_with("v1,"), "{:?}", r.signed);
+            secret.verify(id, timestamp, signature, r.raw.as_bytes(), now_s).expect("a valid signature");
+            let forged = r.raw.replace("flightdeck/", "forged/");
+            assert!(secret.verify(id, timestamp, signature, forged.as_bytes(), now_s).is_err());
+        }
+        // The team log got the same three events in the generic format, unsigned.
+        let log = at(&received, "/ok/log");
+        let events: Vec<&str> = log.iter().map(|r| r.event.as_str()).collect();
+        assert_eq!(events, ["alert.firing", "alert.acknowledged", "alert.resolved"]);
+        assert!(log[1].body["summary"].as_str().unwrap().starts_with("olga is on it."), "{}", log[1].body);
+        assert!(log.iter().all(|r| r.signed[2].is_empty() && !r.signed[0].is_empty()));
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn alerts_follow_the_first_matching_route_and_alertmanager_gets_its_own_shape() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![
+                rx.target("alertmanager-relay", "/ok/am", WebhookFormat::Alertmanager),
+                rx.target("catch-all", "/ok/default", WebhookFormat::Json),
+            ],
+            routes: vec![
+                route("tickets", None, Some(&["ticket"]), &["alertmanager-relay"]),
+                route("default", None, None, &["catch-all"]),
+            ],
+        };
+        irreversible_burst(db).await; // page
+        tune(db, AlertRule::FailedToRecover, |s| s.threshold = 0.0).await; // ticket
+        run(db, 2, "run-stuck", "error", MINUTE_MS, &[("lookup", "read", "error")]).await;
+        let fired = evaluate_once(db, &n, now_ms(), 0).await.unwrap().fired;
+        let mut rules: Vec<AlertRule> = fired.iter().map(|a| a.rule).collect();
+        rules.sort();
+        assert_eq!(rules, [AlertRule::IrreversibleExecutions, AlertRule::FailedToRecover], "{}", t.backend());
+        deliver_all(db, &worker(db, &n)).await;
+
+        let received = rx.received();
+        let am = at(&received, "/ok/am");
+        assert_eq!(am.len(), 1, "only the ticket: {received:#?}");
+        let body = &am[0].body;
+        assert_eq!(body["version"], "4");
+        assert_eq!(body["status"], "firing");
+        assert_eq!(body["receiver"], "alertmanager-relay");
+        assert_eq!(body["alerts"][0]["labels"]["alertname"], "failed_to_recover");
+        assert_eq!(body["alerts"][0]["labels"]["severity"], "ticket");
+        assert_eq!(body["alerts"][0]["endsAt"], "0001-01-01T00:00:00Z");
+        let default = at(&received, "/ok/default");
+        assert_eq!(default.len(), 1);
+        assert_eq!(default[0].body["data"]["rule"], "irreversible_executions");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn without_routes_info_alerts_notify_nobody_and_a_refused_pagerduty_event_is_kept_as_failed() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![WebhookTarget {
+                // One character short: PagerDuty (and its stand-in) refuse the event.
+                routing_key: Some(ROUTING_KEY[1..].into()),
+                ..rx.target("pagerduty", "/pagerduty/v2/enqueue", WebhookFormat::Pagerduty)
+            }],
+            routes: Vec::new(),
+        };
+        tune(db, AlertRule::IrreversibleExecutions, |s| {
+            s.threshold = 2.0;
+            s.severity = Severity::Info;
+        })
+        .await;
+        let email = ("send_email", "irreversible", "ok");
+        run(db, 1, "run-burst", "completed", MINUTE_MS, &[email, email, email]).await;
+        let now = now_ms();
+        assert_eq!(evaluate_once(db, &n, now, 0).await.unwrap().fired.len(), 1);
+        assert_eq!(webhooks::count(db, status::PENDING).await.unwrap(), 0, "an info alert is shown, not sent");
+
+        tune(db, AlertRule::FailedToRecover, |s| s.threshold = 0.0).await; // ticket
+        run(db, 2, "run-stuck", "error", MINUTE_MS, &[("lookup", "read", "error")]).await;
+        assert_eq!(evaluate_once(db, &n, now, 0).await.unwrap().fired.len(), 1);
+        deliver_all(db, &worker(db, &n)).await;
+        let start = Instant::now();
+        while webhooks::count(db, status::FAILED).await.unwrap() == 0 {
+            worker(db, &n).run_once().await.unwrap();
+            assert!(start.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let failed = webhooks::list(db, true, 10).await.unwrap();
+        assert!(failed[0].last_error.as_deref().unwrap_or("").contains("routing_key"), "{failed:#?}");
+        t.cleanup().await;
+    }
+}
+
+/// Runs the `flightdeck` binary with `args` off the runtime (the receiver keeps serving).
+async fn flightdeck(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FLIGHTDECK_DATA_DIR", dir)
+        .env("RUST_LOG", "warn")
+        .args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[tokio::test]
+async fn flightdeck_alerts_test_sends_a_signed_test_through_a_route_and_says_what_each_target_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let rx = Receiver::start().await;
+    let (ok, secret, _) = flightdeck(dir.path(), &["webhook-secret"]).await;
+    let secret = secret.trim().to_string();
+    assert!(ok && SigningSecret::parse(&secret).is_ok(), "{secret}");
+    let config = dir.path().join("flightdeck.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[webhooks]]\nname = \"pd\"\nurl = \"http://{0}/pagerduty/v2/enqueue\"\nformat = \"pagerduty\"\n\
+             routing_key = \"{ROUTING_KEY}\"\nsecret = \"{secret}\"\n\
+             [[webhooks]]\nname = \"maintenance\"\nurl = \"http://{0}/down/hook\"\nformat = \"json\"\n\
+             [[alert_routes]]\nname = \"oncall\"\nseverities = [\"page\"]\ntargets = [\"pd\"]\n\
+             [[alert_routes]]\nname = \"broken\"\ntargets = [\"maintenance\"]\n",
+            rx.addr
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+
+    let (ok, out, err) = flightdeck(dir.path(), &["--config", config, "alerts", "test", "oncall"]).await;
+    assert!(ok, "{out}\n{err}");
+    assert!(err.contains("queued a test alert (test_") && err.contains("2 deliveries"), "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("pd") && lines[0].contains("alert.firing") && lines[0].contains("HTTP 202"), "{out}");
+    assert!(lines[1].contains("alert.resolved") && lines[1].contains("delivered"), "{out}");
+    let pd = at(&rx.received(), "/pagerduty/");
+    let actions: Vec<&str> = pd.iter().map(|r| r.body["event_action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["trigger", "resolve"]);
+    assert!(pd[0].body["dedup_key"].as_str().unwrap().starts_with("flightdeck/test_"));
+    assert!(pd[0].body["payload"]["summary"].as_str().unwrap().contains("nothing is wrong"), "{}", pd[0].body);
+    let key = SigningSecret::parse(&secret).unwrap();
+    for r in &pd {
+        let [id, timestamp, signature] = &r.signed;
+        key.verify(id, timestamp, signature, r.raw.as_bytes(), now_ms() / 1000).expect("signed");
+    }
+
+    verify_with_the_docs_snippet(&secret, &pd[0]);
+
+    let (ok, out, err) = flightdeck(dir.path(), &["--config", config, "alerts", "test", "broken"]).await;
+    assert!(!ok, "a target that refuses is a failure: {out}");
+    assert!(out.contains("maintenance") && out.contains("HTTP 503"), "{out}");
+    assert!(err.contains("not every target accepted the test"), "{err}");
+
+    let (ok, _, err) = flightdeck(dir.path(), &["--config", config, "alerts", "test", "nope"]).await;
+    assert!(!ok && err.contains("no alert route `nope` (routes: oncall, broken)"), "{err}");
+}
+
+/// The Python verification snippet in docs/on-call.md, run on a real delivery (and on the
+/// same delivery with its body changed, which it must refuse).
+fn verify_with_the_docs_snippet(secret: &str, delivery: &Received) {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/on-call.md")).unwrap();
+    let snippet = doc.split("```python\n").nth(1).and_then(|rest| rest.split("```").next()).expect("the snippet");
+    let [id, timestamp, signature] = &delivery.signed;
+    let script = format!(
+        "{snippet}\nimport json, sys\nh = json.loads(sys.argv[1])\nbody = sys.argv[2].encode()\n\
+         verify(sys.argv[3], h, body)\ntry:\n    verify(sys.argv[3], h, body + b' ')\n    sys.exit('forged body accepted')\n\
+         except ValueError:\n    print('ok')\n"
+    );
+    let headers = serde_json::json!({"webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signature});
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script, &headers.to_string(), &delivery.raw, secret])
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
