@@ -121,10 +121,13 @@ pub enum Scope {
     Read,
     /// Ask before a guarded call and report its outcome (the execution ledger).
     Calls,
+    /// Silence alerts (and list silences) through the API.
+    Alerts,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 5] = [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls];
+    pub const ALL: [Scope; 6] =
+        [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls, Scope::Alerts];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -133,6 +136,7 @@ impl Scope {
             Scope::Escalations => "escalations",
             Scope::Read => "read",
             Scope::Calls => "calls",
+            Scope::Alerts => "alerts",
         }
     }
 }

@@ -130,6 +130,16 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "74466db6ec40934ed687715c1f19f23b0890b3498c7a398992b56da0ad156e5a33f804e6408aa28fb3000f4c4c733479",
     ),
     (
+        "sqlite",
+        "0024_alert_silences.sql",
+        "d189b1f01cdfacfc1be03671f05e6e6481eac2747896cf0df3db20facdf6363aa577799dc1242cc1ad8db0e022408a14",
+    ),
+    (
+        "sqlite",
+        "0025_alert_rule_versions.sql",
+        "2b92eb204137e0ae16d65bd83c6738295b3410bd951c35cdaca9e2e86e3eebb4f41db54435d90a9628b9db31b7de000b",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -238,6 +248,16 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0023_webhook_order.sql",
         "74466db6ec40934ed687715c1f19f23b0890b3498c7a398992b56da0ad156e5a33f804e6408aa28fb3000f4c4c733479",
+    ),
+    (
+        "postgres",
+        "0024_alert_silences.sql",
+        "d189b1f01cdfacfc1be03671f05e6e6481eac2747896cf0df3db20facdf6363aa577799dc1242cc1ad8db0e022408a14",
+    ),
+    (
+        "postgres",
+        "0025_alert_rule_versions.sql",
+        "2b92eb204137e0ae16d65bd83c6738295b3410bd951c35cdaca9e2e86e3eebb4f41db54435d90a9628b9db31b7de000b",
     ),
 ];
 

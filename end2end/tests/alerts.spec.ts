@@ -1,7 +1,8 @@
 // Alerts for on-call in Chromium: a tool call that ran under a forged approval fires the
 // approval-violation alert within seconds (the test server evaluates every second); on-call
 // sees it with its figure and the run behind it, follows the link to the run, comes back
-// and acknowledges it. A viewer sees the alert but cannot acknowledge it.
+// and acknowledges it. A viewer sees the alert but cannot acknowledge it. On-call then
+// silences alerts like it from the alert's page and ends the silence from the list.
 import { expect, test, APIRequestContext } from '@playwright/test';
 import { ALICE, VICTOR, attr, exportSpans, failOnConsoleErrors, signIn, spanMaker, waitForHydration } from './helpers';
 
@@ -64,5 +65,40 @@ test('on-call sees a firing alert, follows it to the run and acknowledges it', a
   await expect(card).toHaveAttribute('data-state', 'acknowledged');
   await expect(card.getByTestId('acknowledged-by')).toContainText('Acknowledged by alice');
   await expect(card.getByTestId('acknowledge')).toHaveCount(0);
+  expect(errors).toEqual([]);
+});
+
+// Runs after the two above: the approval-violation alert is still open.
+test('on-call silences alerts like this one from its page and ends the silence from the list', async ({ page, request }) => {
+  const errors = failOnConsoleErrors(page);
+  const runId = `run-e2e-alert-silence-${Date.now()}`;
+  await forgedApproval(request, runId, 'a3');
+  await signIn(page, ALICE);
+  await page.goto('/alerts');
+  const card = page.locator('article[data-rule="approval_violation"]').first();
+  await expect(card).toBeVisible({ timeout: 30_000 });
+  await card.locator('.alert-rule a').click();
+  await expect(page).toHaveURL(/\/alerts\/alr_/);
+  await waitForHydration(page);
+
+  const form = page.getByTestId('silence-form');
+  await expect(form.locator('select[name="rule"]')).toHaveValue('approval_violation');
+  await expect(form.locator('input[name="agent"]')).toHaveValue('payments-agent');
+  await form.locator('select[name="minutes"]').selectOption('60');
+  await form.locator('textarea[name="reason"]').fill('forged approvals are a known test fixture');
+  await form.getByTestId('create-silence').click();
+  await expect(page.getByTestId('silence-created')).toContainText('Silenced rule approval_violation, agent payments-agent until');
+
+  await page.goto('/alerts');
+  await waitForHydration(page);
+  const row = page.locator('[data-testid="silences"] tr[data-active="true"]', {
+    hasText: 'forged approvals are a known test fixture',
+  });
+  await expect(row).toContainText('rule approval_violation');
+  await expect(row).toContainText('alice');
+  await row.getByTestId('end-silence').click();
+  await expect(
+    page.locator('[data-testid="silences"] tr[data-active="false"]', { hasText: 'forged approvals are a known test fixture' }),
+  ).toContainText('ended by alice');
   expect(errors).toEqual([]);
 });

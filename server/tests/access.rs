@@ -72,6 +72,8 @@ const SERVER_FUNCTIONS: &[(&str, Option<Role>, &str)] = &[
     ("recompute_runs", Some(Role::Admin), "since=2026-01-01&until=2026-01-02"),
     ("load_webhooks_page", Some(Role::Admin), "failed_only=false"),
     ("send_test_alert", Some(Role::Admin), "route=default"),
+    ("create_silence", Some(Role::Operator), "rule=approval_violation&minutes=60&reason=x"),
+    ("end_silence", Some(Role::Operator), "id=sil_x"),
 ];
 
 async fn setup(t: &TestDb) -> Router {

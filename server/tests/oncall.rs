@@ -319,3 +319,136 @@ fn verify_with_the_docs_snippet(secret: &str, delivery: &Received) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
+
+#[tokio::test]
+async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_it_page() {
+    use app::access::{Role, Scope};
+    use reqwest::{Method, StatusCode};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let operator: &[Role] = &[Role::Operator, Role::Viewer];
+        let live = common::live(&t, &[("olga", operator), ("victor", &[Role::Viewer])], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![rx.target("on-call", "/ok/oncall", WebhookFormat::Json)],
+            routes: Vec::new(),
+        };
+
+        // A deploy script silences irreversible executions of the agent it is about to restart.
+        let bad = serde_json::json!({"rule": "irreversible_executions", "minutes": 60, "reason": " "});
+        let (status, body) = live.api(Method::POST, "/api/v1/silences", Some(bad), &live.agent).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("say why"), "{body}");
+        let request = serde_json::json!({
+            "rule": "irreversible_executions", "agent": "billing-bot", "minutes": 60, "reason": "restarting billing-bot"
+        });
+        let (status, silence) = live.api(Method::POST, "/api/v1/silences", Some(request), &live.agent).await;
+        assert_eq!(status, StatusCode::CREATED, "{silence}");
+        let silence_id = silence["id"].as_str().unwrap().to_string();
+
+        tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 2.0).await;
+        let email = ("send_email", "irreversible", "ok");
+        let start = ((now_ms() - MINUTE_MS) as u64) * 1_000_000;
+        let mut root = span_at(
+            1,
+            1,
+            None,
+            "agent run",
+            start,
+            vec![kv("run.id", "run-b"), kv("gen_ai.agent.name", "billing-bot")],
+        );
+        root.end_time_unix_nano = start + 60_000_000;
+        let mut spans = vec![root];
+        for i in 0..3u8 {
+            let attrs = vec![kv("tool.name", email.0), kv("tool.side_effect", email.1), kv("tool.outcome", email.2)];
+            spans.push(span_at(1, 2 + i, Some(1), "tool send_email", start + (u64::from(i) + 1) * 2_000_000, attrs));
+        }
+        ingest(db, spans).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        assert_eq!(fired.len(), 1, "it fires all the same, {}", t.backend());
+        assert_eq!(fired[0].silenced_by.as_deref(), Some(silence_id.as_str()));
+        assert_eq!(webhooks::count(db, status::PENDING).await.unwrap(), 0, "nobody is notified");
+
+        // On the page: the alert, marked, and the silence with who and why.
+        let olga = live.person("olga").await;
+        let page = olga.page("/alerts").await;
+        assert!(page.contains("Silenced: not notified (rule irreversible_executions, agent billing-bot"), "{page}");
+        assert!(page.contains("data-testid=\"end-silence\""));
+        let alert_page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
+        assert!(alert_page.contains("data-testid=\"silence-form\"") && alert_page.contains("value=\"billing-bot\""));
+        let victor = live.person("victor").await;
+        assert!(!victor.page(&format!("/alerts/{}", fired[0].id)).await.contains("silence-form"), "viewers cannot");
+        let (status, _) = victor.call("end_silence", &[("id", &silence_id)]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+
+        // Ended early: the next evaluation finds it still breaching and pages.
+        let (status, body) = olga.call("end_silence", &[("id", &silence_id)]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = olga.call("end_silence", &[("id", &silence_id)]).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert!(body.contains("already ended by olga"), "{body}");
+        evaluate_once(db, &n, now + 5_000, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+        let got = rx.received();
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(got[0].event, "alert.firing");
+        assert!(alerts::get(db, &fired[0].id).await.unwrap().unwrap().silenced_by.is_none());
+        let audit = app::storage::audit::list(db, None, Some("silence_created"), 10).await.unwrap();
+        assert_eq!(audit.entries[0].actor.as_deref(), Some("token:agent-7"), "{:?}", audit.entries);
+
+        // An operator silences from the alert page's form too (blank parts match any).
+        let (status, body) = olga
+            .call(
+                "create_silence",
+                &[("rule", ""), ("agent", ""), ("tool", "send_email"), ("minutes", "60"), ("reason", "mail outage")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (_, listed) = live.api(Method::GET, "/api/v1/silences", None, &live.agent).await;
+        assert_eq!(listed[0]["tool"], "send_email", "{listed}");
+        assert_eq!(listed[0]["created_by"], "olga");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
+    use app::access::{Role, Scope};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let operator: &[Role] = &[Role::Operator, Role::Viewer];
+        let live = common::live(&t, &[("olga", operator)], &[Scope::Read]).await;
+        tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 5.0).await; // version 1
+        irreversible_burst(db).await; // version 2: more than 2
+        assert_eq!(alerts::current_version(db, AlertRule::IrreversibleExecutions).await.unwrap(), 2);
+        let fired = evaluate_once(db, &Notifications::default(), now_ms(), 0).await.unwrap().fired;
+        assert_eq!(fired[0].rule_version, Some(2), "{}", t.backend());
+        tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 50.0).await; // version 3
+
+        let olga = live.person("olga").await;
+        let page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
+        assert!(page.contains("Fired under version 2, saved by test at "), "{page}");
+        assert!(page.contains("more than 2 irreversible executions in 10 min"), "{page}");
+        assert!(page.contains("version 3 is in force now"), "{page}");
+        let (kept, by, _) = alerts::settings_version(db, AlertRule::IrreversibleExecutions, 1).await.unwrap().unwrap();
+        assert_eq!((kept.threshold, by.as_deref()), (5.0, Some("test")), "every version is kept");
+
+        // A rule never changed fires under the defaults (version 0).
+        let start = ((now_ms() - MINUTE_MS) as u64) * 1_000_000;
+        let root = span_at(3, 1, None, "agent run", start, vec![kv("run.id", "run-forged")]);
+        let attrs = vec![
+            kv("tool.name", "wire_money"),
+            kv("tool.side_effect", "irreversible"),
+            kv("tool.outcome", "ok"),
+            kv("approval.id", "apr_forged"),
+        ];
+        ingest(db, vec![root, span_at(3, 2, Some(1), "tool wire_money", start + 2_000_000, attrs)]).await;
+        let fired = evaluate_once(db, &Notifications::default(), now_ms(), 0).await.unwrap().fired;
+        let forged = fired.iter().find(|a| a.rule == AlertRule::ApprovalViolation).expect("the violation fires");
+        assert_eq!(forged.rule_version, Some(0));
+        let page = olga.page(&format!("/alerts/{}", forged.id)).await;
+        assert!(page.contains("Fired under the defaults of this rule"), "{page}");
+        t.cleanup().await;
+    }
+}

@@ -21,6 +21,7 @@ pub mod notification;
 pub mod pagerduty;
 pub mod rules;
 pub mod settings;
+pub mod silences;
 
 vocabulary! {
     /// The seven rules. Each has one pure function in [`rules`].
@@ -181,6 +182,13 @@ pub struct Alert {
     pub acknowledged_by: Option<String>,
     pub acknowledged_at: Option<DateTime<Utc>>,
     pub resolved_at: Option<DateTime<Utc>>,
+    /// The silence that held back this alert's notifications, if one did.
+    #[serde(default)]
+    pub silenced_by: Option<String>,
+    /// The version of the rule's settings in force when it fired (0: the defaults; None:
+    /// fired before versions were kept).
+    #[serde(default)]
+    pub rule_version: Option<i64>,
 }
 
 /// "17 min" style length of a window, for titles.
@@ -220,6 +228,8 @@ pub(crate) mod tests_support {
             acknowledged_by: None,
             acknowledged_at: None,
             resolved_at: None,
+            silenced_by: None,
+            rule_version: Some(0),
         }
     }
 }

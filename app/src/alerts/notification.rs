@@ -28,6 +28,8 @@ pub fn test_alert(route: &str, rule: AlertRule, severity: Severity, id: &str, no
         acknowledged_by: None,
         acknowledged_at: None,
         resolved_at: None,
+        silenced_by: None,
+        rule_version: None,
     }
 }
 

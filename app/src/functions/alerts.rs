@@ -1,8 +1,10 @@
 //! Alerts for the browser: the open alerts and the history, one alert, acknowledging
-//! (role `operator`, audited), the navigation count, and the rules' settings (read by
-//! anyone signed in, changed by `admin`, audited with the old and new settings).
+//! (role `operator`, audited), silences (created and ended by `operator`, audited), the
+//! navigation count, and the rules' settings (read by anyone signed in, changed by
+//! `admin`, audited with the old and new settings).
 
 use crate::alerts::settings::RuleSettings;
+use crate::alerts::silences::Silence;
 use crate::alerts::{Alert, AlertRule};
 use crate::errors::AppError;
 use chrono::{DateTime, Utc};
@@ -24,6 +26,8 @@ pub struct AlertsView {
     /// The signed-in user may acknowledge (holds `operator`).
     pub can_acknowledge: bool,
     pub now: DateTime<Utc>,
+    /// Active silences, then recent ended ones.
+    pub silences: Vec<Silence>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +35,24 @@ pub struct AlertView {
     pub alert: Alert,
     pub can_acknowledge: bool,
     pub now: DateTime<Utc>,
+    /// The silence that held its notifications back, if one did.
+    pub silence: Option<Silence>,
+    /// The agent of every run behind it, when they are all one agent (to prefill a silence).
+    pub agent: Option<String>,
+    /// The rule's settings when it fired, if known.
+    pub thresholds: Option<ThresholdsInForce>,
+}
+
+/// The version of a rule's settings an alert fired under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdsInForce {
+    /// 0: the defaults.
+    pub version: i64,
+    pub settings: RuleSettings,
+    pub saved_by: Option<String>,
+    pub saved_at: Option<DateTime<Utc>>,
+    /// The version in force now.
+    pub current_version: i64,
 }
 
 #[server(prefix = "/fn", endpoint = "load_alerts")]
@@ -42,17 +64,51 @@ pub async fn load_alerts(resolved: bool) -> Result<AlertsView, AppError> {
     let last_evaluation = crate::storage::alerts::last_evaluation(&db)
         .await?
         .map(|(instance, at, took_ms)| LastEvaluation { instance, at: crate::storage::from_ms(at), took_ms });
-    Ok(AlertsView { alerts, last_evaluation, can_acknowledge: me.can(crate::access::Role::Operator), now: Utc::now() })
+    let silences = crate::storage::silences::list(&db, 50).await?;
+    let can_acknowledge = me.can(crate::access::Role::Operator);
+    Ok(AlertsView { alerts, last_evaluation, can_acknowledge, now: Utc::now(), silences })
 }
 
 #[server(prefix = "/fn", endpoint = "load_alert")]
 pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
     use super::ssr;
     let me = ssr::require(crate::access::Role::Viewer)?;
-    match crate::storage::alerts::get(&ssr::db()?, &id).await? {
-        Some(alert) => Ok(AlertView { alert, can_acknowledge: me.can(crate::access::Role::Operator), now: Utc::now() }),
-        None => ssr::fail(AppError::NotFound(format!("alert `{id}`"))),
-    }
+    let db = ssr::db()?;
+    let Some(alert) = crate::storage::alerts::get(&db, &id).await? else {
+        return ssr::fail(AppError::NotFound(format!("alert `{id}`")));
+    };
+    let silence = match &alert.silenced_by {
+        Some(s) => crate::storage::silences::get(&db, s).await?,
+        None => None,
+    };
+    let runs: Vec<&str> =
+        alert.items.iter().filter(|i| i.kind == crate::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
+    let agents = crate::storage::silences::agents_of(&db, &runs).await?;
+    let agent = match agents.as_slice() {
+        [one] if !one.is_empty() => Some(one.clone()),
+        _ => None,
+    };
+    let thresholds = match alert.rule_version {
+        Some(version) => crate::storage::alerts::settings_version(&db, alert.rule, version).await?.map(
+            |(settings, saved_by, saved_at)| ThresholdsInForce {
+                version,
+                settings,
+                saved_by,
+                saved_at,
+                current_version: 0,
+            },
+        ),
+        None => None,
+    };
+    let thresholds = match thresholds {
+        Some(t) => Some(ThresholdsInForce {
+            current_version: crate::storage::alerts::current_version(&db, alert.rule).await?,
+            ..t
+        }),
+        None => None,
+    };
+    let can_acknowledge = me.can(crate::access::Role::Operator);
+    Ok(AlertView { alert, can_acknowledge, now: Utc::now(), silence, agent, thresholds })
 }
 
 /// Alerts firing (nobody acknowledged them) and acknowledged, for the navigation.
@@ -153,4 +209,43 @@ pub async fn save_alert_rule(
     crate::storage::alerts::save_settings(&db, rule, &new, &me.username).await?;
     let detail = serde_json::json!({ "before": old, "after": new }).to_string();
     ssr::audit(&db, &me, crate::storage::audit::action::ALERT_RULE_SAVED, rule.as_str(), Some(&detail)).await
+}
+
+/// Silences alerts from now for `minutes` (from the alert page's form: blank parts are
+/// "any"). Role `operator`, audited.
+#[server(prefix = "/fn", endpoint = "create_silence")]
+pub async fn create_silence(
+    rule: Option<String>,
+    agent: Option<String>,
+    tool: Option<String>,
+    minutes: i64,
+    reason: String,
+) -> Result<Silence, AppError> {
+    use super::ssr;
+    use crate::alerts::silences::SilenceRequest;
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    let valid = match (SilenceRequest { rule, agent, tool, minutes, reason }).validate() {
+        Ok(v) => v,
+        Err(why) => return ssr::fail(AppError::Invalid(why)),
+    };
+    let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
+    let detail = format!("{}: {}", silence.scope(), silence.reason);
+    ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    Ok(silence)
+}
+
+/// Ends an active silence now. Role `operator`, audited.
+#[server(prefix = "/fn", endpoint = "end_silence")]
+pub async fn end_silence(id: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::StoreError;
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    match crate::storage::silences::end(&db, &id, &me.username).await {
+        Ok(_) => ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_ENDED, &id, None).await,
+        Err(StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
+        Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -8,7 +8,7 @@ use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::alerts::lifecycle::{OpenAlert, Transition};
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
-use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, Severity, Unit};
+use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
 use crate::notify::{EventKind, Notifications};
 
 /// Every rule with its settings: the admin's if saved, else the defaults.
@@ -27,14 +27,56 @@ pub async fn settings(db: &Db) -> StoreResult<Vec<(AlertRule, RuleSettings)>> {
         .collect())
 }
 
-/// Saves a rule's settings (already validated by the caller).
-pub async fn save_settings(db: &Db, rule: AlertRule, settings: &RuleSettings, by: &str) -> StoreResult<()> {
-    let sql = "INSERT INTO alert_rules (rule, settings, updated_by, updated_at) VALUES ($1, $2, $3, $4) \
-               ON CONFLICT (rule) DO UPDATE SET settings = excluded.settings, updated_by = excluded.updated_by, \
-               updated_at = excluded.updated_at";
+/// Saves a rule's settings (already validated by the caller) as its next version, and
+/// keeps the version (see migration 0025). Returns the version number.
+pub async fn save_settings(db: &Db, rule: AlertRule, settings: &RuleSettings, by: &str) -> StoreResult<i64> {
     let json = serde_json::to_string(settings).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    on_pool!(db, pool => sqlx::query(sql).bind(rule.as_str()).bind(json).bind(by).bind(now_ms()).execute(pool).await.map(|_| ()))?;
-    Ok(())
+    let now = now_ms();
+    let mut tx = Tx::begin_write(db).await?;
+    let current = format!("SELECT version FROM alert_rules WHERE rule = $1{}", tx.lock_rows());
+    let found: Option<(i64,)> = tx.fetch_optional(Sql::with_args(current, vec![rule.as_str().into()])).await?;
+    let version = found.map_or(1, |(v,)| v + 1);
+    let upsert =
+        "INSERT INTO alert_rules (rule, settings, updated_by, updated_at, version) VALUES ($1, $2, $3, $4, $5) \
+                  ON CONFLICT (rule) DO UPDATE SET settings = excluded.settings, updated_by = excluded.updated_by, \
+                  updated_at = excluded.updated_at, version = excluded.version";
+    let args = |sql: &str| {
+        Sql::with_args(sql, vec![rule.as_str().into(), json.as_str().into(), by.into(), now.into(), version.into()])
+    };
+    tx.execute(args(upsert)).await?;
+    let keep = "INSERT INTO alert_rule_versions (rule, settings, updated_by, updated_at, version) \
+                VALUES ($1, $2, $3, $4, $5)";
+    tx.execute(args(keep)).await?;
+    tx.commit().await?;
+    Ok(version)
+}
+
+/// One version of a rule's settings: (settings, who saved it, when). Version 0 is the
+/// defaults (never saved).
+pub async fn settings_version(
+    db: &Db,
+    rule: AlertRule,
+    version: i64,
+) -> StoreResult<Option<(RuleSettings, Option<String>, Option<chrono::DateTime<chrono::Utc>>)>> {
+    if version == 0 {
+        return Ok(Some((RuleSettings::default_for(rule), None, None)));
+    }
+    let sql = Sql::with_args(
+        "SELECT settings, updated_by, updated_at FROM alert_rule_versions WHERE rule = $1 AND version = $2",
+        vec![rule.as_str().into(), version.into()],
+    );
+    let rows: Vec<(String, Option<String>, i64)> = db.fetch_all(sql).await?;
+    match rows.into_iter().next() {
+        Some((json, by, at)) => Ok(Some((super::stored_json(&json)?, by, Some(from_ms(at))))),
+        None => Ok(None),
+    }
+}
+
+/// The version of `rule`'s settings in force now (0: the defaults).
+pub async fn current_version(db: &Db, rule: AlertRule) -> StoreResult<i64> {
+    let sql = Sql::with_args("SELECT version FROM alert_rules WHERE rule = $1", vec![rule.as_str().into()]);
+    let rows: Vec<(i64,)> = db.fetch_all(sql).await?;
+    Ok(rows.into_iter().next().map_or(0, |(v,)| v))
 }
 
 // ---- the windows the rules read -------------------------------------------------------
@@ -196,7 +238,7 @@ const FAILED_RUNS_PER_READ: usize = 500;
 // ---- alerts -----------------------------------------------------------------------------
 
 const COLUMNS: &str = "id, rule, subject, severity, state, title, value, threshold, unit, items, fired_at, \
-                       last_breach_at, acknowledged_by, acknowledged_at, resolved_at";
+                       last_breach_at, acknowledged_by, acknowledged_at, resolved_at, silenced_by, rule_version";
 
 #[derive(sqlx::FromRow)]
 struct AlertRow {
@@ -215,6 +257,8 @@ struct AlertRow {
     acknowledged_by: Option<String>,
     acknowledged_at: Option<i64>,
     resolved_at: Option<i64>,
+    silenced_by: Option<String>,
+    rule_version: Option<i64>,
 }
 
 impl AlertRow {
@@ -235,6 +279,8 @@ impl AlertRow {
             acknowledged_by: self.acknowledged_by,
             acknowledged_at: self.acknowledged_at.map(from_ms),
             resolved_at: self.resolved_at.map(from_ms),
+            silenced_by: self.silenced_by,
+            rule_version: self.rule_version,
         })
     }
 }
@@ -277,8 +323,10 @@ pub async fn apply(
     if transitions.is_empty() {
         return Ok(Vec::new());
     }
+    // The settings' version in force is recorded with the alert (0: the defaults).
     let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
-                  fired_at, last_breach_at, updated_at) VALUES ($1, $2, $3, $4, 'firing', $5, $6, $7, $8, $9, $10, $10, $10)";
+                  fired_at, last_breach_at, updated_at, rule_version) VALUES ($1, $2, $3, $4, 'firing', $5, $6, $7, $8, \
+                  $9, $10, $10, $10, COALESCE((SELECT version FROM alert_rules WHERE rule = $2), 0))";
     let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
                    last_breach_at = $8, updated_at = $8 WHERE id = $1 AND state <> 'resolved'";
     let resolve =
@@ -286,6 +334,7 @@ pub async fn apply(
     let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     let mut tx = Tx::begin_write(db).await?;
     let mut announced = Vec::new();
+    let mut refreshed = Vec::new();
     for t in transitions {
         match t {
             Transition::Fire(f) => {
@@ -318,6 +367,7 @@ pub async fn apply(
                     now.into(),
                 ];
                 tx.execute(Sql::with_args(refresh, args)).await?;
+                refreshed.push(id.clone());
             }
             Transition::Resolve { id } => {
                 if tx.execute(Sql::with_args(resolve, vec![id.as_str().into(), now.into()])).await? == 1 {
@@ -327,12 +377,55 @@ pub async fn apply(
             }
         }
     }
-    for (kind, alert) in &announced {
+    // Silences hold notifications back (the alerts are recorded all the same); an alert
+    // silenced when it fired is announced once its silence is over and it still breaches.
+    let silences = super::silences::active_in(&mut tx, now).await?;
+    let mut notify = Vec::new();
+    for (kind, alert) in &mut announced {
+        let held = match kind {
+            EventKind::AlertFiring => silence_of(&mut tx, &silences, alert, now).await?,
+            _ => alert.silenced_by.clone(),
+        };
+        match held {
+            Some(silence) if *kind == EventKind::AlertFiring => {
+                let mark = "UPDATE alerts SET silenced_by = $2 WHERE id = $1";
+                tx.execute(Sql::with_args(mark, vec![alert.id.as_str().into(), silence.as_str().into()])).await?;
+                alert.silenced_by = Some(silence);
+            }
+            Some(_) => {}
+            None => notify.push((*kind, alert.clone())),
+        }
+    }
+    for id in refreshed {
+        let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
+        let alert = row.into_alert()?;
+        if alert.silenced_by.is_some() && silence_of(&mut tx, &silences, &alert, now).await?.is_none() {
+            tx.execute(Sql::with_args("UPDATE alerts SET silenced_by = NULL WHERE id = $1", vec![id.as_str().into()]))
+                .await?;
+            notify.push((EventKind::AlertFiring, Alert { silenced_by: None, ..alert }));
+        }
+    }
+    for (kind, alert) in &notify {
         let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), *kind);
         super::webhooks::enqueue_in(&mut tx, &crate::alerts::notification::event(alert, *kind), &targets).await?;
     }
     tx.commit().await?;
     Ok(announced)
+}
+
+/// The active silence that holds `alert` back, if any.
+async fn silence_of(
+    tx: &mut Tx,
+    silences: &[crate::alerts::silences::Silence],
+    alert: &Alert,
+    now: i64,
+) -> StoreResult<Option<String>> {
+    if silences.is_empty() {
+        return Ok(None);
+    }
+    let runs: Vec<&str> = alert.items.iter().filter(|i| i.kind == ItemKind::Run).map(|i| i.id.as_str()).collect();
+    let agents = super::silences::agents_of_runs(tx, &runs).await?;
+    Ok(crate::alerts::silences::silenced_by(silences, alert, &agents, from_ms(now)).map(|s| s.id.clone()))
 }
 
 /// Open alerts (firing first, then acknowledged; pages, then tickets, then info; oldest first), or with
@@ -378,6 +471,10 @@ pub async fn acknowledge(db: &Db, id: &str, user: &str, notifications: &Notifica
     let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     let row: Option<AlertRow> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
     let alert = row.ok_or_else(|| StoreError::NotFound(format!("alert `{id}`")))?.into_alert()?;
+    if done == 1 && alert.silenced_by.is_some() {
+        tx.commit().await?;
+        return Ok(alert);
+    }
     if done == 1 {
         let kind = EventKind::AlertAcknowledged;
         let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), kind);

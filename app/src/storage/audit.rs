@@ -36,6 +36,8 @@ pub mod action {
     pub const CALL_SETTLED: &str = "call_settled";
     pub const ALERT_RULE_SAVED: &str = "alert_rule_saved";
     pub const ALERT_ROUTE_TESTED: &str = "alert_route_tested";
+    pub const SILENCE_CREATED: &str = "silence_created";
+    pub const SILENCE_ENDED: &str = "silence_ended";
 }
 
 /// One entry to append.

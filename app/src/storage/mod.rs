@@ -22,6 +22,7 @@ pub mod retention;
 pub mod rules;
 pub mod runs;
 pub mod sessions;
+pub mod silences;
 pub mod spans;
 pub mod sql;
 pub mod terms;

@@ -8,6 +8,7 @@ mod error;
 pub mod escalations;
 mod openapi;
 pub mod runs;
+pub mod silences;
 
 pub use auth::{AgentToken, TokenAuth};
 pub use error::{ApiError, ErrorBody};
@@ -49,6 +50,8 @@ fn table() -> Vec<Entry> {
         (M::POST, "/calls", Some(Scope::Calls), post(calls::ask)),
         (M::GET, "/calls/{id}", Some(Scope::Calls), get(calls::get)),
         (M::POST, "/calls/{id}/complete", Some(Scope::Calls), post(calls::complete)),
+        (M::POST, "/silences", Some(Scope::Alerts), post(silences::create)),
+        (M::GET, "/silences", Some(Scope::Alerts), get(silences::list)),
     ]
 }
 

@@ -1,18 +1,19 @@
 //! Alerts for on-call (`/alerts`): firing alerts first (then acknowledged), each with its
 //! severity, value against threshold, since when, and links to the runs, approvals or
 //! escalations behind it; acknowledging needs `operator`. `?view=history` lists resolved
-//! alerts. The rules and their thresholds are summarised below the list. Refreshes every
-//! 10 s with JavaScript on.
+//! alerts. Silences (active, then recently ended; `operator` may end one) and the rules
+//! with their thresholds are below the list. Refreshes every 10 s with JavaScript on.
 
 pub mod page;
 
 use crate::alerts::settings::RuleSettings;
+use crate::alerts::silences::Silence;
 use crate::alerts::{window_text, Alert, AlertItem, AlertRule, AlertState, ItemKind, Unit};
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc};
-use crate::functions::alerts::{load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView};
+use crate::functions::alerts::{load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView, EndSilence};
 use crate::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -36,6 +37,7 @@ pub fn AlertsPage() -> impl IntoView {
     let history = Memo::new(move |_| q.with(|q| q.get("view").as_deref() == Some("history")));
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
     crate::components::layout::refresh_nav_after(acknowledge);
+    let end = ServerAction::<EndSilence>::new();
     let tick = RwSignal::new(0u32);
     #[cfg(feature = "hydrate")]
     {
@@ -46,8 +48,8 @@ pub fn AlertsPage() -> impl IntoView {
         }
     }
     let alerts = Resource::new(
-        move || (history.get(), tick.get(), acknowledge.version().get()),
-        |(history, _, _)| load_alerts(history),
+        move || (history.get(), tick.get(), acknowledge.version().get(), end.version().get()),
+        |(history, _, _, _)| load_alerts(history),
     );
     let rules = Resource::new(|| (), |_| load_alert_rules());
     view! {
@@ -62,7 +64,15 @@ pub fn AlertsPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let history = history.get_untracked();
                 match alerts.await {
-                    Ok(view) => view! { <AlertList view history acknowledge/> }.into_any(),
+                    Ok(view) => {
+                        let silences = view.silences.clone();
+                        let can = view.can_acknowledge;
+                        let now = view.now;
+                        view! {
+                            <AlertList view history acknowledge/>
+                            <Silences silences can_end=can now end/>
+                        }.into_any()
+                    }
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
                 }
             })}
@@ -87,8 +97,9 @@ fn AlertList(view: AlertsView, history: bool, acknowledge: ServerAction<Acknowle
                 <p>
                     "Alerts fire on what must never happen: irreversible tool executions over a count, a tool "
                     "that needed approval running without one, a spike in deduplicated calls, an escalation "
-                    "nobody has picked up, a jump in the upper percentiles of cost per run, and runs that "
-                    "failed to recover. Never on a single tool failure."
+                    "nobody has picked up, a jump in the upper percentiles of cost per run, runs that "
+                    "failed to recover, and a guarded call whose outcome nobody knows. Never on a single "
+                    "tool failure."
                 </p>
             </EmptyState>
         }
@@ -98,10 +109,12 @@ fn AlertList(view: AlertsView, history: bool, acknowledge: ServerAction<Acknowle
     } else {
         let now = view.now;
         let can = view.can_acknowledge;
+        let silences = view.silences;
         view! {
             <ul class="alert-list" data-testid="alert-list">
-                {view.alerts.into_iter().map(|alert| view! {
-                    <li><AlertCard alert now can_acknowledge=can acknowledge linked=true/></li>
+                {view.alerts.into_iter().map(|alert| {
+                    let silence = silences.iter().find(|s| Some(&s.id) == alert.silenced_by.as_ref()).cloned();
+                    view! { <li><AlertCard alert now can_acknowledge=can acknowledge linked=true silence/></li> }
                 }).collect_view()}
             </ul>
         }
@@ -122,7 +135,19 @@ pub fn AlertCard(
     acknowledge: ServerAction<AcknowledgeAlert>,
     /// Whether the title links to the alert's own page.
     linked: bool,
+    /// The silence that held its notifications back (when the alert names one).
+    silence: Option<Silence>,
 ) -> impl IntoView {
+    let silenced = alert.silenced_by.clone().map(|id| match silence {
+        Some(s) => format!(
+            "Silenced: not notified ({}, by {} until {}): {}",
+            s.scope(),
+            s.created_by,
+            format_utc(&s.ends_at),
+            s.reason
+        ),
+        None => format!("Silenced: not notified (silence {id})"),
+    });
     let state = alert.state;
     let since = match state {
         AlertState::Resolved => format!(
@@ -169,6 +194,7 @@ pub fn AlertCard(
                 " · " {since}
             </p>
             {acked.map(|a| view! { <p class="small" data-testid="acknowledged-by">{a}</p> })}
+            {silenced.map(|text| view! { <p class="small silenced" data-testid="silenced">{text}</p> })}
             {(!items.is_empty()).then(|| view! {
                 <details class="alert-items" open=true>
                     <summary>{format!("Behind it ({})", items.len())}</summary>
@@ -197,6 +223,61 @@ pub fn AlertCard(
             })}
         </article>
     }
+}
+
+/// Active silences (with "End now" for operators), then recently ended ones.
+#[component]
+fn Silences(
+    silences: Vec<Silence>,
+    can_end: bool,
+    now: chrono::DateTime<chrono::Utc>,
+    end: ServerAction<EndSilence>,
+) -> impl IntoView {
+    if silences.is_empty() {
+        return view! {
+            <section class="card silences" data-testid="silences">
+                <h2>"Silences"</h2>
+                <ActionError value=end.value()/>
+                <p class="muted small">"None. Silence an alert from its page when you know about it and are on it."</p>
+            </section>
+        }
+        .into_any();
+    }
+    view! {
+        <section class="card silences" data-testid="silences">
+            <h2>"Silences"</h2>
+            <ActionError value=end.value()/>
+            <table class="grid">
+                <thead><tr><th>"Silences"</th><th>"Why"</th><th>"By"</th><th>"Until"</th><th></th></tr></thead>
+                <tbody>
+                    {silences.into_iter().map(|s| {
+                        let active = s.is_active(now);
+                        let until = match &s.ended_by {
+                            Some(who) => format!("ended by {who}"),
+                            None if active => format_utc(&s.ends_at),
+                            None => format!("ended {}", format_utc(&s.ends_at)),
+                        };
+                        let id = s.id.clone();
+                        view! {
+                            <tr class:muted=!active data-silence=s.id.clone() data-active=active.to_string()>
+                                <td>{s.scope()}</td>
+                                <td>{s.reason.clone()}</td>
+                                <td>{s.created_by.clone()}</td>
+                                <td>{until}</td>
+                                <td>{(active && can_end).then(|| view! {
+                                    <ActionForm action=end attr:class="inline">
+                                        <input type="hidden" name="id" value=id/>
+                                        <button type="submit" class="small" data-testid="end-silence">"End now"</button>
+                                    </ActionForm>
+                                })}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
 }
 
 /// The rules and their thresholds as they stand, read-only; admins edit them under
