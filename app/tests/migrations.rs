@@ -140,6 +140,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "2b92eb204137e0ae16d65bd83c6738295b3410bd951c35cdaca9e2e86e3eebb4f41db54435d90a9628b9db31b7de000b",
     ),
     (
+        "sqlite",
+        "0026_maintenance_windows.sql",
+        "7a3a2f2954111402e4ecf6a39ab85569930bfdd456720caf633331b2517443b490949b814d7619747991c5cf81821b5d",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -258,6 +263,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0025_alert_rule_versions.sql",
         "2b92eb204137e0ae16d65bd83c6738295b3410bd951c35cdaca9e2e86e3eebb4f41db54435d90a9628b9db31b7de000b",
+    ),
+    (
+        "postgres",
+        "0026_maintenance_windows.sql",
+        "7a3a2f2954111402e4ecf6a39ab85569930bfdd456720caf633331b2517443b490949b814d7619747991c5cf81821b5d",
     ),
 ];
 

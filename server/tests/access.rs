@@ -74,6 +74,11 @@ const SERVER_FUNCTIONS: &[(&str, Option<Role>, &str)] = &[
     ("send_test_alert", Some(Role::Admin), "route=default"),
     ("create_silence", Some(Role::Operator), "rule=approval_violation&minutes=60&reason=x"),
     ("end_silence", Some(Role::Operator), "id=sil_x"),
+    (
+        "create_maintenance_window",
+        Some(Role::Operator),
+        "sat=on&from=22:00&to=02:00&weeks=1&reason=x&rule=deduped_spike",
+    ),
 ];
 
 async fn setup(t: &TestDb) -> Router {

@@ -452,3 +452,73 @@ async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn a_maintenance_window_silences_only_inside_its_hours() {
+    use app::access::{Role, Scope};
+    use chrono::{Datelike, Timelike};
+    use reqwest::{Method, StatusCode};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let operator: &[Role] = &[Role::Operator, Role::Viewer];
+        let live = common::live(&t, &[("olga", operator)], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![rx.target("on-call", "/ok/oncall", WebhookFormat::Json)],
+            routes: Vec::new(),
+        };
+        let now = chrono::Utc::now();
+        let minute = i64::from(now.hour() * 60 + now.minute());
+        let at = |m: i64| {
+            let m = m.rem_euclid(24 * 60);
+            format!("{:02}:{:02}", m / 60, m % 60)
+        };
+        let today = now.weekday().to_string().to_ascii_lowercase();
+        // With yesterday too, a window around now also covers the first hour after midnight.
+        let yesterday = now.weekday().pred().to_string().to_ascii_lowercase();
+        // Later today (and so not now): created through the page's form by an operator.
+        let olga = live.person("olga").await;
+        let later = [
+            ("rule", "irreversible_executions"),
+            (today.as_str(), "on"),
+            ("from", &at(minute + 120)),
+            ("to", &at(minute + 180)),
+            ("weeks", "2"),
+            ("reason", "nightly batch"),
+        ];
+        let (status, body) = olga.call("create_maintenance_window", &later).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = olga
+            .call(
+                "create_maintenance_window",
+                &[("rule", "deduped_spike"), ("from", "01:00"), ("to", "02:00"), ("weeks", "1"), ("reason", "x")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "no day ticked");
+        assert!(body.contains("at least one day"), "{body}");
+
+        irreversible_burst(db).await;
+        let fired = evaluate_once(db, &n, now_ms(), 0).await.unwrap().fired;
+        assert_eq!(fired[0].silenced_by, None, "outside its hours: notified, {}", t.backend());
+        let (_, listed) = live.api(Method::GET, "/api/v1/silences", None, &live.agent).await;
+        assert!(listed[0]["schedule"]["days"][0].is_string(), "{listed}");
+
+        // Around now, through the API: the next alert of the rule is held back.
+        let request = serde_json::json!({
+            "rule": "failed_to_recover", "minutes": 7 * 24 * 60, "reason": "restart window",
+            "schedule": {"days": [yesterday, today], "from_minute": (minute - 60).rem_euclid(1440), "to_minute": (minute + 60).rem_euclid(1440)}
+        });
+        let (status, window) = live.api(Method::POST, "/api/v1/silences", Some(request), &live.agent).await;
+        assert_eq!(status, StatusCode::CREATED, "{window}");
+        tune(db, AlertRule::FailedToRecover, |s| s.threshold = 0.0).await;
+        run(db, 2, "run-stuck", "error", MINUTE_MS, &[("lookup", "read", "error")]).await;
+        let fired = evaluate_once(db, &n, now_ms(), 0).await.unwrap().fired;
+        assert_eq!(fired.len(), 1);
+        assert_eq!(fired[0].silenced_by.as_deref(), window["id"].as_str(), "inside its hours: held back");
+        deliver_all(db, &worker(db, &n)).await;
+        let events: Vec<String> =
+            rx.received().iter().map(|r| r.body["data"]["rule"].as_str().unwrap().to_string()).collect();
+        assert_eq!(events, ["irreversible_executions"]);
+        t.cleanup().await;
+    }
+}

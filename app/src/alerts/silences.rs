@@ -10,14 +10,96 @@
 //!   whose items all concern it (their notes start with `NAME:` or `NAME `).
 //! - `agent`: every run behind the alert belongs to that agent (so silencing a noisy agent
 //!   never hides another agent's trouble in the same alert).
+//!
+//! A **maintenance window** is a silence on a weekly schedule ([`Weekly`]): active only
+//! inside its hours on its days (UTC), repeating until its end.
 
 use super::{Alert, AlertRule};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Timelike, Utc, Weekday};
 use serde::{Deserialize, Serialize};
 
 /// The longest a silence may last: long enough for a migration weekend, short enough
 /// that nobody forgets one.
 pub const MAX_DAYS: i64 = 14;
+/// The longest a maintenance window repeats.
+pub const MAX_WEEKS: i64 = 52;
+
+/// The hours of a maintenance window: on `days`, from `from_minute` to `to_minute` after
+/// midnight UTC; a window whose end is before its start runs past midnight into the next
+/// day (Saturday 22:00-02:00 ends on Sunday).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Weekly {
+    /// `mon` ... `sun`.
+    pub days: Vec<String>,
+    pub from_minute: i64,
+    pub to_minute: i64,
+}
+
+const DAYS: [(&str, Weekday); 7] = [
+    ("mon", Weekday::Mon),
+    ("tue", Weekday::Tue),
+    ("wed", Weekday::Wed),
+    ("thu", Weekday::Thu),
+    ("fri", Weekday::Fri),
+    ("sat", Weekday::Sat),
+    ("sun", Weekday::Sun),
+];
+
+impl Weekly {
+    fn has(&self, day: Weekday) -> bool {
+        self.days.iter().any(|d| DAYS.iter().any(|(name, w)| name == d && *w == day))
+    }
+
+    /// Whether `at` falls inside one of the window's occurrences.
+    pub fn covers(&self, at: DateTime<Utc>) -> bool {
+        let minute = i64::from(at.hour() * 60 + at.minute());
+        let (from, to) = (self.from_minute, self.to_minute);
+        if from < to {
+            self.has(at.weekday()) && (from..to).contains(&minute)
+        } else {
+            (self.has(at.weekday()) && minute >= from) || (self.has(at.weekday().pred()) && minute < to)
+        }
+    }
+
+    /// "sat, sun 22:00-02:00 UTC"
+    pub fn describe(&self) -> String {
+        let hm = |m: i64| format!("{:02}:{:02}", m / 60, m % 60);
+        format!("{} {}-{} UTC", self.days.join(", "), hm(self.from_minute), hm(self.to_minute))
+    }
+
+    /// Reads `days` (names like `sat`, any case) and `HH:MM` times.
+    pub fn parse(days: &[String], from: &str, to: &str) -> Result<Weekly, String> {
+        let mut picked: Vec<String> = Vec::new();
+        for day in days.iter().map(|d| d.trim().to_ascii_lowercase()).filter(|d| !d.is_empty()) {
+            let Some((name, _)) = DAYS.iter().find(|(name, _)| day.starts_with(name)) else {
+                return Err(format!("`{day}` is not a day (mon, tue, wed, thu, fri, sat, sun)"));
+            };
+            if !picked.iter().any(|p| p == name) {
+                picked.push(name.to_string());
+            }
+        }
+        if picked.is_empty() {
+            return Err("a maintenance window needs at least one day".into());
+        }
+        picked.sort_by_key(|d| DAYS.iter().position(|(name, _)| name == d));
+        let time = |t: &str| -> Result<i64, String> {
+            let bad = || format!("`{t}` is not a time of day (HH:MM, UTC)");
+            let (h, m) = t.trim().split_once(':').ok_or_else(bad)?;
+            let (h, m): (i64, i64) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+            if (0..24).contains(&h) && (0..60).contains(&m) {
+                Ok(h * 60 + m)
+            } else {
+                Err(bad())
+            }
+        };
+        let (from_minute, to_minute) = (time(from)?, time(to)?);
+        if from_minute == to_minute {
+            return Err("a maintenance window needs an end different from its start".into());
+        }
+        Ok(Weekly { days: picked, from_minute, to_minute })
+    }
+}
 /// Longest reason kept.
 pub const MAX_REASON_CHARS: usize = 500;
 
@@ -34,10 +116,20 @@ pub struct Silence {
     pub ends_at: DateTime<Utc>,
     /// Set when someone ended it early.
     pub ended_by: Option<String>,
+    /// A maintenance window's hours; None for a plain silence (active until `ends_at`).
+    #[serde(default)]
+    pub schedule: Option<Weekly>,
 }
 
 impl Silence {
+    /// Not ended, not over, and (for a maintenance window) inside its hours now.
     pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.is_current(now) && self.schedule.as_ref().is_none_or(|w| w.covers(now))
+    }
+
+    /// Not ended and not over (a maintenance window between its hours is current but not
+    /// active).
+    pub fn is_current(&self, now: DateTime<Utc>) -> bool {
         self.ended_by.is_none() && now < self.ends_at
     }
 
@@ -53,7 +145,11 @@ impl Silence {
         if let Some(tool) = &self.tool {
             parts.push(format!("tool {tool}"));
         }
-        parts.join(", ")
+        let mut text = parts.join(", ");
+        if let Some(w) = &self.schedule {
+            text.push_str(&format!(" (maintenance window {})", w.describe()));
+        }
+        text
     }
 }
 
@@ -68,9 +164,13 @@ pub struct SilenceRequest {
     pub agent: Option<String>,
     #[serde(default)]
     pub tool: Option<String>,
-    /// How long, in minutes (at most 14 days).
+    /// How long, in minutes (at most 14 days). For a maintenance window: how long it
+    /// keeps repeating (at most 52 weeks).
     pub minutes: i64,
     pub reason: String,
+    /// A maintenance window instead of a silence from now: its hours.
+    #[serde(default)]
+    pub schedule: Option<Weekly>,
 }
 
 /// A request that passed [`SilenceRequest::validate`].
@@ -81,6 +181,7 @@ pub struct ValidSilence {
     pub tool: Option<String>,
     pub minutes: i64,
     pub reason: String,
+    pub schedule: Option<Weekly>,
 }
 
 impl SilenceRequest {
@@ -101,8 +202,16 @@ impl SilenceRequest {
         if agent.iter().chain(tool.iter()).any(|s| s.chars().count() > 200) {
             return Err("an agent or tool name is at most 200 characters".into());
         }
-        if !(1..=MAX_DAYS * 24 * 60).contains(&self.minutes) {
-            return Err(format!("a silence lasts from 1 minute to {MAX_DAYS} days, not {} minutes", self.minutes));
+        let schedule = match self.schedule {
+            Some(w) => Some(Weekly::parse(&w.days, &minute_text(w.from_minute), &minute_text(w.to_minute))?),
+            None => None,
+        };
+        let longest = if schedule.is_some() { MAX_WEEKS * 7 * 24 * 60 } else { MAX_DAYS * 24 * 60 };
+        if !(1..=longest).contains(&self.minutes) {
+            return Err(match schedule {
+                Some(_) => format!("a maintenance window repeats for 1 minute to {MAX_WEEKS} weeks"),
+                None => format!("a silence lasts from 1 minute to {MAX_DAYS} days, not {} minutes", self.minutes),
+            });
         }
         let reason = self.reason.trim().to_string();
         if reason.is_empty() {
@@ -111,7 +220,15 @@ impl SilenceRequest {
         if reason.chars().count() > MAX_REASON_CHARS {
             return Err(format!("the reason is at most {MAX_REASON_CHARS} characters"));
         }
-        Ok(ValidSilence { rule, agent, tool, minutes: self.minutes, reason })
+        Ok(ValidSilence { rule, agent, tool, minutes: self.minutes, reason, schedule })
+    }
+}
+
+fn minute_text(m: i64) -> String {
+    if (0..24 * 60).contains(&m) {
+        format!("{:02}:{:02}", m / 60, m % 60)
+    } else {
+        format!("minute {m}")
     }
 }
 
@@ -168,6 +285,7 @@ mod tests {
             created_at: now,
             ends_at: now + chrono::Duration::hours(1),
             ended_by: None,
+            schedule: None,
         }
     }
 
@@ -198,6 +316,27 @@ mod tests {
         let now = Utc::now();
         assert!(silenced_by(&[ended.clone(), over.clone()], &a, &[], now).is_none());
         assert_eq!(silenced_by(&[ended, over, live.clone()], &a, &[], now), Some(&live));
+    }
+
+    #[test]
+    fn a_maintenance_window_is_active_inside_its_hours_only_even_past_midnight() {
+        use chrono::TimeZone;
+        let at = |d: u32, h: u32, m: u32| Utc.with_ymd_and_hms(2026, 12, d, h, m, 0).unwrap(); // Dec 5 2026: Saturday
+        let night = Weekly::parse(&["Sat".into()], "22:00", "02:00").unwrap();
+        assert!(night.covers(at(5, 22, 0)) && night.covers(at(5, 23, 59)) && night.covers(at(6, 1, 59)));
+        assert!(!night.covers(at(5, 21, 59)) && !night.covers(at(6, 2, 0)) && !night.covers(at(6, 22, 30)));
+        let day = Weekly::parse(&["tue".into(), "mon".into(), "mon".into()], "09:30", "10:00").unwrap();
+        assert_eq!(day.describe(), "mon, tue 09:30-10:00 UTC");
+        assert!(day.covers(at(7, 9, 30)) && !day.covers(at(7, 10, 0)) && !day.covers(at(9, 9, 45)));
+        let mut window = silence(Some(AlertRule::DedupedSpike), None, None);
+        window.ends_at = at(31, 0, 0);
+        window.schedule = Some(night);
+        assert!(window.is_active(at(5, 23, 0)) && !window.is_active(at(5, 12, 0)) && window.is_current(at(5, 12, 0)));
+        assert!(window.scope().ends_with("(maintenance window sat 22:00-02:00 UTC)"), "{}", window.scope());
+        assert!(Weekly::parse(&["funday".into()], "1:00", "2:00").unwrap_err().contains("not a day"));
+        assert!(Weekly::parse(&["mon".into()], "25:00", "2:00").unwrap_err().contains("not a time"));
+        assert!(Weekly::parse(&[], "1:00", "2:00").unwrap_err().contains("at least one day"));
+        assert!(Weekly::parse(&["mon".into()], "1:00", "01:00").unwrap_err().contains("different"));
     }
 
     #[test]

@@ -225,7 +225,7 @@ pub async fn create_silence(
     use crate::alerts::silences::SilenceRequest;
     let me = ssr::require(crate::access::Role::Operator)?;
     let db = ssr::db()?;
-    let valid = match (SilenceRequest { rule, agent, tool, minutes, reason }).validate() {
+    let valid = match (SilenceRequest { rule, agent, tool, minutes, reason, schedule: None }).validate() {
         Ok(v) => v,
         Err(why) => return ssr::fail(AppError::Invalid(why)),
     };
@@ -248,4 +248,49 @@ pub async fn end_silence(id: String) -> Result<(), AppError> {
         Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// A maintenance window: a silence active only from `from` to `to` (UTC, `HH:MM`) on the
+/// ticked days, repeating for `weeks`. The days arrive as one checkbox each. Role
+/// `operator`, audited.
+#[allow(clippy::too_many_arguments)]
+#[server(prefix = "/fn", endpoint = "create_maintenance_window")]
+pub async fn create_maintenance_window(
+    rule: Option<String>,
+    agent: Option<String>,
+    tool: Option<String>,
+    mon: Option<String>,
+    tue: Option<String>,
+    wed: Option<String>,
+    thu: Option<String>,
+    fri: Option<String>,
+    sat: Option<String>,
+    sun: Option<String>,
+    from: String,
+    to: String,
+    weeks: i64,
+    reason: String,
+) -> Result<Silence, AppError> {
+    use super::ssr;
+    use crate::alerts::silences::{SilenceRequest, Weekly, MAX_WEEKS};
+    let me = ssr::require(crate::access::Role::Operator)?;
+    let db = ssr::db()?;
+    let ticked = [("mon", mon), ("tue", tue), ("wed", wed), ("thu", thu), ("fri", fri), ("sat", sat), ("sun", sun)];
+    let days: Vec<String> = ticked.into_iter().filter(|(_, on)| on.is_some()).map(|(d, _)| d.to_string()).collect();
+    let schedule = match Weekly::parse(&days, &from, &to) {
+        Ok(w) => w,
+        Err(why) => return ssr::fail(AppError::Invalid(why)),
+    };
+    if !(1..=MAX_WEEKS).contains(&weeks) {
+        return ssr::fail(AppError::Invalid(format!("a maintenance window repeats for 1 to {MAX_WEEKS} weeks")));
+    }
+    let request = SilenceRequest { rule, agent, tool, minutes: weeks * 7 * 24 * 60, reason, schedule: Some(schedule) };
+    let valid = match request.validate() {
+        Ok(v) => v,
+        Err(why) => return ssr::fail(AppError::Invalid(why)),
+    };
+    let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
+    let detail = format!("{}: {}", silence.scope(), silence.reason);
+    ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    Ok(silence)
 }

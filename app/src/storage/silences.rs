@@ -3,15 +3,37 @@
 
 use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, Db, StoreError, StoreResult};
-use crate::alerts::silences::{Silence, ValidSilence};
+use crate::alerts::silences::{Silence, ValidSilence, Weekly};
 use crate::alerts::AlertRule;
 
-const COLUMNS: &str = "id, rule, agent, tool, reason, created_by, created_at, ends_at, ended_by";
+const COLUMNS: &str =
+    "id, rule, agent, tool, reason, created_by, created_at, ends_at, ended_by, weekdays, from_minute, to_minute";
 
-type Row = (String, Option<String>, Option<String>, Option<String>, String, String, i64, i64, Option<String>);
+type Row = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    String,
+    i64,
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
 
-fn silence((id, rule, agent, tool, reason, created_by, created_at, ends_at, ended_by): Row) -> Silence {
+fn silence(row: Row) -> Silence {
+    let (id, rule, agent, tool, reason, created_by, created_at, ends_at, ended_by, weekdays, from, to) = row;
+    let schedule = match (weekdays, from, to) {
+        (Some(days), Some(from_minute), Some(to_minute)) => {
+            Some(Weekly { days: days.split(',').map(str::to_string).collect(), from_minute, to_minute })
+        }
+        _ => None,
+    };
     Silence {
+        schedule,
         id,
         rule: rule.as_deref().and_then(AlertRule::parse),
         agent,
@@ -31,9 +53,10 @@ fn new_id() -> String {
 /// Records a silence starting now.
 pub async fn create(db: &Db, s: &ValidSilence, by: &str) -> StoreResult<Silence> {
     let (id, now) = (new_id(), now_ms());
+    let days = s.schedule.as_ref().map(|w| w.days.join(","));
     let sql = Sql::with_args(
-        "INSERT INTO alert_silences (id, rule, agent, tool, reason, created_by, created_at, ends_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO alert_silences (id, rule, agent, tool, reason, created_by, created_at, ends_at, weekdays, \
+         from_minute, to_minute) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         vec![
             id.as_str().into(),
             s.rule.map(|r| r.as_str()).into(),
@@ -43,6 +66,9 @@ pub async fn create(db: &Db, s: &ValidSilence, by: &str) -> StoreResult<Silence>
             by.into(),
             now.into(),
             (now + s.minutes * 60_000).into(),
+            days.as_deref().into(),
+            s.schedule.as_ref().map(|w| w.from_minute).into(),
+            s.schedule.as_ref().map(|w| w.to_minute).into(),
         ],
     );
     db.execute(sql).await?;

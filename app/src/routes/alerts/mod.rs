@@ -13,7 +13,9 @@ use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc};
-use crate::functions::alerts::{load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView, EndSilence};
+use crate::functions::alerts::{
+    load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView, CreateMaintenanceWindow, EndSilence,
+};
 use crate::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -38,6 +40,7 @@ pub fn AlertsPage() -> impl IntoView {
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
     crate::components::layout::refresh_nav_after(acknowledge);
     let end = ServerAction::<EndSilence>::new();
+    let window = ServerAction::<CreateMaintenanceWindow>::new();
     let tick = RwSignal::new(0u32);
     #[cfg(feature = "hydrate")]
     {
@@ -48,8 +51,8 @@ pub fn AlertsPage() -> impl IntoView {
         }
     }
     let alerts = Resource::new(
-        move || (history.get(), tick.get(), acknowledge.version().get(), end.version().get()),
-        |(history, _, _, _)| load_alerts(history),
+        move || (history.get(), tick.get(), acknowledge.version().get(), end.version().get(), window.version().get()),
+        |(history, _, _, _, _)| load_alerts(history),
     );
     let rules = Resource::new(|| (), |_| load_alert_rules());
     view! {
@@ -70,7 +73,7 @@ pub fn AlertsPage() -> impl IntoView {
                         let now = view.now;
                         view! {
                             <AlertList view history acknowledge/>
-                            <Silences silences can_end=can now end/>
+                            <Silences silences can_end=can now end window/>
                         }.into_any()
                     }
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
@@ -232,13 +235,16 @@ fn Silences(
     can_end: bool,
     now: chrono::DateTime<chrono::Utc>,
     end: ServerAction<EndSilence>,
+    window: ServerAction<CreateMaintenanceWindow>,
 ) -> impl IntoView {
+    let form = can_end.then(|| view! { <MaintenanceForm window/> });
     if silences.is_empty() {
         return view! {
             <section class="card silences" data-testid="silences">
                 <h2>"Silences"</h2>
                 <ActionError value=end.value()/>
                 <p class="muted small">"None. Silence an alert from its page when you know about it and are on it."</p>
+                {form}
             </section>
         }
         .into_any();
@@ -251,9 +257,12 @@ fn Silences(
                 <thead><tr><th>"Silences"</th><th>"Why"</th><th>"By"</th><th>"Until"</th><th></th></tr></thead>
                 <tbody>
                     {silences.into_iter().map(|s| {
-                        let active = s.is_active(now);
+                        let active = s.is_current(now);
                         let until = match &s.ended_by {
                             Some(who) => format!("ended by {who}"),
+                            None if active && !s.is_active(now) => {
+                                format!("{} (outside its hours now)", format_utc(&s.ends_at))
+                            }
                             None if active => format_utc(&s.ends_at),
                             None => format!("ended {}", format_utc(&s.ends_at)),
                         };
@@ -278,6 +287,51 @@ fn Silences(
         </section>
     }
     .into_any()
+}
+
+/// A silence on a weekly schedule. Works without JavaScript.
+#[component]
+fn MaintenanceForm(window: ServerAction<CreateMaintenanceWindow>) -> impl IntoView {
+    const DAYS: [(&str, &str); 7] = [
+        ("mon", "Mon"),
+        ("tue", "Tue"),
+        ("wed", "Wed"),
+        ("thu", "Thu"),
+        ("fri", "Fri"),
+        ("sat", "Sat"),
+        ("sun", "Sun"),
+    ];
+    view! {
+        <details class="maintenance" data-testid="maintenance-form">
+            <summary>"Add a maintenance window"</summary>
+            <ActionError value=window.value()/>
+            <ActionForm action=window attr:class="form">
+                <p class="muted small">
+                    "Silences matching alerts only inside these hours (UTC) on the ticked days, every week "
+                    "until it ends. Leave rule, agent or tool blank to match any; name at least one."
+                </p>
+                <label>"Rule"
+                    <select name="rule">
+                        <option value="">"any rule"</option>
+                        {AlertRule::ALL.iter().map(|r| view! { <option value=r.as_str()>{r.title()}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>"Agent" <input type="text" name="agent" placeholder="any agent"/></label>
+                <label>"Tool" <input type="text" name="tool" placeholder="any tool"/></label>
+                <fieldset class="days">
+                    <legend>"Days"</legend>
+                    {DAYS.iter().map(|(name, label)| view! {
+                        <label class="inline"><input type="checkbox" name=*name/> " " {*label}</label>
+                    }).collect_view()}
+                </fieldset>
+                <label>"From (UTC)" <input type="time" name="from" required=true value="22:00"/></label>
+                <label>"To (UTC)" <input type="time" name="to" required=true value="02:00"/></label>
+                <label>"For how many weeks" <input type="number" name="weeks" min="1" max="52" value="4" required=true/></label>
+                <label>"Why" <textarea name="reason" required=true rows="2" placeholder="e.g. nightly batch migration"></textarea></label>
+                <button type="submit" class="primary" data-testid="create-window">"Add the window"</button>
+            </ActionForm>
+        </details>
+    }
 }
 
 /// The rules and their thresholds as they stand, read-only; admins edit them under
