@@ -123,11 +123,13 @@ pub enum Scope {
     Calls,
     /// Silence alerts (and list silences) through the API.
     Alerts,
+    /// Post results of regression tests run from replay fixtures.
+    Replays,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 6] =
-        [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls, Scope::Alerts];
+    pub const ALL: [Scope; 7] =
+        [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls, Scope::Alerts, Scope::Replays];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -137,6 +139,7 @@ impl Scope {
             Scope::Read => "read",
             Scope::Calls => "calls",
             Scope::Alerts => "alerts",
+            Scope::Replays => "replays",
         }
     }
 }

@@ -34,6 +34,8 @@ pub mod notify;
 #[cfg(feature = "ssr")]
 pub mod replay;
 #[cfg(feature = "ssr")]
+pub mod replay_results;
+#[cfg(feature = "ssr")]
 pub mod run_query;
 #[cfg(feature = "ssr")]
 pub mod services;

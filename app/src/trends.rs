@@ -164,6 +164,8 @@ pub struct Inputs {
     pub approvals_expired: Vec<i64>,
     /// Guarded calls the ledger answered `already_done`: (hour start, count).
     pub ledger_deduped: Vec<(i64, i64)>,
+    /// Regression-test results from replay fixtures: (recorded at, agent, passed).
+    pub replays: Vec<(i64, String, bool)>,
 }
 
 /// One line or bar series: a stable key (CSS class, test hook), what the legend says, and
@@ -304,6 +306,9 @@ pub struct Trends {
     pub cost: Vec<Series>,
     /// `opened` and `resolved`.
     pub escalations: Vec<Series>,
+    /// Pass rate (percent) of replay regression tests, one series per agent (the agents
+    /// with the most results first, at most [`REPLAY_AGENTS`]).
+    pub replay_pass_rate: Vec<Series>,
     /// `requested`, `decided` and `expired`.
     pub approvals: Vec<Series>,
 }
@@ -314,7 +319,39 @@ impl Trends {
         self.runs == 0
             && self.escalations.iter().all(Series::is_all_zero)
             && self.approvals.iter().all(Series::is_all_zero)
+            && self.replay_pass_rate.is_empty()
     }
+}
+
+/// The most agents charted for replay pass rates; the rest are left out of the chart.
+pub const REPLAY_AGENTS: usize = 6;
+
+/// Pass rate per agent per bucket, in percent; `None` where an agent has no result.
+fn replay_pass_rates(window: &Window, results: &[(i64, String, bool)]) -> Vec<Series> {
+    let mut by_agent: Vec<(String, Vec<u64>, Vec<u64>)> = Vec::new();
+    for (at, agent, passed) in results {
+        let Some(i) = window.index(*at) else { continue };
+        let row = match by_agent.iter().position(|(a, _, _)| a == agent) {
+            Some(p) => p,
+            None => {
+                by_agent.push((agent.clone(), vec![0; window.buckets], vec![0; window.buckets]));
+                by_agent.len() - 1
+            }
+        };
+        by_agent[row].1[i] += 1;
+        by_agent[row].2[i] += u64::from(*passed);
+    }
+    by_agent.sort_by(|a, b| b.1.iter().sum::<u64>().cmp(&a.1.iter().sum::<u64>()).then(a.0.cmp(&b.0)));
+    by_agent
+        .into_iter()
+        .take(REPLAY_AGENTS)
+        .map(|(agent, runs, passed)| Series {
+            key: format!("replay-{agent}"),
+            summary: percent(passed.iter().sum(), runs.iter().sum()),
+            values: runs.iter().zip(&passed).map(|(&n, &p)| percent(p, n)).collect(),
+            label: agent,
+        })
+        .collect()
 }
 
 /// The cost quantiles charted, with their keys.
@@ -388,6 +425,7 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
             Series::counts("ledger_deduped", "stopped by the ledger", weighted_counts(&window, &inputs.ledger_deduped)),
         ],
         cost,
+        replay_pass_rate: replay_pass_rates(&window, &inputs.replays),
         escalations: vec![
             Series::counts("opened", "opened", bucket_counts(&window, &inputs.escalations_opened)),
             Series::counts("resolved", "resolved", bucket_counts(&window, &inputs.escalations_resolved)),
@@ -535,6 +573,13 @@ mod tests {
             approvals_decided: vec![NOW],
             approvals_expired: vec![],
             ledger_deduped: vec![(t0, 3), (NOW - NOW % 3_600_000, 4), (t0 - 3_600_000, 9)],
+            replays: vec![
+                (t0, "billing".into(), true),
+                (t0 + 1, "billing".into(), false),
+                (NOW, "billing".into(), true),
+                (NOW, "support".into(), true),
+                (t0 - 1, "support".into(), false),
+            ],
         };
         let t = compute(w, &inputs);
         assert_eq!(t.runs, 4);
@@ -551,6 +596,10 @@ mod tests {
         assert_eq!(t.duplicates[2].key, "ledger_deduped");
         assert_eq!((t.duplicates[2].values[0], t.duplicates[2].values[23]), (Some(3.0), Some(4.0)));
         assert_eq!(t.duplicates[2].summary, Some(7.0), "the hour before the window is left out");
+        let billing = &t.replay_pass_rate[0];
+        assert_eq!((billing.label.as_str(), billing.values[0], billing.values[1]), ("billing", Some(50.0), None));
+        assert_eq!(billing.summary.map(|s| s.round()), Some(67.0));
+        assert_eq!(t.replay_pass_rate[1].summary, Some(100.0), "support's failure was before the window");
         // the running run is left out of costs and tool calls
         assert_eq!(t.tool_calls.runs, 3);
         assert_eq!(t.tool_calls.max, Some(40));

@@ -145,6 +145,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "7a3a2f2954111402e4ecf6a39ab85569930bfdd456720caf633331b2517443b490949b814d7619747991c5cf81821b5d",
     ),
     (
+        "sqlite",
+        "0027_replay_results.sql",
+        "e54a75bddaaff7051e48f7f7310e8a972de6157f14d53094cf149438de7d01ae5812ebfb63616ce3bd3f4c1980a29e9e",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -268,6 +273,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0026_maintenance_windows.sql",
         "7a3a2f2954111402e4ecf6a39ab85569930bfdd456720caf633331b2517443b490949b814d7619747991c5cf81821b5d",
+    ),
+    (
+        "postgres",
+        "0027_replay_results.sql",
+        "e54a75bddaaff7051e48f7f7310e8a972de6157f14d53094cf149438de7d01ae5812ebfb63616ce3bd3f4c1980a29e9e",
     ),
 ];
 

@@ -263,6 +263,16 @@ async fn every_rule_reads_its_window_and_fires() {
             vec![(now - 11 * MINUTE_MS).into()],
         );
         db.execute(backdate).await.unwrap();
+        // Rule 8: one failed replay test of one (with a minimum of 1 result).
+        tune(db, AlertRule::ReplayPassRate, |s| s.min_samples = 1).await;
+        let result = app::replay_results::ValidResult {
+            fixture: "refund-1".into(),
+            run_id: Some("r-failed".into()),
+            agent: Some("billing-bot".into()),
+            passed: false,
+            details: None,
+        };
+        app::storage::replay_results::record(db, &result).await.unwrap();
 
         let report = evaluate_once(db, &Default::default(), now + 5_000, 60_000).await.unwrap();
         assert!(report.failed_rules.is_empty(), "{:?}", report.failed_rules);

@@ -40,6 +40,8 @@ vocabulary! {
         FailedToRecover = "failed_to_recover",
         /// A guarded call whose outcome nobody knows, for longer than a threshold.
         CallOutcomeUnknown = "call_outcome_unknown",
+        /// An agent's pass rate in regression tests from replay fixtures below a threshold.
+        ReplayPassRate = "replay_pass_rate",
     }
 }
 
@@ -54,6 +56,7 @@ impl AlertRule {
             AlertRule::CostPerRunJump => "Cost per run jump",
             AlertRule::FailedToRecover => "Runs failed to recover",
             AlertRule::CallOutcomeUnknown => "Guarded call of unknown outcome",
+            AlertRule::ReplayPassRate => "Replay tests failing",
         }
     }
 
@@ -88,6 +91,11 @@ impl AlertRule {
                 "A guarded call (the execution ledger) that started and never reported, for longer than the \
                  threshold: it may or may not have happened, and until a person settles it the agent cannot go on \
                  safely. Also catches agents that died mid-call and never asked again."
+            }
+            AlertRule::ReplayPassRate => {
+                "An agent's pass rate in the regression tests your team runs from replay fixtures, over the \
+                 window, below the threshold (with at least 10 results): a prompt or model change broke runs \
+                 that used to work. A trend to look at, so a ticket by default."
             }
         }
     }

@@ -405,6 +405,58 @@ pub fn failed_to_recover(s: &RuleSettings, now_ms: i64, runs: &[FailedRun]) -> V
     }]
 }
 
+/// One regression-test result from a replay fixture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayOutcome {
+    pub agent: String,
+    pub fixture: String,
+    pub run_id: Option<String>,
+    pub passed: bool,
+    pub at_ms: i64,
+}
+
+/// Rule 8: per agent, the pass rate of the window's results below `threshold` percent,
+/// with at least `min_samples` results. One alert per agent (subject `agent:NAME`); the
+/// items are the failed fixtures' runs.
+pub fn replay_pass_rate(s: &RuleSettings, now_ms: i64, results: &[ReplayOutcome]) -> Vec<Finding> {
+    let mut agents: Vec<&str> = results.iter().map(|r| r.agent.as_str()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    let mut findings = Vec::new();
+    for agent in agents {
+        let recent: Vec<&ReplayOutcome> =
+            results.iter().filter(|r| r.agent == agent && in_window(r.at_ms, now_ms, s.window_seconds)).collect();
+        let passed = recent.iter().filter(|r| r.passed).count();
+        if (recent.len() as i64) < s.min_samples.max(1) {
+            continue;
+        }
+        let rate = passed as f64 * 100.0 / recent.len() as f64;
+        if rate >= s.threshold {
+            continue;
+        }
+        findings.push(Finding {
+            subject: format!("agent:{agent}"),
+            title: format!(
+                "{agent} passed {passed} of {} replay tests in {} ({:.1}%, limit {}%)",
+                recent.len(),
+                window_text(s.window_seconds),
+                rate,
+                s.threshold
+            ),
+            value: rate,
+            threshold: s.threshold,
+            unit: Unit::Percent,
+            items: recent
+                .iter()
+                .filter(|r| !r.passed)
+                .filter_map(|r| r.run_id.as_ref().map(|run| item(ItemKind::Run, run, format!("{} failed", r.fixture))))
+                .take(MAX_ITEMS)
+                .collect(),
+        });
+    }
+    findings
+}
+
 /// A guarded call that started and has not reported (state `started` or `unknown`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SilentCall {
@@ -657,5 +709,26 @@ mod tests {
         let f = failed_to_recover(&s, NOW, &runs);
         assert_eq!((f[0].value, f[0].items.len()), (4.0, 4));
         assert_eq!(f[0].items[0].note, "ended in error after fetch failed");
+    }
+
+    #[test]
+    fn replay_pass_rate_fires_per_agent_below_the_limit_with_enough_results() {
+        let s = settings(AlertRule::ReplayPassRate); // below 90% of at least 10 in 1 d
+        let result = |agent: &str, passed: bool, ago_s: i64| ReplayOutcome {
+            agent: agent.into(),
+            fixture: format!("f-{ago_s}"),
+            run_id: Some(format!("run-{ago_s}")),
+            passed,
+            at_ms: NOW - ago_s * 1000,
+        };
+        let mut results: Vec<ReplayOutcome> = (0..9).map(|i| result("a", i > 1, i)).collect();
+        assert!(replay_pass_rate(&s, NOW, &results).is_empty(), "9 results decide nothing");
+        results.push(result("a", true, 9));
+        results.push(result("a", false, 90_000)); // before the window
+        results.extend((0..10).map(|i| result("b", true, i)));
+        let f = replay_pass_rate(&s, NOW, &results);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].subject.as_str(), f[0].value), ("agent:a", 80.0));
+        assert_eq!(f[0].items.len(), 2, "the two failed fixtures");
     }
 }

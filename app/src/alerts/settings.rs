@@ -74,6 +74,13 @@ impl RuleSettings {
             AlertRule::FailedToRecover => {
                 RuleSettings { severity: Severity::Ticket, window_seconds: 900, threshold: 3.0, ..base }
             }
+            AlertRule::ReplayPassRate => RuleSettings {
+                severity: Severity::Ticket,
+                window_seconds: 86_400,
+                threshold: 90.0,
+                min_samples: 10,
+                ..base
+            },
         }
     }
 
@@ -88,6 +95,9 @@ impl RuleSettings {
         }
         if rule == AlertRule::DedupedSpike && self.threshold > 100.0 {
             return Err("the smallest share is a percentage: at most 100".into());
+        }
+        if rule == AlertRule::ReplayPassRate && self.threshold > 100.0 {
+            return Err("the pass rate is a percentage: at most 100".into());
         }
         if rule == AlertRule::EscalationBacklog && self.threshold < 1.0 {
             return Err("the backlog age must be at least 1 second".into());
@@ -142,6 +152,7 @@ pub fn fields(rule: AlertRule) -> Fields {
         AlertRule::CallOutcomeUnknown => {
             Fields { window: false, threshold: Some("Fires when unreported for longer than (seconds)"), ..none }
         }
+        AlertRule::ReplayPassRate => Fields { threshold: Some("Fires below this pass rate (%)"), ..none },
     }
 }
 

@@ -106,6 +106,7 @@ fn Charts(t: Trends) -> impl IntoView {
     };
     let no_escalations = none_note(&t.escalations, "No escalations opened or resolved in this range.");
     let no_approvals = none_note(&t.approvals, "No approval requests or decisions in this range.");
+    let replays = t.replay_pass_rate.clone();
     let no_duplicates = none_note(
         &t.duplicates,
         "No deduplicated calls, no calls stopped by the ledger and no duplicate side effects in this range.",
@@ -140,6 +141,21 @@ fn Charts(t: Trends) -> impl IntoView {
                 </p>
                 <LineChart title=format!("Share of completed runs without a read tool {per}, {when}") testid="chart-no-read"
                     unit=Unit::Percent x=time_axis(&w) series=vec![t.no_read]/>
+            </section>
+            <section class="chart-panel" aria-labelledby="trend-replays">
+                <h2 id="trend-replays">"Replay regression tests"</h2>
+                <p class="muted small">
+                    "Pass rate of the regression tests your team runs from replay fixtures, per agent "
+                    "(posted to " <code>"POST /api/v1/replays/results"</code> "). Gaps are buckets without results."
+                </p>
+                {if replays.is_empty() {
+                    view! { <p class="muted small" data-testid="no-replays">"No results in this range."</p> }.into_any()
+                } else {
+                    view! {
+                        <LineChart title=format!("Replay test pass rate per agent {per}, {when}") testid="chart-replays"
+                            unit=Unit::Percent x=time_axis(&w) series=replays/>
+                    }.into_any()
+                }}
             </section>
             <section class="chart-panel" aria-labelledby="trend-duplicates">
                 <h2 id="trend-duplicates">"Deduplicated calls and duplicate side effects"</h2>

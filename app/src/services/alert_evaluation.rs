@@ -80,5 +80,8 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
         }
         AlertRule::FailedToRecover => rules::failed_to_recover(s, now_ms, &store::failed_runs(db, window_start).await?),
         AlertRule::CallOutcomeUnknown => rules::call_outcome_unknown(s, now_ms, &store::silent_calls(db).await?),
+        AlertRule::ReplayPassRate => {
+            rules::replay_pass_rate(s, now_ms, &store::replay_outcomes(db, window_start).await?)
+        }
     })
 }

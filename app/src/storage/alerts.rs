@@ -203,6 +203,25 @@ pub async fn costliest_runs(db: &Db, from_ms: i64, to_ms: i64, above: f64, limit
         .collect())
 }
 
+/// Regression-test results recorded since `since_ms` (rule 8).
+pub async fn replay_outcomes(db: &Db, since_ms: i64) -> StoreResult<Vec<crate::alerts::rules::ReplayOutcome>> {
+    let sql = Sql::with_args(
+        "SELECT agent, fixture, run_id, passed, recorded_at FROM replay_results WHERE recorded_at >= $1",
+        vec![since_ms.into()],
+    );
+    let rows: Vec<(String, String, Option<String>, bool, i64)> = db.fetch_all(sql).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(agent, fixture, run_id, passed, at_ms)| crate::alerts::rules::ReplayOutcome {
+            agent,
+            fixture,
+            run_id,
+            passed,
+            at_ms,
+        })
+        .collect())
+}
+
 /// Runs that ended in `error` after `since_ms` and had a failed tool call (error or
 /// timeout), with the first tool that failed.
 pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> {

@@ -18,6 +18,7 @@ pub mod policies;
 pub mod prices;
 pub mod reason_counts;
 pub mod recompute;
+pub mod replay_results;
 pub mod retention;
 pub mod rules;
 pub mod runs;

@@ -57,5 +57,12 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
     // policy may set: a retry must still find what was done.
     let longest_window_days = crate::ingest::policy::MAX_LEDGER_WINDOW_SECONDS / 86_400;
     super::ledger::prune(db, now_ms() - keep_runs_days.max(longest_window_days) * 86_400_000).await?;
+    // Regression-test results are kept as long as runs (a trend older than its runs has
+    // nothing left to look at).
+    db.execute(super::sql::Sql::with_args(
+        "DELETE FROM replay_results WHERE recorded_at < $1",
+        vec![(now_ms() - keep_runs_days * 86_400_000).into()],
+    ))
+    .await?;
     Ok((runs, bodies.iter().map(|(n,)| *n).sum::<i64>() as u64))
 }

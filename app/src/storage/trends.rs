@@ -60,5 +60,6 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
             .await?,
         approvals_expired: instants(db, "approvals", "decided_at", " AND status = 'expired'", from, to).await?,
         ledger_deduped: super::ledger::deduped_hours(db, from, to).await?,
+        replays: super::replay_results::in_window(db, from, to).await?,
     })
 }

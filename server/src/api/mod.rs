@@ -7,6 +7,7 @@ pub mod calls;
 mod error;
 pub mod escalations;
 mod openapi;
+pub mod replays;
 pub mod runs;
 pub mod silences;
 
@@ -52,6 +53,7 @@ fn table() -> Vec<Entry> {
         (M::POST, "/calls/{id}/complete", Some(Scope::Calls), post(calls::complete)),
         (M::POST, "/silences", Some(Scope::Alerts), post(silences::create)),
         (M::GET, "/silences", Some(Scope::Alerts), get(silences::list)),
+        (M::POST, "/replays/results", Some(Scope::Replays), post(replays::record)),
     ]
 }
 

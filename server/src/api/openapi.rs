@@ -3,7 +3,7 @@
 //! so it cannot drift from what the handlers take and return. A test checks that every
 //! route of the API's table is in it.
 
-use super::{approvals, calls, escalations, runs, silences};
+use super::{approvals, calls, escalations, replays, runs, silences};
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -31,6 +31,7 @@ use utoipa::{Modify, OpenApi};
         calls::complete,
         silences::create,
         silences::list,
+        replays::record,
     ),
     modifiers(&BearerToken),
     tags(
@@ -39,6 +40,7 @@ use utoipa::{Modify, OpenApi};
         (name = "escalations", description = "Runs handed to a person (scope `escalations`)"),
         (name = "calls", description = "Guarded calls: the execution ledger (scope `calls`)"),
         (name = "alerts", description = "Alert silences (scope `alerts`)"),
+        (name = "replays", description = "Results of regression tests run from replay fixtures (scope `replays`)"),
         (name = "tokens", description = "The calling token (any scope)"),
     )
 )]

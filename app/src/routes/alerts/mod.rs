@@ -390,5 +390,9 @@ pub fn fires_when(rule: AlertRule, s: &RuleSettings) -> String {
         AlertRule::CallOutcomeUnknown => {
             format!("a guarded call unreported for longer than {}", Unit::Seconds.format(s.threshold))
         }
+        AlertRule::ReplayPassRate => format!(
+            "an agent passes fewer than {}% of its replay regression tests in {window} (at least {} results)",
+            s.threshold, s.min_samples
+        ),
     }
 }
