@@ -373,6 +373,26 @@ async fn only_admins_change_rules_and_bad_settings_are_refused() {
         assert!(detail.contains("\"before\"") && detail.contains("delete_account"), "{detail}");
         let page = alice.page("/admin/alerts").await;
         assert!(page.contains("delete_account = 2"), "the form shows the saved limit");
+
+        // The replay rule's minimum number of results is editable too.
+        let replay = |min: &'static str| {
+            [
+                ("rule", "replay_pass_rate"),
+                ("enabled", "on"),
+                ("severity", "ticket"),
+                ("window_seconds", "86400"),
+                ("threshold", "95"),
+                ("min_samples", min),
+            ]
+        };
+        let (status, body) = alice.call("save_alert_rule", &replay("0")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.contains("minimum samples must be at least 1"), "{body}");
+        let (status, body) = alice.call("save_alert_rule", &replay("3")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let settings = alerts::settings(&t.db).await.unwrap();
+        let saved = &settings.iter().find(|(r, _)| *r == AlertRule::ReplayPassRate).unwrap().1;
+        assert_eq!((saved.threshold, saved.min_samples), (95.0, 3));
         t.cleanup().await;
     }
 }

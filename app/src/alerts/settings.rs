@@ -109,9 +109,9 @@ impl RuleSettings {
             if !self.factor.is_finite() || self.factor <= 1.0 {
                 return Err("factor must be more than 1 (the window must exceed its baseline)".into());
             }
-            if self.min_samples < 1 {
-                return Err("minimum samples must be at least 1".into());
-            }
+        }
+        if f.min_samples && self.min_samples < 1 {
+            return Err("minimum samples must be at least 1".into());
         }
         for t in &self.per_tool {
             if t.tool.trim().is_empty() || t.tool.len() > 200 {
@@ -134,25 +134,38 @@ pub struct Fields {
     pub threshold: Option<&'static str>,
     pub per_tool: bool,
     pub only_unclaimed: bool,
+    /// Reads `min_samples` (the baseline rules and the replay pass rate).
+    pub min_samples: bool,
 }
 
 pub fn fields(rule: AlertRule) -> Fields {
-    let none = Fields { window: true, baseline: false, threshold: None, per_tool: false, only_unclaimed: false };
+    let none = Fields {
+        window: true,
+        baseline: false,
+        threshold: None,
+        per_tool: false,
+        only_unclaimed: false,
+        min_samples: false,
+    };
     match rule {
         AlertRule::IrreversibleExecutions => {
             Fields { threshold: Some("Fires above this many executions"), per_tool: true, ..none }
         }
         AlertRule::ApprovalViolation => none,
-        AlertRule::DedupedSpike => Fields { baseline: true, threshold: Some("Smallest share that fires (%)"), ..none },
+        AlertRule::DedupedSpike => {
+            Fields { baseline: true, min_samples: true, threshold: Some("Smallest share that fires (%)"), ..none }
+        }
         AlertRule::EscalationBacklog => {
             Fields { window: false, threshold: Some("Fires when older than (seconds)"), only_unclaimed: true, ..none }
         }
-        AlertRule::CostPerRunJump => Fields { baseline: true, ..none },
+        AlertRule::CostPerRunJump => Fields { baseline: true, min_samples: true, ..none },
         AlertRule::FailedToRecover => Fields { threshold: Some("Fires above this many runs"), ..none },
         AlertRule::CallOutcomeUnknown => {
             Fields { window: false, threshold: Some("Fires when unreported for longer than (seconds)"), ..none }
         }
-        AlertRule::ReplayPassRate => Fields { threshold: Some("Fires below this pass rate (%)"), ..none },
+        AlertRule::ReplayPassRate => {
+            Fields { threshold: Some("Fires below this pass rate (%)"), min_samples: true, ..none }
+        }
     }
 }
 

@@ -64,6 +64,8 @@ fn RuleForm(rule: AlertRule, settings: RuleSettings, save: ServerAction<SaveAler
                 {f.baseline.then(|| view! {
                     <label>"Baseline (seconds)" <input type="number" name="baseline_seconds" min="10" value=s.baseline_seconds required/></label>
                     <label>"Factor" <input type="number" name="factor" min="1" step="any" value=s.factor required/></label>
+                })}
+                {f.min_samples.then(|| view! {
                     <label>"Minimum samples" <input type="number" name="min_samples" min="1" value=s.min_samples required/></label>
                 })}
                 {f.only_unclaimed.then(|| view! {
