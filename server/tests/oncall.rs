@@ -375,6 +375,7 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         let page = olga.page("/alerts").await;
         assert!(page.contains("Silenced: not notified (rule irreversible_executions, agent billing-bot"), "{page}");
         assert!(page.contains("data-testid=\"end-silence\""));
+        assert!(page.contains("data-testid=\"maintenance-form\""), "operators may add a maintenance window");
         let alert_page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
         assert!(alert_page.contains("data-testid=\"silence-form\"") && alert_page.contains("value=\"billing-bot\""));
         let victor = live.person("victor").await;

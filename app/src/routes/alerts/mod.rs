@@ -73,7 +73,8 @@ pub fn AlertsPage() -> impl IntoView {
                         let now = view.now;
                         view! {
                             <AlertList view history acknowledge/>
-                            <Silences silences can_end=can now end window/>
+                            <Silences silences can_end=can now end/>
+                            <div class="maintenance-wrap">{can.then(|| view! { <MaintenanceForm window/> })}</div>
                         }.into_any()
                     }
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
@@ -235,16 +236,13 @@ fn Silences(
     can_end: bool,
     now: chrono::DateTime<chrono::Utc>,
     end: ServerAction<EndSilence>,
-    window: ServerAction<CreateMaintenanceWindow>,
 ) -> impl IntoView {
-    let form = can_end.then(|| view! { <MaintenanceForm window/> });
     if silences.is_empty() {
         return view! {
             <section class="card silences" data-testid="silences">
                 <h2>"Silences"</h2>
                 <ActionError value=end.value()/>
                 <p class="muted small">"None. Silence an alert from its page when you know about it and are on it."</p>
-                {form}
             </section>
         }
         .into_any();
