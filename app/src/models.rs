@@ -189,6 +189,17 @@ impl WebhookDelivery {
     pub fn is_failed(&self) -> bool {
         self.status == "failed"
     }
+
+    /// The receiver's last answer as people read it ("HTTP 503: down"), empty before the
+    /// first try.
+    pub fn last_answer(&self) -> String {
+        match (self.last_status, &self.last_error) {
+            (Some(code), Some(error)) => format!("HTTP {code}: {error}"),
+            (Some(code), None) => format!("HTTP {code}"),
+            (None, Some(error)) => error.clone(),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 /// The webhooks admin page: the configured targets and the newest deliveries.

@@ -88,22 +88,19 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
         [one] if !one.is_empty() => Some(one.clone()),
         _ => None,
     };
-    let thresholds = match alert.rule_version {
-        Some(version) => crate::storage::alerts::settings_version(&db, alert.rule, version).await?.map(
-            |(settings, saved_by, saved_at)| ThresholdsInForce {
-                version,
-                settings,
-                saved_by,
-                saved_at,
-                current_version: 0,
-            },
-        ),
+    let fired_under = match alert.rule_version {
+        Some(version) => {
+            crate::storage::alerts::settings_version(&db, alert.rule, version).await?.map(|s| (version, s))
+        }
         None => None,
     };
-    let thresholds = match thresholds {
-        Some(t) => Some(ThresholdsInForce {
+    let thresholds = match fired_under {
+        Some((version, (settings, saved_by, saved_at))) => Some(ThresholdsInForce {
+            version,
+            settings,
+            saved_by,
+            saved_at,
             current_version: crate::storage::alerts::current_version(&db, alert.rule).await?,
-            ..t
         }),
         None => None,
     };

@@ -122,14 +122,19 @@ pub async fn active_in(tx: &mut Tx, now_ms: i64) -> StoreResult<Vec<Silence>> {
     Ok(rows.into_iter().map(silence).collect())
 }
 
-/// The agents of the runs `run_ids` (an unnamed agent counts as "").
+/// The statement for the agents of the runs `run_ids` (an unnamed agent reads as "").
+fn agents_sql(run_ids: &[&str]) -> Sql {
+    let mut sql = Sql::new("SELECT DISTINCT COALESCE(agent, '') FROM runs WHERE run_id IN ");
+    sql.list(run_ids.iter().copied());
+    sql
+}
+
+/// The agents of the runs `run_ids`, inside a transaction.
 pub async fn agents_of_runs(tx: &mut Tx, run_ids: &[&str]) -> StoreResult<Vec<String>> {
     if run_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut sql = Sql::new("SELECT DISTINCT COALESCE(agent, '') FROM runs WHERE run_id IN ");
-    sql.list(run_ids.iter().copied());
-    let rows: Vec<(String,)> = tx.fetch_all(sql).await?;
+    let rows: Vec<(String,)> = tx.fetch_all(agents_sql(run_ids)).await?;
     Ok(rows.into_iter().map(|(a,)| a).collect())
 }
 
@@ -138,8 +143,6 @@ pub async fn agents_of(db: &Db, run_ids: &[&str]) -> StoreResult<Vec<String>> {
     if run_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut sql = Sql::new("SELECT DISTINCT COALESCE(agent, '') FROM runs WHERE run_id IN ");
-    sql.list(run_ids.iter().copied());
-    let rows: Vec<(String,)> = db.fetch_all(sql).await?;
+    let rows: Vec<(String,)> = db.fetch_all(agents_sql(run_ids)).await?;
     Ok(rows.into_iter().map(|(a,)| a).collect())
 }

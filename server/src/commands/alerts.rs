@@ -29,11 +29,9 @@ pub async fn test(db: &Db, config: &Config, route: &str) -> anyhow::Result<()> {
     };
     let mut failed = false;
     for d in deliveries.iter().rev() {
-        let answer = match (d.last_status, &d.last_error) {
-            (Some(code), Some(error)) => format!("HTTP {code}: {error}"),
-            (Some(code), None) => format!("HTTP {code}"),
-            (None, Some(error)) => error.clone(),
-            (None, None) => "no answer yet".into(),
+        let answer = match d.last_answer() {
+            none if none.is_empty() => "no answer yet".to_string(),
+            answer => answer,
         };
         failed |= d.status != status::DELIVERED;
         println!("{:<24} {:<18} {:<10} {answer}", d.target_name, d.event_kind, d.status);

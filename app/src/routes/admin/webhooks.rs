@@ -144,12 +144,7 @@ fn Deliveries(deliveries: Vec<WebhookDelivery>) -> impl IntoView {
                         "failed" => "badge outcome-error",
                         _ => "badge badge-muted",
                     };
-                    let answer = match (d.last_status, d.last_error) {
-                        (Some(code), Some(error)) => format!("HTTP {code}: {error}"),
-                        (Some(code), None) => format!("HTTP {code}"),
-                        (None, Some(error)) => error,
-                        (None, None) => String::new(),
-                    };
+                    let answer = d.last_answer();
                     view! {
                         <tr class:delivery-failed=failed data-status=status_attr>
                             <td><Timestamp at=d.created_at/></td>
