@@ -83,6 +83,9 @@ pub struct TokensPage {
 pub struct UsersPage {
     pub users: Vec<UserSummary>,
     pub new_secret: Option<OneTimeSecret>,
+    /// Slack user ids linked to usernames, for deciding from Slack's buttons.
+    #[serde(default)]
+    pub slack_links: Vec<(String, String)>,
 }
 
 /// A page of audit entries, newest first, with the cursor for the next page.
@@ -109,6 +112,12 @@ pub struct PolicyRow {
     pub run_wide_key: bool,
     pub ledger_window_seconds: Option<i64>,
     pub call_timeout_seconds: Option<i64>,
+    /// The JSON Schema for edited arguments, pretty-printed.
+    #[serde(default)]
+    pub arguments_schema: Option<String>,
+    /// `deny` or `escalate`.
+    #[serde(default)]
+    pub on_expiry: String,
 }
 
 /// One tool ingest has seen, as the admin's tools page shows it.

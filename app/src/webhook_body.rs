@@ -4,7 +4,8 @@
 //! the one place that knows both.
 
 use crate::alerts::{alertmanager, pagerduty, Alert};
-use crate::notify::{generic_json, slack_message, Event, WebhookFormat, WebhookTarget};
+use crate::approvals::slack::decision_blocks;
+use crate::notify::{generic_json, slack_message, Event, EventKind, WebhookFormat, WebhookTarget};
 use serde_json::Value;
 
 /// The body, or why this target cannot be sent this event (a delivery that then fails
@@ -15,7 +16,7 @@ pub fn render(target: &WebhookTarget, event: &Event, base_url: &str) -> Result<V
     }
     match target.format {
         WebhookFormat::Json => Ok(generic_json(event, base_url)),
-        WebhookFormat::Slack => Ok(slack_message(event, base_url)),
+        WebhookFormat::Slack => Ok(with_decision_buttons(slack_message(event, base_url), event)),
         WebhookFormat::Pagerduty | WebhookFormat::Alertmanager => {
             let alert: Alert = serde_json::from_value(event.data.clone())
                 .map_err(|e| format!("the {} event does not describe an alert: {e}", event.kind))?;
@@ -29,4 +30,25 @@ pub fn render(target: &WebhookTarget, event: &Event, base_url: &str) -> Result<V
             body.ok_or_else(|| format!("a {} target does not take {}", target.format.as_str(), event.kind))
         }
     }
+}
+
+/// An `approval.requested` Slack message with the exact arguments and Approve / Deny
+/// buttons bound to their hash, placed before the closing context line. Without Slack's
+/// interactivity set up the buttons answer with Slack's own error and the link still
+/// works; arguments too long to show leave the message without buttons.
+fn with_decision_buttons(mut message: Value, event: &Event) -> Value {
+    if event.kind != EventKind::ApprovalRequested {
+        return message;
+    }
+    let field = |name: &str| event.data[name].as_str().unwrap_or_default().to_string();
+    let Some(extra) = decision_blocks(&field("id"), &field("payload_sha256"), &field("arguments")) else {
+        return message;
+    };
+    if let Some(blocks) = message["blocks"].as_array_mut() {
+        let at = blocks.len().saturating_sub(1);
+        for (i, block) in extra.into_iter().enumerate() {
+            blocks.insert(at + i, block);
+        }
+    }
+    message
 }

@@ -150,6 +150,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "e54a75bddaaff7051e48f7f7310e8a972de6157f14d53094cf149438de7d01ae5812ebfb63616ce3bd3f4c1980a29e9e",
     ),
     (
+        "sqlite",
+        "0028_approvals_v2.sql",
+        "f898f91eb09b058ffb34bace6a9e261b3e40ba2df2ecbfbf56874b50c07469a8ffa97b359a0deacd75b4a174df6f0cdf",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -278,6 +283,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0027_replay_results.sql",
         "e54a75bddaaff7051e48f7f7310e8a972de6157f14d53094cf149438de7d01ae5812ebfb63616ce3bd3f4c1980a29e9e",
+    ),
+    (
+        "postgres",
+        "0028_approvals_v2.sql",
+        "f898f91eb09b058ffb34bace6a9e261b3e40ba2df2ecbfbf56874b50c07469a8ffa97b359a0deacd75b4a174df6f0cdf",
     ),
 ];
 

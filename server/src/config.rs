@@ -157,6 +157,16 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_APPROVAL_RECHECK_SECONDS", global = true, value_name = "SECONDS")]
     pub approval_recheck_seconds: Option<u64>,
 
+    /// The Slack app's signing secret: enables Approve / Deny buttons on approval messages
+    /// (`POST /slack/interactivity` verifies every click with it)
+    #[arg(long, env = "FLIGHTDECK_SLACK_SIGNING_SECRET", global = true, value_name = "SECRET", hide_env_values = true)]
+    pub slack_signing_secret: Option<String>,
+
+    /// Where Slack's `response_url` must point for Flightdeck to update a message
+    /// [default: https://hooks.slack.com/]
+    #[arg(long, env = "FLIGHTDECK_SLACK_RESPONSE_URL_PREFIX", global = true, value_name = "URL")]
+    pub slack_response_url_prefix: Option<String>,
+
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
     /// `format` = "json", "slack", "pagerduty" or "alertmanager", and optionally `events`,
     /// `secret` (Standard Webhooks signing) and, for PagerDuty, `routing_key`)
@@ -215,6 +225,8 @@ impl Overrides {
             alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
             alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
             approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
+            slack_signing_secret: self.slack_signing_secret.or(lower.slack_signing_secret),
+            slack_response_url_prefix: self.slack_response_url_prefix.or(lower.slack_response_url_prefix),
         }
     }
 
@@ -259,6 +271,9 @@ pub struct Config {
     pub alert_interval_seconds: u64,
     pub alert_hold_seconds: u64,
     pub approval_recheck_seconds: u64,
+    /// Never printed: the banner says only whether it is set.
+    pub slack_signing_secret: Option<String>,
+    pub slack_response_url_prefix: String,
 }
 
 impl Config {
@@ -362,6 +377,10 @@ impl Config {
             alert_interval_seconds,
             alert_hold_seconds: o.alert_hold_seconds.unwrap_or(120),
             approval_recheck_seconds,
+            slack_signing_secret: o.slack_signing_secret.filter(|s| !s.trim().is_empty()),
+            slack_response_url_prefix: o
+                .slack_response_url_prefix
+                .unwrap_or_else(|| "https://hooks.slack.com/".to_string()),
         })
     }
 
@@ -438,6 +457,8 @@ impl fmt::Display for Config {
         writeln!(f, "  alert_interval       {} s", self.alert_interval_seconds)?;
         writeln!(f, "  alert_hold           {} s", self.alert_hold_seconds)?;
         writeln!(f, "  approval_recheck     {} s", self.approval_recheck_seconds)?;
+        let slack = if self.slack_signing_secret.is_some() { "on (signing secret set)" } else { "off" };
+        writeln!(f, "  slack_buttons        {slack}")?;
         // Names only: webhook URLs often carry their secret in the path.
         let names: Vec<String> = self
             .webhooks

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod otlp;
 pub mod priority;
 pub mod shutdown;
+pub mod slack;
 pub mod telemetry;
 pub mod web;
 pub mod webhooks;

@@ -819,10 +819,12 @@ async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage
         serde_json::json!({"run_id": "run-approved", "tool": "send_email", "arguments": args, "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
     let requester = app::storage::approvals::Requester { name: "agent", token_id: None };
-    let (a, _) = app::storage::approvals::create(db, &request, None, requester, &[]).await.unwrap();
+    let filing = app::approvals::rules::Filing::by_policy(app::access::Role::Approver, Default::default());
+    let (a, _) = app::storage::approvals::create(db, &request, None, requester, &[], &filing).await.unwrap();
     if let Some(d) = decision {
         let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
-        app::storage::approvals::decide(db, &a.id, d, &a.payload_sha256, "alice", reason, None).await.unwrap();
+        let by = app::storage::approvals::Decider { username: "alice", reason, respond: None };
+        app::storage::approvals::decide(db, &a.id, &d, &a.payload_sha256, by, None).await.unwrap();
     }
     a.id
 }
@@ -917,8 +919,10 @@ async fn approved_for(db: &Db, run: &str, step: i64, key: &str, args: &Value, to
     let body = serde_json::json!({"run_id": run, "step_index": step, "tool": "send_email", "arguments": args,
         "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
-    let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }, &[]).await.unwrap();
-    decide(db, &a.id, Decision::Approve, &a.payload_sha256, "alice", None, None).await.unwrap();
+    let filing = app::approvals::rules::Filing::by_policy(app::access::Role::Approver, Default::default());
+    let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }, &[], &filing).await.unwrap();
+    let by = app::storage::approvals::Decider { username: "alice", reason: None, respond: None };
+    decide(db, &a.id, &Decision::Approve, &a.payload_sha256, by, None).await.unwrap();
     a.id
 }
 

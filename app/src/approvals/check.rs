@@ -71,7 +71,7 @@ pub fn check(
     let Some(a) = approval else {
         return Some((ViolationKind::UnknownApproval, format!("approval {id} does not exist")));
     };
-    if a.status != ApprovalStatus::Approved.as_str() {
+    if !ApprovalStatus::parse(&a.status).is_some_and(ApprovalStatus::is_approved) {
         return Some((ViolationKind::NotApproved, format!("approval {id} is {}, not approved", a.status)));
     }
     if let Some(decided) = a.decided_at.filter(|d| e.started_ms + CLOCK_SKEW_MS < *d) {

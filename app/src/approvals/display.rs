@@ -133,6 +133,36 @@ fn top_level_keys(arguments: &Value) -> Vec<String> {
     arguments.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default()
 }
 
+/// For a bulk decision: the leaf paths (dotted, as [`leaves`] names them) whose values
+/// differ between the payloads (a path some lack counts as differing), and those all
+/// share, each sorted.
+pub fn differing_paths(payloads: &[Value]) -> (Vec<String>, Vec<String>) {
+    let all: Vec<std::collections::BTreeMap<String, Value>> = payloads
+        .iter()
+        .map(|p| {
+            let mut out = Vec::new();
+            leaves(p, "", &mut out);
+            out.into_iter().collect()
+        })
+        .collect();
+    let paths: std::collections::BTreeSet<&String> = all.iter().flat_map(|m| m.keys()).collect();
+    let (mut differing, mut same) = (Vec::new(), Vec::new());
+    for path in paths {
+        let first = all.first().and_then(|m| m.get(path));
+        if all.iter().all(|m| m.get(path) == first) {
+            same.push(path.clone());
+        } else {
+            differing.push(path.clone());
+        }
+    }
+    (differing, same)
+}
+
+/// The text at a dotted `path` in `value`, `—` when absent.
+pub fn text_at(value: &Value, path: &str) -> String {
+    at(value, path).map(as_text).unwrap_or_else(|| "—".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +224,16 @@ mod tests {
         let report = compare(&args, &[field("Amount", "100", None)]);
         assert_eq!(report.differing[0].actual, "10");
         assert_eq!(report.unshown.len(), 2, "message.to and message.cc.0");
+    }
+
+    #[test]
+    fn bulk_payloads_are_compared_leaf_by_leaf() {
+        let a = json!({"amount": 10, "to": "x", "meta": {"k": 1}});
+        let b = json!({"amount": 20, "to": "x", "meta": {"k": 1, "extra": true}});
+        let (differing, same) = differing_paths(&[a.clone(), b]);
+        assert_eq!(differing, vec!["amount", "meta.extra"]);
+        assert_eq!(same, vec!["meta.k", "to"]);
+        assert_eq!(text_at(&a, "to"), "x");
+        assert_eq!(text_at(&a, "meta.extra"), "—");
     }
 }

@@ -17,15 +17,23 @@ use serde::{Deserialize, Serialize};
 pub mod check;
 pub mod display;
 #[cfg(feature = "ssr")]
+pub mod edit;
+#[cfg(feature = "ssr")]
 pub mod notification;
 #[cfg(feature = "ssr")]
 pub mod payload;
+pub mod rules;
+#[cfg(feature = "ssr")]
+pub mod slack;
 
 vocabulary! {
     /// Where a request stands. Everything but `Pending` is final.
     ApprovalStatus {
         Pending = "pending",
         Approved = "approved",
+        /// Approved after an approver edited the arguments: the approved payload (and its
+        /// hash) is the edited one, which the agent must run.
+        ApprovedWithChanges = "approved_with_changes",
         Denied = "denied",
         Expired = "expired",
         Cancelled = "cancelled",
@@ -35,6 +43,11 @@ vocabulary! {
 impl ApprovalStatus {
     pub fn is_final(self) -> bool {
         self != ApprovalStatus::Pending
+    }
+
+    /// Whether the call may run (as asked, or as edited).
+    pub fn is_approved(self) -> bool {
+        matches!(self, ApprovalStatus::Approved | ApprovalStatus::ApprovedWithChanges)
     }
 }
 
@@ -124,6 +137,56 @@ pub struct Approval {
     pub used_by_span: Option<String>,
     /// An approved request must be used (its call must start) by then.
     pub use_by: Option<DateTime<Utc>>,
+    /// When an approver edited the arguments: what the agent asked for (canonical JSON)
+    /// and its hash; `arguments` and `payload_sha256` are then the edited payload.
+    #[serde(default)]
+    pub original_arguments: Option<String>,
+    #[serde(default)]
+    pub original_payload_sha256: Option<String>,
+    /// The readable diff from the original arguments to the approved ones.
+    #[serde(default)]
+    pub changes: Option<String>,
+    /// The approver's message back to the agent (with a denial or an edit).
+    #[serde(default)]
+    pub respond: Option<String>,
+    /// How many distinct people must approve the current payload.
+    #[serde(default = "one")]
+    pub required_approvals: i64,
+    /// The people who approved the current payload so far.
+    #[serde(default)]
+    pub approved_by: Vec<String>,
+    /// What happens when nobody decides in time: `deny` or `escalate`.
+    #[serde(default)]
+    pub on_expiry: OnExpiry,
+    /// The escalation opened when it expired under `escalate`.
+    #[serde(default)]
+    pub escalation_id: Option<String>,
+    /// The rule that decided the request or set what it needs.
+    #[serde(default)]
+    pub rule_name: Option<String>,
+    /// The Flightdeck user the run acts for (its `enduser.id`), who may not approve it.
+    #[serde(default)]
+    pub requester_user: Option<String>,
+}
+
+fn one() -> i64 {
+    1
+}
+
+vocabulary! {
+    /// What a tool policy does with a request nobody decided in time.
+    OnExpiry {
+        /// The request expires; the agent is told, as for a denial.
+        Deny = "deny",
+        /// The request expires and an escalation is opened for a person to take over.
+        Escalate = "escalate",
+    }
+}
+
+impl Default for OnExpiry {
+    fn default() -> Self {
+        OnExpiry::Deny
+    }
 }
 
 /// A tool call that ran without a valid approval.
@@ -140,6 +203,18 @@ pub struct Violation {
 }
 
 impl Approval {
+    /// The audit log's line for a decision on this request, as `status` with `reason`.
+    pub fn decision_detail(&self, status: ApprovalStatus, reason: Option<&str>) -> String {
+        format!(
+            "{} {} in run {} (payload sha256 {}){}",
+            self.tool,
+            status,
+            self.run_id,
+            self.payload_sha256,
+            reason.map(|r| format!("; reason: {r}")).unwrap_or_default()
+        )
+    }
+
     /// Why a decision on this request was not recorded, for the person who tried: the
     /// payload they saw is not the bound one, it expired, or someone decided first.
     pub fn refusal(&self, shown_sha256: &str, now_ms: i64) -> String {

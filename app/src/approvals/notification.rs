@@ -26,6 +26,7 @@ pub fn requested_event(a: &Approval) -> Event {
         data: serde_json::json!({
             "id": a.id, "run_id": a.run_id, "tool": a.tool, "payload_sha256": a.payload_sha256,
             "expires_at": a.expires_at, "agent": a.agent, "step_index": a.step_index,
+            "arguments": a.arguments, "required_approvals": a.required_approvals,
         }),
     }
 }

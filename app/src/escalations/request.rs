@@ -67,6 +67,8 @@ pub enum OpenedBy {
     Agent,
     /// The execution ledger, for a guarded call of unknown outcome.
     Ledger,
+    /// An approval request expired undecided and its policy says `escalate`.
+    ApprovalExpiry,
 }
 
 impl OpenedBy {
@@ -74,6 +76,9 @@ impl OpenedBy {
         match self {
             OpenedBy::Agent => "filed by the agent through the API",
             OpenedBy::Ledger => "opened by the execution ledger: a guarded call never reported its outcome",
+            OpenedBy::ApprovalExpiry => {
+                "opened when an approval request expired undecided and its policy said escalate"
+            }
         }
     }
 }

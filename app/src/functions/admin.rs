@@ -114,7 +114,46 @@ pub async fn load_users_page() -> Result<UsersPage, AppError> {
     ssr::require(crate::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::USERS).await;
-    Ok(UsersPage { users: users::list(&db).await?, new_secret })
+    let slack_links =
+        crate::storage::slack::list(&db).await?.into_iter().map(|l| (l.slack_user_id, l.username)).collect();
+    Ok(UsersPage { users: users::list(&db).await?, new_secret, slack_links })
+}
+
+/// Links a Slack user id (`U…`, from the person's Slack profile → Copy member ID) to a
+/// Flightdeck user: their clicks on Slack's Approve and Deny count as that user's, with
+/// that user's roles.
+#[server(prefix = "/fn", endpoint = "link_slack_user")]
+pub async fn link_slack_user(slack_user_id: String, username: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::audit::action;
+    use crate::storage::{slack, users};
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    let slack_user_id = slack_user_id.trim().to_string();
+    let valid = (2..=32).contains(&slack_user_id.len()) && slack_user_id.chars().all(|c| c.is_ascii_alphanumeric());
+    if !valid {
+        return ssr::fail(AppError::Invalid(format!(
+            "`{slack_user_id}` is not a Slack member id (letters and digits, like U024BE7LH)"
+        )));
+    }
+    if users::by_username(&db, username.trim()).await?.is_none() {
+        return ssr::fail(AppError::NotFound(format!("user `{}`", username.trim())));
+    }
+    slack::link(&db, &slack_user_id, username.trim(), &admin.username).await?;
+    let detail = format!("Slack {slack_user_id} is {}", username.trim());
+    ssr::audit(&db, &admin, action::SLACK_USER_LINKED, username.trim(), Some(&detail)).await
+}
+
+#[server(prefix = "/fn", endpoint = "unlink_slack_user")]
+pub async fn unlink_slack_user(slack_user_id: String) -> Result<(), AppError> {
+    use super::ssr;
+    use crate::storage::audit::action;
+    let admin = ssr::require(crate::access::Role::Admin)?;
+    let db = ssr::db()?;
+    if !crate::storage::slack::unlink(&db, slack_user_id.trim()).await? {
+        return ssr::fail(AppError::NotFound(format!("Slack link `{slack_user_id}`")));
+    }
+    ssr::audit(&db, &admin, action::SLACK_USER_UNLINKED, slack_user_id.trim(), None).await
 }
 
 /// Creates a user with the ticked roles (viewer when none) and a generated password,
@@ -265,6 +304,8 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
             run_wide_key: p.run_wide_key,
             ledger_window_seconds: p.ledger_window_seconds,
             call_timeout_seconds: p.call_timeout_seconds,
+            arguments_schema: p.arguments_schema.map(|s| serde_json::to_string_pretty(&s).unwrap_or_default()),
+            on_expiry: p.on_expiry.as_str().to_string(),
         })
         .collect())
 }
@@ -286,6 +327,8 @@ pub async fn save_policy(
     #[server(default)] run_wide_key: Option<String>,
     #[server(default)] ledger_window_seconds: Option<String>,
     #[server(default)] call_timeout_seconds: Option<String>,
+    #[server(default)] arguments_schema: Option<String>,
+    #[server(default)] on_expiry: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::canonical::SideEffect;
@@ -352,6 +395,22 @@ pub async fn save_policy(
         run_wide_key: run_wide_key.is_some_and(|v| !v.is_empty() && v != "false"),
         ledger_window_seconds,
         call_timeout_seconds,
+        arguments_schema: match arguments_schema.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            None => None,
+            Some(text) => match serde_json::from_str(text) {
+                Ok(schema) => Some(schema),
+                Err(e) => return ssr::fail(AppError::Invalid(format!("arguments schema is not JSON: {e}"))),
+            },
+        },
+        on_expiry: match on_expiry.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            None => crate::approvals::OnExpiry::Deny,
+            Some(text) => match crate::approvals::OnExpiry::parse(text) {
+                Some(on) => on,
+                None => {
+                    return ssr::fail(AppError::Invalid(format!("on expiry must be deny or escalate, got `{text}`")))
+                }
+            },
+        },
     };
     if let Err(why) = policy.validate() {
         return ssr::fail(AppError::Invalid(why));

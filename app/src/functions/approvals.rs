@@ -28,6 +28,12 @@ pub struct ApprovalView {
     pub can_cancel: bool,
     /// Whether any span of the run has arrived yet (for the link to its trace).
     pub run_known: bool,
+    /// The run acts for the signed-in user (its `enduser.id`): they may not approve.
+    pub own_run: bool,
+    /// The signed-in user already approved the current payload (two-person requests).
+    pub already_approved: bool,
+    /// The tool policy's JSON Schema for the arguments, pretty-printed, when it has one.
+    pub arguments_schema: Option<String>,
     pub now: DateTime<Utc>,
 }
 
@@ -84,7 +90,23 @@ pub async fn load_approval(id: String) -> Result<ApprovalView, AppError> {
     };
     let run_known = runs::get(&db, &approval.run_id).await?.is_some();
     let can_cancel = me.can(crate::access::Role::Admin);
-    Ok(ApprovalView { can_decide: me.can(approval.required_role), can_cancel, approval, run_known, now: Utc::now() })
+    let mut approval = approval;
+    if approval.status == crate::approvals::ApprovalStatus::Pending {
+        approval.requester_user = runs::enduser_of(&db, &approval.run_id).await?;
+    }
+    let policy = crate::storage::policies::for_tool(&db, &approval.tool).await?;
+    let arguments_schema =
+        policy.and_then(|p| p.arguments_schema).map(|s| serde_json::to_string_pretty(&s).unwrap_or_default());
+    Ok(ApprovalView {
+        can_decide: me.can(approval.required_role),
+        can_cancel,
+        own_run: approval.requester_user.as_deref() == Some(me.username.as_str()),
+        already_approved: approval.approved_by.contains(&me.username),
+        approval,
+        run_known,
+        arguments_schema,
+        now: Utc::now(),
+    })
 }
 
 /// The number of pending requests, for the navigation.
@@ -107,79 +129,130 @@ pub async fn load_run_approvals(run_id: String) -> Result<(Vec<Approval>, Vec<Vi
 
 /// Approves or denies request `id`. `payload_sha256` is the hash of the payload the
 /// approver was shown: a decision on anything else is refused, as is one on a request that
-/// is no longer pending (the message says who decided first) or by someone without the
-/// role the tool's policy names. Denying needs a reason. Every decision, and every refused
-/// one, goes to the audit log.
+/// is no longer pending (the message says who decided first), by someone without the role
+/// the tool's policy names, or by the person the run acts for. `arguments`, when changed,
+/// approves the edited payload instead (checked as JSON and against the tool's schema);
+/// `respond` is a message back to the agent. Denying needs a reason. Every decision, and
+/// every refused one, goes to the audit log.
 #[server(prefix = "/fn", endpoint = "decide_approval")]
 pub async fn decide_approval(
     id: String,
     decision: String,
     payload_sha256: String,
     #[server(default)] reason: Option<String>,
+    #[server(default)] respond: Option<String>,
+    #[server(default)] arguments: Option<String>,
 ) -> Result<Approval, AppError> {
     use super::ssr;
-    use crate::storage::approvals::{self, Decision};
-    use crate::storage::audit::action;
-    use crate::storage::StoreError;
-
+    use crate::services::approvals::{decide, DecisionInput};
     let me = ssr::require(crate::access::Role::Viewer)?;
-    let db = ssr::db()?;
-    let decision = match decision.as_str() {
-        "approve" => Decision::Approve,
-        "deny" => Decision::Deny,
-        other => return ssr::fail(AppError::Invalid(format!("unknown decision `{other}` (expected approve or deny)"))),
-    };
-    let reason = filter_text(reason);
-    if decision == Decision::Deny && reason.is_none() {
-        return ssr::fail(AppError::Invalid("a denial needs a reason, for the agent and for the record".into()));
-    }
-    if reason.as_ref().is_some_and(|r| r.len() > 2000) {
-        return ssr::fail(AppError::Invalid("the reason may have at most 2000 characters".into()));
-    }
-    let Some(request) = approvals::get(&db, &id).await? else {
-        return ssr::fail(AppError::NotFound(format!("approval request `{id}`")));
-    };
-    if !me.can(request.required_role) {
-        ssr::audit(&db, &me, action::APPROVAL_DECISION_REFUSED, &id, Some("lacks the required role")).await?;
-        return ssr::fail(AppError::Forbidden(request.required_role.to_string()));
-    }
-    let (act, status) = match decision {
-        Decision::Approve => (action::APPROVAL_APPROVED, crate::approvals::ApprovalStatus::Approved),
-        Decision::Deny => (action::APPROVAL_DENIED, crate::approvals::ApprovalStatus::Denied),
-    };
-    let detail = format!(
-        "{} {} in run {} (payload sha256 {}){}",
-        request.tool,
-        status,
-        request.run_id,
-        request.payload_sha256,
-        reason.as_deref().map(|r| format!("; reason: {r}")).unwrap_or_default()
-    );
+    let state = ssr::state()?;
     let source = ssr::source();
-    let entry = crate::storage::audit::NewEntry {
-        actor: Some(&me.username),
-        action: act,
-        target: Some(&id),
-        detail: Some(&detail),
-        source: source.as_deref(),
-    };
-    // The decision and its audit entry are one transaction.
-    let decided =
-        approvals::decide(&db, &id, decision, payload_sha256.trim(), &me.username, reason.as_deref(), Some(&entry))
-            .await;
-    match decided {
-        Ok(decided) => {
-            if let Some(state) = use_context::<crate::state::AppState>() {
-                state.approvals.announce(&db, &id).await;
-            }
-            Ok(decided)
-        }
-        Err(StoreError::Conflict(why)) => {
-            ssr::audit(&db, &me, action::APPROVAL_DECISION_REFUSED, &id, Some(&why)).await?;
-            ssr::fail(AppError::Conflict(why))
-        }
-        Err(other) => Err(other.into()),
+    let input = DecisionInput { id, decision, payload_sha256, reason, respond, arguments };
+    match decide(&state.db, Some(&state.approvals), &state.redactor, &me, input, source.as_deref()).await {
+        Ok(decided) => Ok(decided),
+        Err(e) => ssr::fail(e),
     }
+}
+
+/// Pending requests picked for a bulk decision, with what differs between their payloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkView {
+    pub requests: Vec<Approval>,
+    /// The argument paths (JSON pointers) whose values differ between the requests, in
+    /// order; the table shows these columns first, highlighted.
+    pub differing: Vec<String>,
+    /// The paths every request has the same value at.
+    pub same: Vec<String>,
+    /// Why the selection cannot be decided together, if it cannot.
+    pub problem: Option<String>,
+    pub can_decide: bool,
+}
+
+/// The requests picked on the inbox (`ids`, comma-separated), side by side.
+#[server(prefix = "/fn", endpoint = "load_bulk")]
+pub async fn load_bulk(ids: String) -> Result<BulkView, AppError> {
+    use super::ssr;
+    use crate::approvals::display::differing_paths;
+    use crate::approvals::ApprovalStatus;
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    let ids: Vec<String> = ids.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).take(200).collect();
+    let requests = crate::storage::approvals::several(&ssr::db()?, &ids).await?;
+    let tools: std::collections::BTreeSet<&str> = requests.iter().map(|a| a.tool.as_str()).collect();
+    let problem = if requests.is_empty() {
+        Some("pick at least one pending request on the inbox".to_string())
+    } else if tools.len() > 1 {
+        Some(format!(
+            "a bulk decision takes requests of one tool; these are for {}",
+            tools.into_iter().collect::<Vec<_>>().join(", ")
+        ))
+    } else if let Some(done) = requests.iter().find(|a| a.status != ApprovalStatus::Pending) {
+        Some(format!("request {} is already {}; pick pending requests only", done.id, done.status))
+    } else {
+        None
+    };
+    let args: Vec<serde_json::Value> =
+        requests.iter().map(|a| serde_json::from_str(&a.arguments).unwrap_or(serde_json::Value::Null)).collect();
+    let (differing, same) = differing_paths(&args);
+    let can_decide = requests.iter().all(|a| me.can(a.required_role));
+    Ok(BulkView { requests, differing, same, problem, can_decide })
+}
+
+/// One request's result in a bulk decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkResult {
+    pub id: String,
+    pub ok: bool,
+    /// The status after, or why it was refused.
+    pub detail: String,
+}
+
+/// Decides several requests in one action: `items` is `id:payload_sha256` pairs,
+/// comma-separated, each the hash the page showed, so each decision is still bound to its
+/// own payload. Each is checked and audited as if decided alone; one refused does not
+/// stop the others.
+#[server(prefix = "/fn", endpoint = "decide_bulk")]
+pub async fn decide_bulk(
+    items: String,
+    decision: String,
+    #[server(default)] reason: Option<String>,
+) -> Result<Vec<BulkResult>, AppError> {
+    use super::ssr;
+    use crate::services::approvals::{decide, DecisionInput};
+    let me = ssr::require(crate::access::Role::Viewer)?;
+    let state = ssr::state()?;
+    let source = ssr::source();
+    let pairs: Vec<(String, String)> = items
+        .split(',')
+        .filter_map(|p| p.trim().split_once(':').map(|(a, b)| (a.to_string(), b.to_string())))
+        .take(200)
+        .collect();
+    if pairs.is_empty() {
+        return ssr::fail(AppError::Invalid("no requests were picked".into()));
+    }
+    let mut results = Vec::with_capacity(pairs.len());
+    for (id, payload_sha256) in pairs {
+        let input = DecisionInput {
+            id: id.clone(),
+            decision: decision.clone(),
+            payload_sha256,
+            reason: reason.clone(),
+            ..Default::default()
+        };
+        let result = decide(&state.db, Some(&state.approvals), &state.redactor, &me, input, source.as_deref()).await;
+        results.push(match result {
+            Ok(a) if a.status.is_final() => BulkResult { id, ok: true, detail: a.status.to_string() },
+            Ok(a) => BulkResult {
+                id,
+                ok: true,
+                detail: format!("{} of {} approvals", a.approved_by.len(), a.required_approvals),
+            },
+            // A bad decision word or a missing reason is the same for every item.
+            Err(AppError::Invalid(why)) => return ssr::fail(AppError::Invalid(why)),
+            Err(e) => BulkResult { id, ok: false, detail: e.to_string() },
+        });
+    }
+    Ok(results)
 }
 
 /// Cancels a pending request as an administrator (the agent's own token cancels through

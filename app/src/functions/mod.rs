@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod alerts;
+pub mod approval_rules;
 pub mod approvals;
 pub mod auth;
 pub mod catalog;

@@ -44,6 +44,13 @@ pub struct ToolPolicy {
     /// 300 s).
     #[serde(default)]
     pub call_timeout_seconds: Option<i64>,
+    /// A JSON Schema (draft 2020-12 or earlier) the arguments must match when an approver
+    /// edits them before approving.
+    #[serde(default)]
+    pub arguments_schema: Option<serde_json::Value>,
+    /// What happens to a request nobody decided in time: denied (the default) or escalated.
+    #[serde(default)]
+    pub on_expiry: crate::approvals::OnExpiry,
 }
 
 fn default_approver_role() -> Role {
@@ -65,6 +72,8 @@ impl ToolPolicy {
             run_wide_key: false,
             ledger_window_seconds: None,
             call_timeout_seconds: None,
+            arguments_schema: None,
+            on_expiry: crate::approvals::OnExpiry::Deny,
         }
     }
 }
@@ -103,6 +112,10 @@ impl ToolPolicy {
             if let Some(n) = value.filter(|n| !(1..=max).contains(n)) {
                 return Err(format!("{field} must be a whole number from 1 to {max}, got {n}"));
             }
+        }
+        #[cfg(feature = "ssr")]
+        if let Some(schema) = &self.arguments_schema {
+            crate::approvals::edit::check_schema(schema).map_err(|why| format!("arguments schema: {why}"))?;
         }
         if let Some(fields) = &self.volatile_fields {
             if fields.len() > MAX_VOLATILE_FIELDS || fields.iter().any(|f| f.trim().is_empty() || f.len() > 200) {

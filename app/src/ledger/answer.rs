@@ -88,7 +88,7 @@ pub fn next_step(entry: Option<&EntryFacts>, rule: &CallRule, now: i64) -> Step 
         }
         EntryState::Unknown => Step::Tell(Answer::OutcomeUnknown),
         EntryState::AwaitingApproval => match e.approval {
-            Some(ApprovalStatus::Approved) => Step::Start,
+            Some(ApprovalStatus::Approved | ApprovalStatus::ApprovedWithChanges) => Step::Start,
             Some(ApprovalStatus::Denied | ApprovalStatus::Expired | ApprovalStatus::Cancelled) => Step::Deny,
             _ => Step::Tell(Answer::ApprovalRequired),
         },

@@ -5,3 +5,4 @@
 pub mod alert_evaluation;
 pub mod alert_test;
 pub mod approval_hub;
+pub mod approvals;

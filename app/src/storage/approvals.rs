@@ -10,7 +10,8 @@ use crate::approvals::notification::requested_event;
 use crate::approvals::payload::{
     arguments_sha256, canonical_json, expiry_seconds, payload_sha256, ValidRequest, DEFAULT_USE_WITHIN_SECONDS,
 };
-use crate::approvals::{Approval, ApprovalStatus, Violation, ViolationKind};
+use crate::approvals::rules::Filing;
+use crate::approvals::{Approval, ApprovalStatus, OnExpiry, Violation, ViolationKind};
 use crate::canonical::{RunDetail, SideEffect};
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::normalize::NormalizedSpan;
@@ -21,6 +22,12 @@ use std::collections::{BTreeMap, BTreeSet};
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
     arguments_sha256, side_effect, required_role, agent, requested_by, status, created_at, expires_at, decided_by, \
     decided_at, reason, used_by_span, use_within_seconds, requested_by_token, use_by";
+
+/// What a read returns: the filed columns and what decisions added since (approvals v2).
+const SELECT_COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
+    arguments_sha256, side_effect, required_role, agent, requested_by, status, created_at, expires_at, decided_by, \
+    decided_at, reason, used_by_span, use_within_seconds, requested_by_token, use_by, original_arguments, \
+    original_payload_sha256, changes, respond, required_approvals, on_expiry, escalation_id, rule_name";
 
 #[derive(sqlx::FromRow)]
 struct ApprovalRow {
@@ -50,6 +57,14 @@ struct ApprovalRow {
     #[allow(dead_code)]
     requested_by_token: Option<i64>,
     use_by: Option<i64>,
+    original_arguments: Option<String>,
+    original_payload_sha256: Option<String>,
+    changes: Option<String>,
+    respond: Option<String>,
+    required_approvals: i64,
+    on_expiry: String,
+    escalation_id: Option<String>,
+    rule_name: Option<String>,
 }
 
 impl TryFrom<ApprovalRow> for Approval {
@@ -76,6 +91,16 @@ impl TryFrom<ApprovalRow> for Approval {
             reason: r.reason,
             used_by_span: r.used_by_span,
             use_by: r.use_by.map(from_ms),
+            original_arguments: r.original_arguments,
+            original_payload_sha256: r.original_payload_sha256,
+            changes: r.changes,
+            respond: r.respond,
+            required_approvals: r.required_approvals,
+            approved_by: Vec::new(),
+            on_expiry: OnExpiry::parse(&r.on_expiry).unwrap_or_default(),
+            escalation_id: r.escalation_id,
+            rule_name: r.rule_name,
+            requester_user: None,
         })
     }
 }
@@ -98,13 +123,16 @@ pub struct Requester<'a> {
 
 /// Files a request, or returns the one already filed under the same idempotency key with
 /// the same payload (`false` = not newly created). The same key with another payload is a
-/// conflict that says so.
+/// conflict that says so. `filing` carries what the tool's rules said: a request a rule
+/// decided is stored decided (by `rule:<name>`) and announces nothing; shadow rules'
+/// verdicts are kept beside it.
 pub async fn create(
     db: &Db,
     request: &ValidRequest,
     policy: Option<&ToolPolicy>,
     requested_by: Requester<'_>,
     targets: &[WebhookTarget],
+    filing: &Filing,
 ) -> StoreResult<(Approval, bool)> {
     let payload = payload_sha256(&request.tool, &request.arguments);
     if let Some(existing) = by_idempotency_key(db, request).await? {
@@ -117,9 +145,19 @@ pub async fn create(
         None => super::runs::agent_of(db, &request.run_id).await?,
     };
     let id = new_id();
+    let (status, decided_by, decided_at, reason) = match &filing.decided {
+        Some((status, reason)) => {
+            (*status, filing.rule_name.as_ref().map(|n| format!("rule:{n}")), Some(now), reason.clone())
+        }
+        None => (ApprovalStatus::Pending, None, None, None),
+    };
+    let use_within = policy.and_then(|p| p.use_within_seconds);
+    let use_by =
+        (status == ApprovalStatus::Approved).then(|| now + use_within.unwrap_or(DEFAULT_USE_WITHIN_SECONDS) * 1000);
     let sql = format!(
-        "INSERT INTO approvals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-         'pending', $14, $15, NULL, NULL, NULL, NULL, $16, $17, NULL)"
+        "INSERT INTO approvals ({COLUMNS}, required_approvals, on_expiry, rule_name, rule_input) VALUES ($1, $2, $3, \
+         $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, NULL, $20, $21, $22, $23, $24, \
+         $25, $26)"
     );
     let display = serde_json::to_string(&request.display).unwrap_or_else(|_| "[]".into());
     let args = vec![
@@ -133,13 +171,22 @@ pub async fn create(
         payload.as_str().into(),
         arguments_sha256(&request.arguments).into(),
         policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str().into(),
-        policy.map(|p| p.approver_role).unwrap_or(Role::Approver).as_str().into(),
+        filing.required_role.as_str().into(),
         agent.into(),
         requested_by.name.into(),
+        status.as_str().into(),
         now.into(),
         (now + expires_in * 1000).into(),
-        policy.and_then(|p| p.use_within_seconds).into(),
+        decided_by.into(),
+        decided_at.into(),
+        reason.into(),
+        use_within.into(),
         requested_by.token_id.into(),
+        use_by.into(),
+        filing.required_approvals.into(),
+        policy.map(|p| p.on_expiry).unwrap_or_default().as_str().into(),
+        (&filing.rule_name).into(),
+        serde_json::to_string(&filing.context).ok().into(),
     ];
     // The request and its notification in one transaction (the outbox): a request is
     // never filed without its webhook queued, nor a webhook queued for no request.
@@ -154,10 +201,36 @@ pub async fn create(
         }
         Err(e) => return Err(e.into()),
     }
-    let select = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
+    for (rule, would) in &filing.shadow {
+        tx.execute(Sql::with_args(
+            "INSERT INTO approval_rule_shadow (rule_name, approval_id, would, at) VALUES ($1, $2, $3, $4)",
+            vec![rule.as_str().into(), id.as_str().into(), would.as_str().into(), now.into()],
+        ))
+        .await?;
+    }
+    let select = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE id = $1");
     let row: ApprovalRow = tx.fetch_one(Sql::with_args(select, vec![id.as_str().into()])).await?;
     let created = Approval::try_from(row)?;
-    super::webhooks::enqueue_in(&mut tx, &requested_event(&created), targets).await?;
+    if status == ApprovalStatus::Pending {
+        super::webhooks::enqueue_in(&mut tx, &requested_event(&created), targets).await?;
+    } else if let Some(rule) = &filing.rule_name {
+        // A rule's decision is an ordinary decision: in the audit log, by `rule:<name>`.
+        let actor = format!("rule:{rule}");
+        let detail = created.decision_detail(status, created.reason.as_deref());
+        let action = if status.is_approved() {
+            super::audit::action::APPROVAL_APPROVED
+        } else {
+            super::audit::action::APPROVAL_DENIED
+        };
+        let entry = super::audit::NewEntry {
+            actor: Some(&actor),
+            action,
+            target: Some(&created.id),
+            detail: Some(&detail),
+            source: None,
+        };
+        tx.execute(super::audit::insert(&entry)).await?;
+    }
     tx.commit().await?;
     Ok((created, true))
 }
@@ -179,16 +252,31 @@ fn same_payload(existing: Approval, payload: &str, request: &ValidRequest) -> St
 
 async fn by_idempotency_key(db: &Db, request: &ValidRequest) -> StoreResult<Option<Approval>> {
     let Some(key) = &request.idempotency_key else { return Ok(None) };
-    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 AND idempotency_key = $2");
+    let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE run_id = $1 AND idempotency_key = $2");
     let row: Option<ApprovalRow> =
         on_pool!(db, pool => sqlx::query_as(&sql).bind(&request.run_id).bind(key).fetch_optional(pool).await)?;
     Ok(row.map(Approval::try_from).transpose()?)
 }
 
+/// One request, with the people who approved its current payload so far.
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {
-    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = $1");
+    let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE id = $1");
     let row: Option<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
-    Ok(row.map(Approval::try_from).transpose()?)
+    let Some(mut approval) = row.map(Approval::try_from).transpose()? else { return Ok(None) };
+    fill_votes(db, std::slice::from_mut(&mut approval)).await?;
+    Ok(Some(approval))
+}
+
+/// Sets `approved_by` on the requests that need more than one approver (the others are
+/// decided by their one vote, which `decided_by` already names).
+async fn fill_votes(db: &Db, list: &mut [Approval]) -> StoreResult<()> {
+    for a in list.iter_mut().filter(|a| a.required_approvals > 1) {
+        let sql =
+            "SELECT username FROM approval_votes WHERE approval_id = $1 AND payload_sha256 = $2 ORDER BY at, username";
+        a.approved_by =
+            on_pool!(db, pool => sqlx::query_scalar(sql).bind(&a.id).bind(&a.payload_sha256).fetch_all(pool).await)?;
+    }
+    Ok(())
 }
 
 /// Filters for the inbox and the decided history; empty strings mean "any".
@@ -203,7 +291,7 @@ pub struct ApprovalFilter {
 /// Pending requests, oldest first.
 pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResult<Vec<Approval>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' AND ($1 IS NULL OR agent = $1) \
+        "SELECT {SELECT_COLUMNS} FROM approvals WHERE status = 'pending' AND ($1 IS NULL OR agent = $1) \
          AND ($2 IS NULL OR tool = $2) ORDER BY created_at, id LIMIT $3"
     );
     let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
@@ -212,13 +300,15 @@ pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         .bind(limit)
         .fetch_all(pool)
         .await)?;
-    Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
+    let mut list: Vec<Approval> = rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?;
+    fill_votes(db, &mut list).await?;
+    Ok(list)
 }
 
 /// Decided, expired and cancelled requests, newest decision first.
 pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResult<Vec<Approval>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM approvals WHERE status <> 'pending' AND ($1 IS NULL OR decided_by = $1) \
+        "SELECT {SELECT_COLUMNS} FROM approvals WHERE status <> 'pending' AND ($1 IS NULL OR decided_by = $1) \
          AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR tool = $3) ORDER BY decided_at DESC, id LIMIT $4"
     );
     let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
@@ -233,7 +323,7 @@ pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
 
 /// The requests of one run, oldest first.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Approval>> {
-    let sql = format!("SELECT {COLUMNS} FROM approvals WHERE run_id = $1 ORDER BY created_at, id");
+    let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE run_id = $1 ORDER BY created_at, id");
     let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
     Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
@@ -253,61 +343,131 @@ pub async fn pending_facets(db: &Db) -> StoreResult<(Vec<String>, Vec<String>)> 
 }
 
 /// An approver's decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Approve,
     Deny,
+    /// Approve the edited arguments (checked by `approvals::edit::check`) instead.
+    ApproveWithChanges(crate::approvals::edit::Edit),
 }
 
-/// Decides a pending request if the approver saw the payload it is bound to, and appends
-/// `audit` (when given) in the same transaction: a decision is never stored without its
-/// audit entry, nor the entry without the decision. Refusals say why: unknown request, a
-/// different payload, already decided (by whom, when), expired. The caller has checked
-/// the approver's role against `required_role`.
+/// Who decides, and what they say.
+#[derive(Debug, Clone, Copy)]
+pub struct Decider<'a> {
+    pub username: &'a str,
+    pub reason: Option<&'a str>,
+    /// A message back to the agent.
+    pub respond: Option<&'a str>,
+}
+
+/// The row a decision reads, locked on PostgreSQL until the decision commits, so two
+/// approvers of a two-person request count each other's votes.
+#[derive(sqlx::FromRow)]
+struct Deciding {
+    status: String,
+    payload_sha256: String,
+    expires_at: i64,
+    required_approvals: i64,
+    tool: String,
+}
+
+/// Records a decision if the approver saw the payload the request is bound to, and
+/// appends `audit` (when given) in the same transaction: a decision is never stored
+/// without its audit entry, nor the entry without the decision. A denial by anyone is
+/// final; an approval is a vote for the current payload's hash, final once
+/// `required_approvals` distinct people gave one; an edit replaces the payload (keeping the
+/// original once), votes for the new hash, and earlier votes for the old hash stop
+/// counting. Refusals say why: unknown request, another payload, already decided (by
+/// whom, when), expired, already approved by this person. The caller has checked the
+/// role and who may not approve.
 pub async fn decide(
     db: &Db,
     id: &str,
-    decision: Decision,
+    decision: &Decision,
     shown_sha256: &str,
-    approver: &str,
-    reason: Option<&str>,
+    by: Decider<'_>,
     audit: Option<&super::audit::NewEntry<'_>>,
 ) -> StoreResult<Approval> {
     let now = now_ms();
-    let status = match decision {
-        Decision::Approve => ApprovalStatus::Approved,
-        Decision::Deny => ApprovalStatus::Denied,
-    };
-    // An approval is good for a short window after it is given (the policy's, copied in
-    // when the request was filed).
-    let update = Sql::with_args(
-        "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, \
-         use_by = CASE WHEN $7 THEN $3 + COALESCE(use_within_seconds, $8) * 1000 ELSE NULL END \
-         WHERE id = $5 AND status = 'pending' AND payload_sha256 = $6 AND expires_at > $3",
-        vec![
-            status.as_str().into(),
-            approver.into(),
-            now.into(),
-            reason.into(),
-            id.into(),
-            shown_sha256.into(),
-            (decision == Decision::Approve).into(),
-            DEFAULT_USE_WITHIN_SECONDS.into(),
-        ],
-    );
     let mut tx = Tx::begin_write(db).await?;
-    let changed = tx.execute(update).await?;
-    if changed == 1 {
-        if let Some(entry) = audit {
-            tx.execute(super::audit::insert(entry)).await?;
+    let select = format!(
+        "SELECT status, payload_sha256, expires_at, required_approvals, tool FROM approvals WHERE id = $1{}",
+        tx.lock_rows()
+    );
+    let row: Option<Deciding> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
+    let Some(row) = row else {
+        return Err(StoreError::NotFound(format!("approval request {id}")));
+    };
+    if row.status != "pending" || row.payload_sha256 != shown_sha256 || row.expires_at <= now {
+        drop(tx);
+        let current = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))?;
+        return Err(StoreError::Conflict(current.refusal(shown_sha256, now)));
+    }
+    let hash = match decision {
+        Decision::Deny => {
+            tx.execute(Sql::with_args(
+                "UPDATE approvals SET status = 'denied', decided_by = $1, decided_at = $2, reason = $3, respond = $4 \
+                 WHERE id = $5 AND status = 'pending'",
+                vec![by.username.into(), now.into(), by.reason.into(), by.respond.into(), id.into()],
+            ))
+            .await?;
+            None
+        }
+        Decision::Approve => Some(row.payload_sha256.clone()),
+        Decision::ApproveWithChanges(edit) => {
+            let hash = payload_sha256(&row.tool, &edit.arguments);
+            tx.execute(Sql::with_args(
+                "UPDATE approvals SET original_arguments = COALESCE(original_arguments, arguments), \
+                 original_payload_sha256 = COALESCE(original_payload_sha256, payload_sha256), arguments = $1, \
+                 payload_sha256 = $2, arguments_sha256 = $3, changes = $4, respond = COALESCE($5, respond) \
+                 WHERE id = $6 AND status = 'pending'",
+                vec![
+                    canonical_json(&edit.arguments).into(),
+                    hash.as_str().into(),
+                    arguments_sha256(&edit.arguments).into(),
+                    edit.changes.as_str().into(),
+                    by.respond.into(),
+                    id.into(),
+                ],
+            ))
+            .await?;
+            Some(hash)
+        }
+    };
+    if let Some(hash) = hash {
+        let mut vote = Sql::new("INSERT INTO approval_votes (approval_id, username, payload_sha256, at) ");
+        vote.values([()], |r, ()| {
+            r.bind(id).bind(by.username).bind(hash.as_str()).bind(now);
+        });
+        vote.push(" ON CONFLICT (approval_id, username, payload_sha256) DO NOTHING");
+        if tx.execute(vote).await? == 0 {
+            return Err(StoreError::Conflict(format!(
+                "you already approved this payload; it needs {} distinct approvers, so another person must approve it",
+                row.required_approvals
+            )));
+        }
+        let count = Sql::with_args(
+            "SELECT COUNT(*) FROM approval_votes WHERE approval_id = $1 AND payload_sha256 = $2",
+            vec![id.into(), hash.as_str().into()],
+        );
+        let (votes,): (i64,) = tx.fetch_one(count).await?;
+        if votes >= row.required_approvals {
+            // An approval is good for a short window after it is given (the policy's,
+            // copied in when the request was filed).
+            tx.execute(Sql::with_args(
+                "UPDATE approvals SET status = CASE WHEN original_payload_sha256 IS NULL THEN 'approved' \
+                 ELSE 'approved_with_changes' END, decided_by = $1, decided_at = $2, reason = $3, \
+                 use_by = $2 + COALESCE(use_within_seconds, $4) * 1000 WHERE id = $5 AND status = 'pending'",
+                vec![by.username.into(), now.into(), by.reason.into(), DEFAULT_USE_WITHIN_SECONDS.into(), id.into()],
+            ))
+            .await?;
         }
     }
-    tx.commit().await?;
-    let current = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))?;
-    if changed == 1 {
-        return Ok(current);
+    if let Some(entry) = audit {
+        tx.execute(super::audit::insert(entry)).await?;
     }
-    Err(StoreError::Conflict(current.refusal(shown_sha256, now)))
+    tx.commit().await?;
+    get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))
 }
 
 /// Whether the request was filed by this API token: by its id, or, for requests filed
@@ -331,12 +491,29 @@ pub async fn cancel(db: &Db, id: &str, by: &str) -> StoreResult<Option<Approval>
     get(db, id).await
 }
 
-/// Marks pending requests past their expiry as `expired`; returns their ids so their
-/// waiters can be woken.
-pub async fn expire_due(db: &Db, now: i64) -> StoreResult<Vec<String>> {
+/// Marks pending requests past their expiry as `expired`; returns their ids, each with
+/// what its policy said to do then, so their waiters can be woken and escalations opened.
+pub async fn expire_due(db: &Db, now: i64) -> StoreResult<Vec<(String, OnExpiry)>> {
     let sql = "UPDATE approvals SET status = 'expired', decided_at = expires_at \
-               WHERE status = 'pending' AND expires_at <= $1 RETURNING id";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(now).fetch_all(pool).await)?)
+               WHERE status = 'pending' AND expires_at <= $1 RETURNING id, on_expiry";
+    let rows: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).bind(now).fetch_all(pool).await)?;
+    Ok(rows.into_iter().map(|(id, on)| (id, OnExpiry::parse(&on).unwrap_or_default())).collect())
+}
+
+/// Records the escalation opened for an expired request.
+pub async fn set_escalation(db: &Db, id: &str, escalation_id: &str) -> StoreResult<()> {
+    let sql = "UPDATE approvals SET escalation_id = $1 WHERE id = $2";
+    on_pool!(db, pool => sqlx::query(sql).bind(escalation_id).bind(id).execute(pool).await.map(|_| ()))?;
+    Ok(())
+}
+
+/// Pending requests picked for a bulk decision, in the order given (unknown ids left out).
+pub async fn several(db: &Db, ids: &[String]) -> StoreResult<Vec<Approval>> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.extend(get(db, id).await?);
+    }
+    Ok(out)
 }
 
 #[derive(sqlx::FromRow)]

@@ -26,6 +26,10 @@ pub mod action {
     pub const APPROVAL_DENIED: &str = "approval_denied";
     pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
     pub const APPROVAL_CANCELLED: &str = "approval_cancelled";
+    pub const APPROVAL_RULE_SAVED: &str = "approval_rule_saved";
+    pub const APPROVAL_RULE_DELETED: &str = "approval_rule_deleted";
+    pub const SLACK_USER_LINKED: &str = "slack_user_linked";
+    pub const SLACK_USER_UNLINKED: &str = "slack_user_unlinked";
     pub const ESCALATION_CLAIMED: &str = "escalation_claimed";
     pub const ESCALATION_RELEASED: &str = "escalation_released";
     pub const ESCALATION_NOTE: &str = "escalation_note";

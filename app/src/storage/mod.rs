@@ -6,6 +6,7 @@
 //! where it pays and is marked as such.
 
 pub mod alerts;
+pub mod approval_rules;
 pub mod approvals;
 pub mod audit;
 pub mod backup;
@@ -24,6 +25,7 @@ pub mod rules;
 pub mod runs;
 pub mod sessions;
 pub mod silences;
+pub mod slack;
 pub mod spans;
 pub mod sql;
 pub mod terms;

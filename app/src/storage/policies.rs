@@ -8,7 +8,7 @@ use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
 
 const COLUMNS: &str = "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit, \
-    use_within_seconds, volatile_fields, run_wide_key, ledger_window_seconds, call_timeout_seconds";
+    use_within_seconds, volatile_fields, run_wide_key, ledger_window_seconds, call_timeout_seconds, arguments_schema, on_expiry";
 
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
@@ -23,6 +23,8 @@ struct PolicyRow {
     run_wide_key: bool,
     ledger_window_seconds: Option<i64>,
     call_timeout_seconds: Option<i64>,
+    arguments_schema: Option<String>,
+    on_expiry: String,
 }
 
 impl From<PolicyRow> for ToolPolicy {
@@ -40,6 +42,9 @@ impl From<PolicyRow> for ToolPolicy {
             run_wide_key: r.run_wide_key,
             ledger_window_seconds: r.ledger_window_seconds,
             call_timeout_seconds: r.call_timeout_seconds,
+            // Written by `upsert` from a checked schema.
+            arguments_schema: r.arguments_schema.as_deref().and_then(|t| serde_json::from_str(t).ok()),
+            on_expiry: crate::approvals::OnExpiry::parse(&r.on_expiry).unwrap_or_default(),
         }
     }
 }
@@ -60,13 +65,14 @@ pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
     policy.validate().map_err(|why| StoreError::Invalid(format!("tool policy `{}`: {why}", policy.pattern)))?;
     let sql = format!(
-        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
          ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \
          requires_approval = excluded.requires_approval, approver_role = excluded.approver_role, \
          expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, \
          use_within_seconds = excluded.use_within_seconds, volatile_fields = excluded.volatile_fields, \
          run_wide_key = excluded.run_wide_key, ledger_window_seconds = excluded.ledger_window_seconds, \
-         call_timeout_seconds = excluded.call_timeout_seconds, updated_at = excluded.updated_at"
+         call_timeout_seconds = excluded.call_timeout_seconds, arguments_schema = excluded.arguments_schema, \
+         on_expiry = excluded.on_expiry, updated_at = excluded.updated_at"
     );
     let volatile = policy.volatile_fields.as_ref().map(|f| serde_json::to_string(f).unwrap_or_default());
     let args: Vec<Arg> = vec![
@@ -81,14 +87,19 @@ pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
         policy.run_wide_key.into(),
         policy.ledger_window_seconds.into(),
         policy.call_timeout_seconds.into(),
+        policy.arguments_schema.as_ref().map(|s| s.to_string()).into(),
+        policy.on_expiry.as_str().into(),
         now_ms().into(),
     ];
     db.execute(Sql::with_args(sql, args)).await?;
     Ok(())
 }
 
+/// Deletes the policy and its approval rules.
 pub async fn delete(db: &Db, pattern: &str) -> StoreResult<bool> {
-    let sql = "DELETE FROM tool_policies WHERE pattern = $1";
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(pattern).execute(pool).await.map(|r| r.rows_affected()))?;
+    let mut tx = super::sql::Tx::begin_write(db).await?;
+    tx.execute(Sql::with_args("DELETE FROM approval_rules WHERE tool_pattern = $1", vec![pattern.into()])).await?;
+    let n = tx.execute(Sql::with_args("DELETE FROM tool_policies WHERE pattern = $1", vec![pattern.into()])).await?;
+    tx.commit().await?;
     Ok(n > 0)
 }

@@ -523,6 +523,26 @@ pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
     Ok(agent.flatten())
 }
 
+/// A run's agent and cost so far, if any of its spans arrived (what approval rules read).
+pub async fn agent_and_cost(db: &Db, run_id: &str) -> StoreResult<Option<(Option<String>, f64)>> {
+    let sql = "SELECT agent, cost FROM runs WHERE run_id = $1";
+    let row: Option<(Option<String>, Option<f64>)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_optional(pool).await)?;
+    Ok(row.map(|(agent, cost)| (agent, cost.unwrap_or(0.0))))
+}
+
+/// The `enduser.id` a run's spans carry (the person the agent acts for), if any: that
+/// person may not approve the run's requests.
+pub async fn enduser_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
+    for span in super::spans::of_run(db, run_id).await? {
+        let attributes: serde_json::Value = serde_json::from_str(span.attributes.get()).unwrap_or_default();
+        if let Some(user) = attributes.get("enduser.id").and_then(|v| v.as_str()) {
+            return Ok(Some(user.to_string()));
+        }
+    }
+    Ok(None)
+}
+
 /// The models without a price that runs started since `since_ns` used (at most 100).
 pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<String>> {
     let sql =

@@ -56,8 +56,15 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
         escalations_resolved: instants(db, "escalations", "resolved_at", "", from, to).await?,
         approvals_requested: instants(db, "approvals", "created_at", "", from, to).await?,
         // An expired request gets `decided_at = expires_at` and no decider: count it apart.
-        approvals_decided: instants(db, "approvals", "decided_at", " AND status IN ('approved', 'denied')", from, to)
-            .await?,
+        approvals_decided: instants(
+            db,
+            "approvals",
+            "decided_at",
+            " AND status IN ('approved', 'approved_with_changes', 'denied')",
+            from,
+            to,
+        )
+        .await?,
         approvals_expired: instants(db, "approvals", "decided_at", " AND status = 'expired'", from, to).await?,
         ledger_deduped: super::ledger::deduped_hours(db, from, to).await?,
         replays: super::replay_results::in_window(db, from, to).await?,

@@ -10,7 +10,7 @@ use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
 use app::ingest::redact::Redactor;
 use app::services::approval_hub::ApprovalHub;
-use app::storage::{approvals, now_ms, policies, Db};
+use app::storage::{approvals, now_ms, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -40,8 +40,26 @@ pub struct AgentView {
     pub expires_at: DateTime<Utc>,
     pub decided_by: Option<String>,
     pub decided_at: Option<DateTime<Utc>>,
-    /// Why it was denied.
+    /// Why it was denied (or the approver's note).
     pub reason: Option<String>,
+    /// With `approved_with_changes`: the arguments to run, as the approver edited them.
+    /// `payload_sha256` is then their hash; running the original arguments is a violation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// With `approved_with_changes`: the hash of what the agent asked for, and the changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_payload_sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<String>,
+    /// A message from the approver to the agent (with a denial or an edit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub respond: Option<String>,
+    /// How many distinct people must approve, and how many have so far.
+    pub required_approvals: i64,
+    pub approvals_given: i64,
+    /// The escalation opened when the request expired under an `escalate` policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalation_id: Option<String>,
 }
 
 impl From<Approval> for AgentView {
@@ -57,6 +75,19 @@ impl From<Approval> for AgentView {
             decided_by: a.decided_by,
             decided_at: a.decided_at,
             reason: a.reason,
+            arguments: (a.status == ApprovalStatus::ApprovedWithChanges)
+                .then(|| serde_json::from_str(&a.arguments).ok())
+                .flatten(),
+            original_payload_sha256: a.original_payload_sha256,
+            changes: a.changes,
+            respond: a.respond,
+            approvals_given: if a.status.is_approved() {
+                a.required_approvals.max(a.approved_by.len() as i64)
+            } else {
+                a.approved_by.len() as i64
+            },
+            required_approvals: a.required_approvals,
+            escalation_id: a.escalation_id,
         }
     }
 }
@@ -89,11 +120,11 @@ pub async fn create(
         body.map_err(|e| ApiError::BadRequest(format!("invalid approval request: {}", e.body_text())))?;
     let mut request = request.validate().map_err(ApiError::BadRequest)?;
     request.redact(&redactor);
-    let policy = policies::for_tool(&db, &request.tool).await?;
     let requester = approvals::Requester { name: &token.name, token_id: Some(token.id) };
-    // The request and its `approval.requested` webhook are committed together (the
-    // outbox); delivery, with retries, never delays the agent.
-    let (approval, created) = approvals::create(&db, &request, policy.as_ref(), requester, &webhooks).await?;
+    // The tool's rules may decide it at once; otherwise the request and its
+    // `approval.requested` webhook are committed together (the outbox), and delivery,
+    // with retries, never delays the agent.
+    let (approval, created) = app::services::approvals::file(&db, &request, requester, &webhooks).await?;
     if created {
         tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
         hub.announce(&db, &approval.id).await;
@@ -173,9 +204,7 @@ async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiEr
     let found =
         approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
     if found.status == ApprovalStatus::Pending && found.expires_at.timestamp_millis() <= now_ms() {
-        for expired in approvals::expire_due(db, now_ms()).await? {
-            hub.announce(db, &expired).await;
-        }
+        app::services::approvals::expire_due(db, Some(hub)).await?;
         return approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")));
     }
     Ok(found)

@@ -10,7 +10,6 @@ use app::access::Scope;
 use app::approvals::payload::ValidRequest;
 use app::escalations::request::ValidEscalation;
 use app::escalations::{EscalationReason, RemainingItem};
-use app::ingest::policy::ToolPolicy;
 use app::ingest::redact::Redactor;
 use app::ledger::answer::Step;
 use app::ledger::key::derive_key;
@@ -34,6 +33,32 @@ pub struct CallAnswer {
     /// proceed, already_done, in_progress, outcome_unknown, approval_required or denied.
     pub answer: Answer,
     pub call: LedgerEntry,
+    /// With `proceed` after an approver edited the arguments: run these, not the ones
+    /// asked with (their hash is what was approved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_arguments: Option<serde_json::Value>,
+    /// The approver's message to the agent (with a denial or an edit), or the denial's
+    /// reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl CallAnswer {
+    /// The answer with what the call's approval says to the agent.
+    async fn with_approval(db: &Db, answer: Answer, call: LedgerEntry) -> Result<CallAnswer, ApiError> {
+        let mut out = CallAnswer { answer, call, approved_arguments: None, message: None };
+        let Some(id) = out.call.approval_id.clone() else { return Ok(out) };
+        if !matches!(answer, Answer::Proceed | Answer::Denied) {
+            return Ok(out);
+        }
+        if let Some(a) = approvals::get(db, &id).await? {
+            if a.status == app::approvals::ApprovalStatus::ApprovedWithChanges && answer == Answer::Proceed {
+                out.approved_arguments = serde_json::from_str(&a.arguments).ok();
+            }
+            out.message = a.respond.or(if answer == Answer::Denied { a.reason } else { None });
+        }
+        Ok(out)
+    }
 }
 
 fn answer_of(step: Step) -> Answer {
@@ -81,11 +106,23 @@ pub async fn ask(
     };
     let mut stored = call.arguments.clone();
     ctx.redactor.redact_strings(&mut stored);
-    let asked = ledger::ask(&db, &call, &key, &stored, &call_rule(policy.as_ref()), Some(token.id)).await?;
-    let answer = answer_of(asked.step);
-    let entry = follow_up(&db, &ctx, &token, asked.entry, Some(&call), policy.as_ref()).await?;
+    let rule = call_rule(policy.as_ref());
+    let asked = ledger::ask(&db, &call, &key, &stored, &rule, Some(token.id)).await?;
+    let mut answer = answer_of(asked.step);
+    let mut entry = follow_up(&db, &ctx, &token, asked.entry, Some(&call)).await?;
+    // A rule may have decided the approval as it was filed: answer with that decision now
+    // rather than sending the agent into a wait.
+    if entry.state == EntryState::AwaitingApproval {
+        if let Some(id) = entry.approval_id.as_deref() {
+            if approvals::get(&db, id).await?.is_some_and(|a| a.status.is_final()) {
+                let asked = ledger::ask(&db, &call, &key, &stored, &rule, Some(token.id)).await?;
+                answer = answer_of(asked.step);
+                entry = follow_up(&db, &ctx, &token, asked.entry, Some(&call)).await?;
+            }
+        }
+    }
     tracing::info!(call = %entry.id, run = %entry.run_id, tool = %entry.tool, %answer, "guarded call asked");
-    Ok(Json(CallAnswer { answer, call: entry }))
+    Ok(Json(CallAnswer::with_approval(&db, answer, entry).await?))
 }
 
 /// What an answer needs besides the entry: the approval request for a call that waits
@@ -97,7 +134,6 @@ async fn follow_up(
     token: &AgentToken,
     entry: LedgerEntry,
     call: Option<&ValidCall>,
-    policy: Option<&ToolPolicy>,
 ) -> Result<LedgerEntry, ApiError> {
     if entry.state == EntryState::AwaitingApproval && entry.approval_id.is_none() {
         let arguments = call.map(|c| c.arguments.clone()).unwrap_or_else(|| entry.arguments.clone());
@@ -114,7 +150,7 @@ async fn follow_up(
             agent: None,
         };
         let requester = approvals::Requester { name: &token.name, token_id: Some(token.id) };
-        let (approval, created) = approvals::create(db, &request, policy, requester, &ctx.webhooks).await?;
+        let (approval, created) = app::services::approvals::file(db, &request, requester, &ctx.webhooks).await?;
         if created {
             ctx.hub.announce(db, &approval.id).await;
         }
@@ -255,7 +291,7 @@ pub async fn get(
             };
             let asked = ledger::ask(&db, &call, &entry.idempotency_key, &entry.arguments, &rule, owner).await?;
             let answer = answer_of(asked.step);
-            let entry = follow_up(&db, &ctx, &token, asked.entry, None, policy.as_ref()).await?;
+            let entry = follow_up(&db, &ctx, &token, asked.entry, None).await?;
             asked_at = Some((Instant::now(), entry.clone()));
             approval_decided = false;
             (answer, entry)
@@ -264,7 +300,7 @@ pub async fn get(
         };
         let waiting = matches!(answer, Answer::ApprovalRequired | Answer::InProgress | Answer::OutcomeUnknown);
         if !waiting || Instant::now() >= deadline {
-            return Ok(Json(CallAnswer { answer, call: entry }));
+            return Ok(Json(CallAnswer::with_approval(&db, answer, entry).await?));
         }
         // Woken by a decision on the call's approval, else re-read every half second.
         let wake = deadline.min(Instant::now() + Duration::from_millis(500));

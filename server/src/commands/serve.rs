@@ -221,17 +221,16 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
     }
 }
 
-/// Every second: pending approval requests past their expiry become `expired`, and the
-/// agents waiting on them are woken.
+/// Every second: pending approval requests past their expiry become `expired` (opening
+/// an escalation where the policy says so), and the agents waiting on them are woken.
 async fn expire_approvals(db: app::storage::Db, hub: app::services::approval_hub::ApprovalHub) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     loop {
         every.tick().await;
-        match app::storage::approvals::expire_due(&db, app::storage::now_ms()).await {
+        match app::services::approvals::expire_due(&db, Some(&hub)).await {
             Ok(ids) => {
                 for id in ids {
                     tracing::info!(approval = %id, "approval request expired");
-                    hub.announce(&db, &id).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not expire approval requests; will retry"),

@@ -76,6 +76,10 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
                 state.rules.clone(),
             ),
         )
+        .merge(crate::slack::router(crate::slack::SlackSettings {
+            signing_secret: config.slack_signing_secret.clone(),
+            response_url_prefix: config.slack_response_url_prefix.clone(),
+        }))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::metrics::router(state.db.clone(), ingest))

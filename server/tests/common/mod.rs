@@ -38,7 +38,12 @@ pub struct Live {
 }
 
 pub async fn live(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope]) -> Live {
-    let config = Config::resolve(Overrides::default(), None).unwrap();
+    live_with(t, people, scopes, Overrides::default()).await
+}
+
+/// [`live`] with settings of the test's own (as flags would give them).
+pub async fn live_with(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope], settings: Overrides) -> Live {
+    let config = Config::resolve(settings, None).unwrap();
     let hash = password::hash(PASSWORD);
     for (name, roles) in people {
         users::create(&t.db, name, &hash, roles).await.unwrap();

@@ -158,7 +158,7 @@ fn History() -> impl IntoView {
                         "Outcome"
                         <select name="status">
                             <option value="">"any"</option>
-                            {[ApprovalStatus::Approved, ApprovalStatus::Denied, ApprovalStatus::Expired, ApprovalStatus::Cancelled]
+                            {[ApprovalStatus::Approved, ApprovalStatus::ApprovedWithChanges, ApprovalStatus::Denied, ApprovalStatus::Expired, ApprovalStatus::Cancelled]
                                 .into_iter()
                                 .map(|s| view! { <option value=s.as_str() selected=selected(s.as_str())>{s.as_str()}</option> })
                                 .collect_view()}

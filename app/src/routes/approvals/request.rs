@@ -229,7 +229,11 @@ fn Outcome(a: Approval) -> impl IntoView {
     let who = a.decided_by.clone().unwrap_or_default();
     let text = match a.status {
         ApprovalStatus::Pending => return None,
+        ApprovalStatus::Approved if a.required_approvals > 1 => {
+            format!("Approved by {} at {when}.", a.approved_by.join(" and "))
+        }
         ApprovalStatus::Approved => format!("Approved by {who} at {when}."),
+        ApprovalStatus::ApprovedWithChanges => format!("Approved with changes by {who} at {when}."),
         ApprovalStatus::Denied => format!("Denied by {who} at {when}."),
         ApprovalStatus::Expired => format!("Expired at {when} without a decision."),
         ApprovalStatus::Cancelled if who.starts_with("user:") => {
