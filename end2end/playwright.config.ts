@@ -9,7 +9,8 @@ const bin = process.env.FLIGHTDECK_BIN ?? '../target/debug/flightdeck';
 // step created.
 export const dataDir = `${__dirname}/.e2e-data`;
 
-// Two known users, created before the server starts: an admin with every role and a viewer;
+// Known users, created before the server starts: an admin with every role, a viewer and a
+// second approver (two-person approvals);
 // an agent token for sending traces and reading runs; and demo runs to browse.
 const seed = [
   `rm -rf "${dataDir}" && mkdir -p "${dataDir}"`,
@@ -17,6 +18,7 @@ const seed = [
   `"${bin}" demo --runs 30`,
   `printf 'alice-password-123\\n' | "${bin}" user add --role admin,approver,operator,viewer alice`,
   `printf 'victor-password-123\\n' | "${bin}" user add --role viewer victor`,
+  `printf 'bob-password-123\\n' | "${bin}" user add --role approver,viewer bob`,
 ].join(' && ');
 
 export default defineConfig({

@@ -99,6 +99,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs") view=runs::RunsPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:run_id") view=runs::detail::RunDetailPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals") view=approvals::ApprovalsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/approvals/bulk") view=approvals::bulk::BulkPage ssr=SsrMode::Async/>
                     <Route path=path!("/approvals/:id") view=approvals::request::ApprovalPage ssr=SsrMode::Async/>
                     <Route path=path!("/escalations") view=escalations::EscalationsPage ssr=SsrMode::Async/>
                     <Route path=path!("/escalations/:id") view=escalations::page::EscalationPage ssr=SsrMode::Async/>
@@ -113,6 +114,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/admin/prices") view=admin::prices::PricesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/webhooks") view=admin::webhooks::WebhooksAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/alerts") view=admin::alerts::AlertRulesAdmin ssr=SsrMode::Async/>
+                    <Route path=path!("/admin/rules") view=admin::rules::RulesAdmin ssr=SsrMode::Async/>
                     <Route path=path!("/admin/audit") view=admin::audit::AuditAdmin ssr=SsrMode::Async/>
                 </ParentRoute>
             </Routes>

@@ -6,6 +6,7 @@ import { dataDir } from '../playwright.config';
 
 export const ALICE = { username: 'alice', password: 'alice-password-123' };
 export const VICTOR = { username: 'victor', password: 'victor-password-123' };
+export const BOB = { username: 'bob', password: 'bob-password-123' };
 
 export function failOnConsoleErrors(page: Page): string[] {
   const errors: string[] = [];

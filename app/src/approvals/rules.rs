@@ -126,6 +126,7 @@ impl Would {
             .find(|w| w.as_str() == text)
     }
 
+    #[cfg(feature = "ssr")]
     fn of(action: RuleAction) -> Would {
         match action {
             RuleAction::AutoApprove => Would::AutoApprove,

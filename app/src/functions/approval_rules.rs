@@ -24,6 +24,7 @@ pub struct RulesPage {
 }
 
 /// How many disagreements a report lists.
+#[cfg(feature = "ssr")]
 const LIST_LIMIT: usize = 100;
 
 #[server(prefix = "/fn", endpoint = "load_rules")]

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod policies;
 pub mod prices;
+pub mod rules;
 pub mod tokens;
 pub mod tools;
 pub mod users;
@@ -39,6 +40,10 @@ pub fn AdminHome() -> impl IntoView {
                 <p>"Which tools read, write or do something irreversible, for agents whose spans do not say."</p>
             </li>
             <li class="card">
+                <h2><a href="/admin/rules">"Approval rules"</a></h2>
+                <p>"Rules on arguments that auto-approve, deny or ask two people, tried on history and watched in shadow first."</p>
+            </li>
+            <li class="card">
                 <h2><a href="/admin/tools">"Tools"</a></h2>
                 <p>"Every tool seen in spans, which ones nobody has classified yet, and a one-click classification."</p>
             </li>
@@ -71,6 +76,7 @@ pub fn AdminTabs() -> impl IntoView {
             <A href="/admin/tokens">"API tokens"</A>
             <A href="/admin/tools">"Tools"</A>
             <A href="/admin/policies">"Tool policies"</A>
+            <A href="/admin/rules">"Approval rules"</A>
             <A href="/admin/prices">"Prices"</A>
             <A href="/admin/webhooks">"Webhooks"</A>
             <A href="/admin/alerts">"Alert rules"</A>

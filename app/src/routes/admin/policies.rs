@@ -60,6 +60,16 @@ pub fn PoliciesAdmin() -> impl IntoView {
             <label title="How long a started guarded call may go unreported before its outcome is unknown">
                 "Call timeout (seconds)" <input type="number" name="call_timeout_seconds" min="1" placeholder="300"/>
             </label>
+            <label title="What happens to a request nobody decides before it expires">"On expiry"
+                <select name="on_expiry">
+                    <option value="deny">"deny (the agent is told)"</option>
+                    <option value="escalate">"escalate (open an escalation)"</option>
+                </select>
+            </label>
+            <label class="wide" title="Edited arguments must match it before an approver can approve them">
+                "Arguments JSON Schema (optional)"
+                <textarea name="arguments_schema" rows="3" maxlength="65536" placeholder=r#"{"type": "object", "properties": {"amount": {"type": "integer", "maximum": 100}}}"#></textarea>
+            </label>
             <button type="submit" class="primary">"Save policy"</button>
             <ActionError value=save.value()/>
         </ActionForm>
@@ -88,7 +98,10 @@ pub fn PoliciesAdmin() -> impl IntoView {
                                         <tr>
                                             <td><code>{row.pattern}</code></td>
                                             <td><span class=format!("badge effect-{}", row.side_effect)>{row.side_effect.clone()}</span></td>
-                                            <td>{if row.requires_approval { format!("required, by {}", row.approver_role) } else { "not required".to_string() }}</td>
+                                            <td>
+                                                {if row.requires_approval { format!("required, by {}", row.approver_role) } else { "not required".to_string() }}
+                                                <span class="muted small">{format!("; on expiry {}", row.on_expiry)}{row.arguments_schema.is_some().then_some("; arguments schema")}</span>
+                                            </td>
                                             <td>{row.expiry_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (3600 s)".into())}</td>
                                             <td>{row.run_limit.map(|n| n.to_string()).unwrap_or_else(|| "none".into())}</td>
                                             <td>{row.use_within_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "default (900 s)".into())}</td>

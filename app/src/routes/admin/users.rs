@@ -6,7 +6,9 @@ use super::{AdminTabs, OneTimeSecretBox};
 use crate::access::Role;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
-use crate::functions::admin::{load_users_page, CreateUser, ResetPassword, SetRoles, SetUserDisabled};
+use crate::functions::admin::{
+    load_users_page, CreateUser, LinkSlackUser, ResetPassword, SetRoles, SetUserDisabled, UnlinkSlackUser,
+};
 use crate::models::UserSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -17,8 +19,19 @@ pub fn UsersAdmin() -> impl IntoView {
     let set_roles = ServerAction::<SetRoles>::new();
     let reset = ServerAction::<ResetPassword>::new();
     let disable = ServerAction::<SetUserDisabled>::new();
+    let link = ServerAction::<LinkSlackUser>::new();
+    let unlink = ServerAction::<UnlinkSlackUser>::new();
     let page = Resource::new(
-        move || (create.version().get(), set_roles.version().get(), reset.version().get(), disable.version().get()),
+        move || {
+            (
+                create.version().get(),
+                set_roles.version().get(),
+                reset.version().get(),
+                disable.version().get(),
+                link.version().get(),
+                unlink.version().get(),
+            )
+        },
         |_| load_users_page(),
     );
     view! {
@@ -35,12 +48,31 @@ pub fn UsersAdmin() -> impl IntoView {
         <ActionError value=set_roles.value()/>
         <ActionError value=reset.value()/>
         <ActionError value=disable.value()/>
+        <section class="card" data-testid="slack-link">
+            <h2>"Slack"</h2>
+            <p class="muted small">
+                "Link a Slack member id (profile → ⋯ → Copy member ID) to a user: their clicks on Approve and Deny "
+                "in Slack's approval messages count as that user's, with that user's roles (docs/approvals.md)."
+            </p>
+            <ActionForm action=link attr:class="form inline-form">
+                <label>"Slack member id" <input type="text" name="slack_user_id" required maxlength="32" placeholder="U024BE7LH"/></label>
+                <label>"Username" <input type="text" name="username" required maxlength="64"/></label>
+                <button type="submit" class="primary">"Link"</button>
+            </ActionForm>
+            <div>
+                <ActionError value=link.value()/>
+            </div>
+            <div>
+                <ActionError value=unlink.value()/>
+            </div>
+        </section>
         <Suspense fallback=|| view! { <p class="loading">"Loading users…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(page) => view! {
                         {page.new_secret.map(|secret| view! { <OneTimeSecretBox secret/> })}
                         <UserTable users=page.users set_roles reset disable/>
+                        <SlackLinks links=page.slack_links unlink/>
                     }
                         .into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
@@ -126,5 +158,37 @@ fn UserTable(
                     .collect_view()}
             </tbody>
         </table>
+    }
+}
+
+#[component]
+fn SlackLinks(links: Vec<(String, String)>, unlink: ServerAction<UnlinkSlackUser>) -> impl IntoView {
+    view! {
+        <section class="card" data-testid="slack-links">
+            <h2>"Linked Slack users"</h2>
+            {if links.is_empty() {
+                view! { <p class="muted small">"None yet."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="grid compact">
+                        <thead><tr><th>"Slack member id"</th><th>"User"</th><th></th></tr></thead>
+                        <tbody>
+                            {links.into_iter().map(|(slack, user)| view! {
+                                <tr>
+                                    <td><code>{slack.clone()}</code></td>
+                                    <td>{user}</td>
+                                    <td>
+                                        <ActionForm action=unlink attr:class="inline">
+                                            <input type="hidden" name="slack_user_id" value=slack/>
+                                            <button type="submit" class="danger small">"Unlink"</button>
+                                        </ActionForm>
+                                    </td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
     }
 }

@@ -2,6 +2,7 @@
 //! and tool (filters in the URL), refreshed every few seconds with JavaScript on; and the
 //! decided history (`/approvals?view=decided`) filterable by approver, outcome and tool.
 
+pub mod bulk;
 pub mod request;
 
 use crate::approvals::{Approval, ApprovalStatus};
@@ -115,9 +116,13 @@ fn InboxTable(view: InboxView, agent: Option<String>, tool: Option<String>) -> i
             <a href="/approvals" class="small">"Clear"</a>
         </form>
         <p class="muted small" data-testid="pending-count">{format!("{count} pending, oldest first")}</p>
+        // Ticking requests and "Decide selected together" is a plain GET form: it works
+        // without JavaScript and the bulk page shows exactly what was picked.
+        <form method="get" action="/approvals/bulk" data-testid="bulk-pick">
+        <div class="table-scroll">
         <table class="grid approvals" data-testid="approval-table">
             <thead>
-                <tr><th>"Waiting"</th><th>"Agent"</th><th>"Run"</th><th>"Tool"</th><th>"Side effect"</th><th>"What"</th><th></th></tr>
+                <tr><th><span class="visually-hidden">"Pick"</span></th><th>"Waiting"</th><th>"Agent"</th><th>"Run"</th><th>"Tool"</th><th>"Side effect"</th><th>"What"</th><th>"Approvals"</th><th></th></tr>
             </thead>
             <tbody>
                 {view.pending.into_iter().map(|a| {
@@ -125,18 +130,23 @@ fn InboxTable(view: InboxView, agent: Option<String>, tool: Option<String>) -> i
                     let what = preview(&headline(&a), 120);
                     view! {
                         <tr data-approval=a.id.clone()>
+                            <td><input type="checkbox" name="id" value=a.id.clone() aria-label=format!("pick {}", a.id)/></td>
                             <td title=format_utc(&a.created_at)>{ago(&a.created_at, &now)}</td>
                             <td>{a.agent.clone().unwrap_or_else(|| "—".into())}</td>
                             <td><a href=run_href(&a.run_id)><code>{a.run_id.clone()}</code></a></td>
                             <td><code>{a.tool.clone()}</code></td>
                             <td><Tag kind="effect" value=a.side_effect.as_str()/></td>
                             <td class="preview">{what}</td>
+                            <td>{format!("{} of {}", a.approved_by.len(), a.required_approvals)}</td>
                             <td><a href=href class="button primary small">"Review"</a></td>
                         </tr>
                     }
                 }).collect_view()}
             </tbody>
         </table>
+        </div>
+        <button type="submit" class="small">"Decide selected together"</button>
+        </form>
     }
     .into_any()
 }

@@ -61,7 +61,7 @@ fn Request(
         <Outcome a=a.clone()/>
         <Payload a=a.clone()/>
         <AgentDescription a=a.clone()/>
-        {pending.then(|| view! { <Decide a=a.clone() can_decide=view.can_decide decide/> })}
+        {pending.then(|| view! { <Decide a=a.clone() view=view.clone() decide/> })}
         {(pending && view.can_cancel).then(|| view! { <CancelRequest id=a.id.clone() cancel/> })}
     }
 }
@@ -249,14 +249,28 @@ fn Outcome(a: Approval) -> impl IntoView {
                 <p>"Reason:"</p>
                 <ExactText text=r testid="decision-reason"/>
             })}
+            {a.changes.clone().map(|changes| view! {
+                <p>"Changed from what the agent asked:"</p>
+                <ExactText text=changes testid="changes"/>
+                {a.original_arguments.clone().map(|orig| view! {
+                    <details class="small"><summary>"The arguments as asked"</summary><ExactText text=pretty_json(&orig) testid="original-arguments"/></details>
+                })}
+            })}
+            {a.respond.clone().map(|r| view! { <p>"Message to the agent:"</p><ExactText text=r testid="respond"/> })}
+            {a.rule_name.clone().filter(|_| a.decided_by.as_deref().is_some_and(|d| d.starts_with("rule:"))).map(|r| view! {
+                <p class="muted small">"Decided by the approval rule " <a href="/admin/rules"><code>{r}</code></a> "."</p>
+            })}
+            {a.escalation_id.clone().map(|e| view! {
+                <p>"An escalation was opened for a person to take over: " <a href=format!("/escalations/{}", crate::url::encode(&e))><code>{e.clone()}</code></a></p>
+            })}
             {used.map(|span| view! { <p class="muted small">"Executed by span " <code>{span}</code></p> })}
         </section>
     })
 }
 
 #[component]
-fn Decide(a: Approval, can_decide: bool, decide: ServerAction<DecideApproval>) -> impl IntoView {
-    if !can_decide {
+fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>) -> impl IntoView {
+    if !view.can_decide {
         return view! {
             <p class="card notice" data-testid="cannot-decide">
                 {format!("Deciding this request needs the {} role, which your account does not have.", a.required_role)}
@@ -266,23 +280,67 @@ fn Decide(a: Approval, can_decide: bool, decide: ServerAction<DecideApproval>) -
     }
     let (id, sha) = (a.id.clone(), a.payload_sha256.clone());
     let (id2, sha2) = (a.id.clone(), a.payload_sha256.clone());
+    let editable = !a.arguments.contains(crate::canonical::REDACTED);
+    let pretty = pretty_json(&a.arguments);
+    let blocked = if view.own_run {
+        Some("This run acts for you (its enduser.id): another person must approve it. You may deny it.")
+    } else if view.already_approved {
+        Some("You approved this payload; it needs another person's approval.")
+    } else {
+        None
+    };
     view! {
         <section class="card decide" data-testid="decide">
             <h2>"Decision"</h2>
-            <ActionError value=decide.value()/>
+            {(a.required_approvals > 1).then(|| view! {
+                <p data-testid="approvals-needed">
+                    <strong>{format!("{} of {} approvals", a.approved_by.len(), a.required_approvals)}</strong>
+                    {(!a.approved_by.is_empty()).then(|| format!(" (approved by {})", a.approved_by.join(", ")))}
+                    ": each approver must be a different person, approving this same payload."
+                </p>
+            })}
+            {blocked.map(|text| view! { <p class="callout warn" data-testid="approve-blocked">{text}</p> })}
+            <div>
+                <ActionError value=decide.value()/>
+            </div>
             <div class="decide-forms">
-                <ActionForm action=decide attr:class="inline" attr:data-testid="approve-form">
-                    <input type="hidden" name="id" value=id/>
-                    <input type="hidden" name="payload_sha256" value=sha/>
-                    <input type="hidden" name="decision" value="approve"/>
-                    <button type="submit" class="primary">"Approve this exact payload"</button>
-                </ActionForm>
+                {blocked.is_none().then(|| view! {
+                    <ActionForm action=decide attr:class="form" attr:data-testid="approve-form">
+                        <input type="hidden" name="id" value=id/>
+                        <input type="hidden" name="payload_sha256" value=sha/>
+                        <input type="hidden" name="decision" value="approve"/>
+                        {if editable {
+                            view! {
+                                <details class="edit-arguments" data-testid="edit-arguments">
+                                    <summary>"Edit the arguments before approving"</summary>
+                                    <p class="muted small">
+                                        "Change the JSON below and approve: the agent gets the edited arguments and must run "
+                                        "exactly those (their own hash). Left unchanged, this approves the payload as asked."
+                                    </p>
+                                    <textarea name="arguments" rows="8" spellcheck="false" class="mono" data-testid="arguments-input">{pretty}</textarea>
+                                    {view.arguments_schema.clone().map(|schema| view! {
+                                        <details class="small"><summary>"The schema edits must match"</summary><pre class="exact">{schema}</pre></details>
+                                    })}
+                                    <label>"Message to the agent (optional)"
+                                        <textarea name="respond" maxlength="2000" rows="2" data-testid="respond-approve"></textarea>
+                                    </label>
+                                </details>
+                            }.into_any()
+                        } else {
+                            view! { <p class="muted small">"These arguments hold a credential Flightdeck does not store, so they cannot be edited here."</p> }.into_any()
+                        }}
+                        <button type="submit" class="primary">"Approve this exact payload"</button>
+                    </ActionForm>
+                })}
                 <ActionForm action=decide attr:class="form" attr:data-testid="deny-form">
                     <input type="hidden" name="id" value=id2/>
                     <input type="hidden" name="payload_sha256" value=sha2/>
                     <input type="hidden" name="decision" value="deny"/>
                     <label>"Reason (required to deny; the agent reads it)"
                         <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                    </label>
+                    <label>"What the agent should do instead (optional)"
+                        <textarea name="respond" maxlength="2000" rows="2"></textarea>
                     </label>
                     <button type="submit" class="danger">"Deny"</button>
                 </ActionForm>

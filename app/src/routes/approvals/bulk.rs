@@ -1,0 +1,126 @@
+//! A bulk decision (`/approvals/bulk?id=…&id=…`): pending requests of one tool, picked on
+//! the inbox, side by side as a compact table whose first columns are the arguments that
+//! differ between them (highlighted) and whose shared values are listed once above it.
+//! Approve or deny them in one action; the form carries each request's own hash, so every
+//! decision is still bound to the payload shown for it.
+
+use crate::approvals::display::text_at;
+use crate::components::payload::ExactInline;
+use crate::components::status::{ActionError, ErrorBox};
+use crate::functions::approvals::{load_bulk, BulkView, DecideBulk};
+use crate::routes::approvals::approval_href;
+use crate::url::run_href;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+#[component]
+pub fn BulkPage() -> impl IntoView {
+    let q = use_query_map();
+    let ids = Memo::new(move |_| q.with(|q| q.get_all("id").unwrap_or_default().join(",")));
+    let decide = ServerAction::<DecideBulk>::new();
+    crate::components::layout::refresh_nav_after(decide);
+    let view = Resource::new(move || (ids.get(), decide.version().get()), |(ids, _)| load_bulk(ids));
+    view! {
+        <Title text="Decide together"/>
+        <p class="breadcrumb"><a href="/approvals">"Approvals"</a> " / decide together"</p>
+        <h1>"Decide several requests together"</h1>
+        <Transition fallback=|| view! { <p class="loading">"Loading requests…"</p> }>
+            {move || Suspend::new(async move {
+                match view.await {
+                    Ok(v) => view! { <Bulk v decide/> }.into_any(),
+                    Err(error) => view! { <ErrorBox error/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Bulk(v: BulkView, decide: ServerAction<DecideBulk>) -> impl IntoView {
+    let results = move || {
+        decide.value().get().and_then(|r| r.ok()).map(|rows| {
+            view! {
+                <ul class="card bulk-results" data-testid="bulk-results">
+                    {rows.into_iter().map(|r| view! {
+                        <li class:refused=!r.ok><code>{r.id.clone()}</code> ": " {r.detail.clone()}</li>
+                    }).collect_view()}
+                </ul>
+            }
+        })
+    };
+    let tool = v.requests.first().map(|a| a.tool.clone()).unwrap_or_default();
+    let pending = v.problem.is_none();
+    let items_deny = v.requests.iter().map(|a| format!("{}:{}", a.id, a.payload_sha256)).collect::<Vec<_>>().join(",");
+    let items = v.requests.iter().map(|a| format!("{}:{}", a.id, a.payload_sha256)).collect::<Vec<_>>().join(",");
+    let first: serde_json::Value =
+        v.requests.first().and_then(|a| serde_json::from_str(&a.arguments).ok()).unwrap_or_default();
+    let shared: Vec<(String, String)> = v.same.iter().map(|p| (p.clone(), text_at(&first, p))).collect();
+    let differing = v.differing.clone();
+    view! {
+        {results}
+        {v.problem.clone().map(|p| view! { <p class="callout warn" data-testid="bulk-problem">{p}</p> })}
+        <p>
+            {format!("{} request(s) for ", v.requests.len())} <code><ExactInline text=tool/></code>
+            ". Each is decided on its own payload hash; one refused (decided meanwhile, changed) does not stop the others."
+        </p>
+        {(!shared.is_empty()).then(|| view! {
+            <section class="card">
+                <h2>"The same in every request"</h2>
+                <dl class="facts" data-testid="bulk-same">
+                    {shared.into_iter().map(|(path, value)| view! {
+                        <dt><code>{path}</code></dt><dd><code><ExactInline text=value/></code></dd>
+                    }).collect_view()}
+                </dl>
+            </section>
+        })}
+        <div class="table-scroll">
+            <table class="grid compact bulk" data-testid="bulk-table">
+                <thead><tr>
+                    <th>"Request"</th>
+                    {differing.iter().map(|p| view! { <th class="differs"><code>{p.clone()}</code></th> }).collect_view()}
+                    <th>"Agent"</th><th>"Run"</th><th>"Approvals"</th>
+                </tr></thead>
+                <tbody>
+                    {v.requests.iter().map(|a| {
+                        let args: serde_json::Value = serde_json::from_str(&a.arguments).unwrap_or_default();
+                        view! {
+                            <tr data-approval=a.id.clone()>
+                                <td><a href=approval_href(&a.id)><code>{a.id.chars().take(12).collect::<String>()}"…"</code></a></td>
+                                {differing.iter().map(|p| view! {
+                                    <td class="differs"><code><ExactInline text=text_at(&args, p)/></code></td>
+                                }).collect_view()}
+                                <td>{a.agent.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td><a href=run_href(&a.run_id)><code>{a.run_id.clone()}</code></a></td>
+                                <td>{format!("{} of {}", a.approved_by.len(), a.required_approvals)}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        {(pending && v.can_decide).then(move || view! {
+            <section class="card decide" data-testid="bulk-decide">
+                <h2>"Decision for all of them"</h2>
+                <div>
+                    <ActionError value=decide.value()/>
+                </div>
+                <div class="decide-forms">
+                    <ActionForm action=decide attr:class="inline" attr:data-testid="bulk-approve">
+                        <input type="hidden" name="items" value=items/>
+                        <input type="hidden" name="decision" value="approve"/>
+                        <button type="submit" class="primary">"Approve these exact payloads"</button>
+                    </ActionForm>
+                    <ActionForm action=decide attr:class="form" attr:data-testid="bulk-deny">
+                        <input type="hidden" name="items" value=items_deny/>
+                        <input type="hidden" name="decision" value="deny"/>
+                        <label>"Reason (required to deny; each agent reads it)"
+                            <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                        </label>
+                        <button type="submit" class="danger">"Deny all"</button>
+                    </ActionForm>
+                </div>
+            </section>
+        })}
+    }
+}
