@@ -44,7 +44,9 @@ def main() -> int:
             if call.done:
                 print(f"step {step}: already done ({call.external_id}), not sent again")
                 continue
-            message_id = send_email(options.outbox, to, args["subject"], call.natural_key)
+            # What was approved (an approver may have edited the arguments).
+            approved = call.arguments
+            message_id = send_email(options.outbox, approved["to"], approved["subject"], call.natural_key)
             call.complete(external_id=message_id, response={"message_id": message_id})
             print(f"step {step}: sent {message_id}")
         if options.crash_after and step == options.crash_after:

@@ -41,7 +41,12 @@ fn with_decision_buttons(mut message: Value, event: &Event) -> Value {
         return message;
     }
     let field = |name: &str| event.data[name].as_str().unwrap_or_default().to_string();
-    let Some(extra) = decision_blocks(&field("id"), &field("payload_sha256"), &field("arguments")) else {
+    let (id, hash, arguments) = (field("id"), field("payload_sha256"), field("arguments"));
+    // Buttons only for a request the event names with the hash and payload it shows.
+    if id.is_empty() || hash.is_empty() || arguments.is_empty() {
+        return message;
+    }
+    let Some(extra) = decision_blocks(&id, &hash, &arguments) else {
         return message;
     };
     if let Some(blocks) = message["blocks"].as_array_mut() {
@@ -51,4 +56,35 @@ fn with_decision_buttons(mut message: Value, event: &Event) -> Value {
         }
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::WebhookTarget;
+
+    fn event(data: Value) -> Event {
+        Event {
+            kind: EventKind::ApprovalRequested,
+            title: "Approval requested: refund".into(),
+            summary: "Decide".into(),
+            link_path: "/approvals/apr_1".into(),
+            fields: vec![],
+            data,
+        }
+    }
+
+    #[test]
+    fn slack_gets_buttons_only_for_a_request_named_with_its_hash_and_payload() {
+        let slack = WebhookTarget { format: WebhookFormat::Slack, ..WebhookTarget::default() };
+        let full = event(serde_json::json!({"id": "apr_1", "payload_sha256": "abc", "arguments": "{\"amount\":5}"}));
+        let body = render(&slack, &full, "https://fd.example").unwrap();
+        let blocks = body["blocks"].as_array().unwrap();
+        let actions = blocks.iter().find(|b| b["type"] == "actions").expect("buttons");
+        assert_eq!(actions["elements"][0]["value"], "apr_1:abc");
+        assert_eq!(blocks.last().unwrap()["type"], "context", "the context line stays last");
+        let bare = event(serde_json::json!({"approval_id": "apr_1"}));
+        let body = render(&slack, &bare, "https://fd.example").unwrap();
+        assert_eq!(body, slack_message(&bare, "https://fd.example"), "no buttons without the hash and payload");
+    }
 }

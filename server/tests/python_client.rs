@@ -52,7 +52,7 @@ async fn the_python_client_and_the_example_agent_work_against_a_real_flightdeck(
     .unwrap();
     let log = String::from_utf8_lossy(&tests.stderr);
     assert!(tests.status.success(), "the Python client's tests:\n{log}");
-    assert!(log.contains("Ran 6 tests"), "{log}");
+    assert!(log.contains("Ran 8 tests"), "{log}");
 
     let dir = tempfile::tempdir().unwrap();
     let outbox = dir.path().join("outbox.txt");

@@ -59,12 +59,24 @@ class AlreadyDone(Exception):
 
 
 class Call:
-    """One guarded call: what Flightdeck answered, and the report afterwards."""
+    """One guarded call: what Flightdeck answered, and the report afterwards.
 
-    def __init__(self, client: "Flightdeck", answer: Dict[str, Any]):
+    ``arguments`` is what to run: the arguments asked with, or, when an approver edited
+    them before approving, the edited ones (``changed`` is then true). Approval binds the
+    edited payload's hash, so running the original arguments would be a violation.
+    ``message`` is the approver's note to the agent, if any."""
+
+    def __init__(self, client: "Flightdeck", answer: Dict[str, Any], asked: Optional[Mapping[str, Any]] = None):
         self._client = client
         self._answer = answer
         entry = answer["call"]
+        approved = answer.get("approved_arguments")
+        self.changed: bool = approved is not None
+        # Unedited: the arguments as the agent holds them (the ledger keeps a redacted copy).
+        self.arguments: Dict[str, Any] = (
+            approved if approved is not None else dict(asked) if asked is not None else entry.get("arguments")
+        )
+        self.message: Optional[str] = answer.get("message")
         self.id: str = entry["id"]
         self.idempotency_key: str = entry["idempotency_key"]
         self.natural_key: str = entry["natural_key"]
@@ -179,10 +191,11 @@ class Flightdeck:
                 break
             seconds = max(1, min(60, int(left)))
             answer = self._request("GET", f"/api/v1/calls/{answer['call']['id']}?wait={seconds}")
-        call = Call(self, answer)
+        call = Call(self, answer, arguments)
         if call.answer == "denied":
             _annotate_span(call, "denied")
-            raise CallDenied(f"{tool}: denied ({call.approval_id or 'no approval'})")
+            why = f": {call.message}" if call.message else ""
+            raise CallDenied(f"{tool}: denied ({call.approval_id or 'no approval'}){why}")
         if call.answer == "outcome_unknown":
             raise CallOutcomeUnknown(f"{tool}: an earlier attempt never reported; a person must settle call {call.id}")
         if call.answer in ("approval_required", "in_progress"):
@@ -218,7 +231,8 @@ class Flightdeck:
                 with self.guarded(tool, arguments, run_id=run_id, step=step, wait=wait) as call:
                     if call.done:
                         return call.response
-                    result = func(**arguments)
+                    # An approver may have edited the arguments: run what was approved.
+                    result = func(**(call.arguments if call.changed else arguments))
                     ext = external_id(result) if external_id else None
                     call.complete(outcome="ok", external_id=ext, response=_jsonable(result))
                     return result

@@ -10,6 +10,7 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from flightdeck import CallDenied, Flightdeck, FlightdeckError, idempotency_key  # noqa: E402
+from flightdeck.client import Call  # noqa: E402
 
 
 def client() -> Flightdeck:
@@ -75,3 +76,26 @@ class GuardedCalls(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EditedApprovals(unittest.TestCase):
+    """How the client reads an answer after an approver edited the arguments (the server
+    side of the edit is tested in server/tests/approvals_v2.rs)."""
+
+    def answer(self, **extra):
+        entry = {"id": "call_1", "idempotency_key": "k", "natural_key": "fd-1", "approval_id": "apr_1",
+                 "arguments": {"order": "o-9", "amount": 900}}
+        return dict({"answer": "proceed", "call": entry}, **extra)
+
+    def test_the_call_runs_the_edited_arguments_when_an_approver_changed_them(self):
+        call = Call(None, self.answer(approved_arguments={"order": "o-9", "amount": 90}, message="90, not 900"))
+        self.assertTrue(call.changed)
+        self.assertEqual(call.arguments, {"order": "o-9", "amount": 90})
+        self.assertEqual(call.message, "90, not 900")
+
+    def test_without_an_edit_the_call_runs_what_it_asked(self):
+        asked = {"order": "o-9", "amount": 900, "api_key": "sk-live-secret"}
+        call = Call(None, self.answer(), asked)
+        self.assertFalse(call.changed)
+        self.assertEqual(call.arguments, asked, "the agent's own copy, not the ledger's redacted one")
+        self.assertIsNone(call.message)

@@ -58,6 +58,14 @@ pub fn RulesAdmin() -> impl IntoView {
 
 #[component]
 fn RuleForm(policies: Vec<String>, save: ServerAction<SaveRule>, tried: ServerAction<TryRule>) -> impl IntoView {
+    if policies.is_empty() {
+        return view! {
+            <p class="card notice" data-testid="no-policies">
+                "Rules belong to a tool policy: add one under " <a href="/admin/policies">"Tool policies"</a> " first."
+            </p>
+        }
+        .into_any();
+    }
     let options = {
         let policies = policies.clone();
         move || policies.iter().map(|p| view! { <option value=p.clone()>{p.clone()}</option> }).collect_view()
@@ -111,6 +119,7 @@ fn RuleForm(policies: Vec<String>, save: ServerAction<SaveRule>, tried: ServerAc
             </div>
         </section>
     }
+    .into_any()
 }
 
 #[component]

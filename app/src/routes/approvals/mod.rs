@@ -137,7 +137,7 @@ fn InboxTable(view: InboxView, agent: Option<String>, tool: Option<String>) -> i
                             <td><code>{a.tool.clone()}</code></td>
                             <td><Tag kind="effect" value=a.side_effect.as_str()/></td>
                             <td class="preview">{what}</td>
-                            <td>{format!("{} of {}", a.approved_by.len(), a.required_approvals)}</td>
+                            <td>{(a.required_approvals > 1).then(|| format!("{} of {}", a.approved_by.len(), a.required_approvals))}</td>
                             <td><a href=href class="button primary small">"Review"</a></td>
                         </tr>
                     }
