@@ -311,6 +311,10 @@ pub struct Trends {
     pub replay_pass_rate: Vec<Series>,
     /// `requested`, `decided` and `expired`.
     pub approvals: Vec<Series>,
+    /// When these figures were computed (Unix ms; 0 = not said): the page may show figures
+    /// kept for a few seconds (`services::trends_cache`).
+    #[serde(default)]
+    pub computed_at_ms: i64,
 }
 
 impl Trends {
@@ -435,6 +439,7 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
             Series::counts("decided", "decided", bucket_counts(&window, &inputs.approvals_decided)),
             Series::counts("expired", "expired", bucket_counts(&window, &inputs.approvals_expired)),
         ],
+        computed_at_ms: 0,
     }
 }
 

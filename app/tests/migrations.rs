@@ -155,6 +155,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "f898f91eb09b058ffb34bace6a9e261b3e40ba2df2ecbfbf56874b50c07469a8ffa97b359a0deacd75b4a174df6f0cdf",
     ),
     (
+        "sqlite",
+        "0029_page_indexes.sql",
+        "6a01b47aa0ef4686631053de89b0a16411dc467bd52e363bd05f6fc2ec2d3447a674fef191402791c9da3bb5bbe399e6",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -288,6 +293,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0028_approvals_v2.sql",
         "f898f91eb09b058ffb34bace6a9e261b3e40ba2df2ecbfbf56874b50c07469a8ffa97b359a0deacd75b4a174df6f0cdf",
+    ),
+    (
+        "postgres",
+        "0029_page_indexes.sql",
+        "6a01b47aa0ef4686631053de89b0a16411dc467bd52e363bd05f6fc2ec2d3447a674fef191402791c9da3bb5bbe399e6",
     ),
 ];
 

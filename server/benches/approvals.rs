@@ -33,9 +33,10 @@ async fn instance(url: &str) -> String {
         db,
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: hub,
-        webhooks: Default::default(),
+        notifications: Default::default(),
 
         redactor: Default::default(),
+        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

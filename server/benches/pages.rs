@@ -1,13 +1,16 @@
-//! Page-time benchmark (not a test): fills a database with 100,000 synthetic runs (about
-//! 1.2 million spans) and one 500-span run, then times the server answering the run list
-//! (first page, filtered by reason, searched by a term) and the 500-span run page, through
-//! the real router with a signed-in session, and one evaluation of the six alert rules over
-//! that data. Prints p50 and p95 per page; asserts nothing.
+//! Page-time benchmark (not a test): fills a database with 150,000 synthetic runs (about
+//! 1.2 million spans, started over the last two days so every trends range holds them)
+//! and one 500-span run, then times every page the server renders through the real router
+//! with a signed-in session: the run list with each filter, flag, sort and search, a run,
+//! the approval inbox and history, the escalation queue (open and resolved), an
+//! escalation, the alerts, the three trends ranges, the admin pages; the trends refresh
+//! the background job does; and one evaluation of the alert rules over that data. Prints
+//! p50 and p95 per page; asserts nothing.
 //!
 //!   cargo bench -p flightdeck --bench pages            # SQLite
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
 //!                                                      # and PostgreSQL
-//!   FLIGHTDECK_BENCH_RUNS=20000 cargo bench ...        # a smaller database
+//!   FLIGHTDECK_BENCH_RUNS=20000 cargo bench ...        # a smaller database (default 150,000)
 //!
 //! For iterating on queries, `FLIGHTDECK_BENCH_SQLITE=/path/file.db` and
 //! `FLIGHTDECK_BENCH_PG=postgres://.../dbname` name databases to keep: each is migrated,
@@ -83,7 +86,13 @@ fn big_run() -> ExportTraceServiceRequest {
 async fn fill(db: &Db, runs: usize) -> usize {
     use loadgen::synth::{requests_for, Synth, SynthOptions};
     let settings = IngestSettings::default();
-    let mut synth = Synth::new(SynthOptions { seed: 11, ..SynthOptions::default() });
+    // Runs start about a second apart: begin far enough back that the last one starts
+    // before now, so all of them fall inside the 7- and 30-day trends and about half
+    // inside the 24-hour one.
+    let span_ns = runs as u64 * 1_100_000_000 + 3_600_000_000_000;
+    let now_ns = u64::try_from(app::storage::now_ms()).unwrap() * 1_000_000;
+    let options = SynthOptions { seed: 11, base_time_unix_nano: now_ns - span_ns, ..SynthOptions::default() };
+    let mut synth = Synth::new(options);
     let mut stored = 0usize;
     let mut done = 0;
     while done < runs {
@@ -122,7 +131,8 @@ async fn measure(db: &Db, runs: usize) {
     } else {
         println!("\n{}: kept database, {kept} spans", db.backend_name());
     }
-    if users::create(db, "bench", &password::hash("bench-password-1"), &[Role::Viewer]).await.is_err() {
+    let roles = [Role::Viewer, Role::Approver, Role::Operator, Role::Admin];
+    if users::create(db, "bench", &password::hash("bench-password-1"), &roles).await.is_err() {
         println!("  (user `bench` kept from an earlier run)");
     }
     let config = Config::resolve(Overrides::default(), None).unwrap();
@@ -130,10 +140,20 @@ async fn measure(db: &Db, runs: usize) {
         db: db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        webhooks: Default::default(),
+        notifications: Default::default(),
         redactor: Default::default(),
+        // As `serve` runs it: figures kept, refreshed in the background (timed below).
+        trends: app::services::trends_cache::TrendsCache::refreshed(),
         rules: Default::default(),
     };
+    let refresh = state.trends.refresh(db, app::storage::now_ms()).await.unwrap();
+    println!(
+        "  {:<36} {:>7.1} ms (background, every 30 s)",
+        "trends refresh, three ranges",
+        refresh.as_secs_f64() * 1000.0
+    );
+    let escalation: Option<String> =
+        app::storage::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
@@ -142,23 +162,44 @@ async fn measure(db: &Db, runs: usize) {
     let res = app.clone().oneshot(login).await.unwrap();
     let cookie = res.headers()[header::SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
 
-    for (label, path) in [
+    let escalation_path = escalation.map(|id| format!("/escalations/{id}")).unwrap_or_else(|| "/escalations".into());
+    let pages: Vec<(&str, &str)> = vec![
         ("run list, first page", "/runs"),
         ("run list, reason = error", "/runs?terminal_reason=error"),
+        ("run list, agent", "/runs?agent=billing"),
+        ("run list, trigger", "/runs?trigger=schedule"),
+        ("run list, sorted by cost", "/runs?sort=cost"),
+        ("run list, flag approval_violation", "/runs?flag=approval_violation"),
+        ("run list, flag no_read", "/runs?flag=no_read"),
+        ("run list, flag duplicates", "/runs?flag=duplicates"),
         ("run list, search by tool name", "/runs?q=send_email"),
         ("run list, search by external id", "/runs?q=msg_000001"),
         ("run page, 500 spans", "/runs/bench-big-run"),
-    ] {
+        ("approvals, pending", "/approvals"),
+        ("approvals, decided", "/approvals?view=decided"),
+        ("escalations, open", "/escalations"),
+        ("escalations, resolved", "/escalations?view=resolved"),
+        ("an escalation", &escalation_path),
+        ("alerts", "/alerts"),
+        ("trends, 24 h", "/trends"),
+        ("trends, 7 d", "/trends?range=7d"),
+        ("trends, 30 d", "/trends?range=30d"),
+        ("admin, tools", "/admin/tools"),
+        ("admin, policies", "/admin/policies"),
+        ("admin, approval rules", "/admin/rules"),
+        ("admin, audit log", "/admin/audit"),
+    ];
+    for (label, path) in pages {
         let mut times = Vec::new();
         let mut bytes = 0;
         let mut last = axum::body::Bytes::new();
-        for i in 0..60 {
+        for i in 0..30 {
             let req = Request::get(path).header(header::COOKIE, &cookie).body(Body::empty()).unwrap();
             let t0 = Instant::now();
             let res = app.clone().oneshot(req).await.unwrap();
             assert_eq!(res.status(), StatusCode::OK, "{path}");
             let body = axum::body::to_bytes(res.into_body(), 64 << 20).await.unwrap();
-            if i >= 10 {
+            if i >= 5 {
                 times.push(t0.elapsed()); // the first ten warm the caches
             }
             bytes = body.len();
@@ -170,7 +211,7 @@ async fn measure(db: &Db, runs: usize) {
             std::fs::write(format!("{dir}/{}-{name}.html", db.backend_name()), &last).unwrap();
         }
         println!(
-            "  {label:<34} p50 {:>7.1} ms   p95 {:>7.1} ms   page {:>6.1} KiB",
+            "  {label:<36} p50 {:>7.1} ms   p95 {:>7.1} ms   page {:>6.1} KiB",
             percentile(&times, 0.50).as_secs_f64() * 1000.0,
             percentile(&times, 0.95).as_secs_f64() * 1000.0,
             bytes as f64 / 1024.0
@@ -189,7 +230,8 @@ async fn measure_alert_evaluation(db: &Db) {
     let mut fired = 0;
     for i in 0..23 {
         let t0 = Instant::now();
-        let report = app::services::alert_evaluation::evaluate_once(db, &[], now_ms, 120_000).await.unwrap();
+        let report =
+            app::services::alert_evaluation::evaluate_once(db, &Default::default(), now_ms, 120_000).await.unwrap();
         fired += report.fired.len();
         if i >= 3 {
             times.push(t0.elapsed());
@@ -249,7 +291,7 @@ async fn kept(var: &str) -> Option<Db> {
 
 #[tokio::main]
 async fn main() {
-    let runs: usize = std::env::var("FLIGHTDECK_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let runs: usize = std::env::var("FLIGHTDECK_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(150_000);
     let only = std::env::var("FLIGHTDECK_BENCH_ONLY").unwrap_or_default();
     if only != "postgres" {
         match kept("FLIGHTDECK_BENCH_SQLITE").await {

@@ -27,6 +27,7 @@ async fn setup(t: &TestDb) -> Router {
         notifications: Default::default(),
 
         redactor: Default::default(),
+        trends: Default::default(),
         rules: Default::default(),
     };
     flightdeck::web::router(state, &config)
@@ -714,6 +715,7 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
+        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

@@ -14,6 +14,24 @@ use serde::{Deserialize, Serialize};
 pub struct QueueView {
     pub escalations: Vec<Escalation>,
     pub now: DateTime<Utc>,
+    /// How many there are in this view (open or resolved), over all pages.
+    #[serde(default)]
+    pub total: i64,
+    /// The cursor of the next page, when there is one.
+    #[serde(default)]
+    pub next: Option<String>,
+    /// Whether this is the first page.
+    #[serde(default)]
+    pub first: bool,
+}
+
+/// Escalations per page of the queue.
+pub const PAGE_SIZE: i64 = 50;
+
+/// A page cursor: the last escalation's time (ms) and id, `~` between (ids never hold one).
+pub fn cursor_of(e: &Escalation, resolved: bool) -> String {
+    let at = if resolved { e.resolved_at.unwrap_or(e.opened_at) } else { e.opened_at };
+    format!("{}~{}", at.timestamp_millis(), e.id)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,12 +53,34 @@ pub struct EscalationView {
     pub calls: Vec<crate::ledger::LedgerEntry>,
 }
 
+/// One page of the queue ([`PAGE_SIZE`]), after the cursor `after` from the page before.
 #[server(prefix = "/fn", endpoint = "load_escalations")]
-pub async fn load_escalations(resolved: bool) -> Result<QueueView, AppError> {
+pub async fn load_escalations(resolved: bool, #[server(default)] after: Option<String>) -> Result<QueueView, AppError> {
     use super::ssr;
+    use crate::storage::escalations;
     ssr::require(crate::access::Role::Viewer)?;
-    let escalations = crate::storage::escalations::list(&ssr::db()?, !resolved, 500).await?;
-    Ok(QueueView { escalations, now: Utc::now() })
+    let db = ssr::db()?;
+    let after = match after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+        None => None,
+        Some(text) => match text.split_once('~').and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string()))) {
+            Some(cursor) => Some(cursor),
+            None => {
+                return ssr::fail(AppError::Invalid(format!(
+                    "`after` must be a page cursor from this page, got `{text}`"
+                )))
+            }
+        },
+    };
+    let first = after.is_none();
+    let mut list = escalations::page(&db, !resolved, after, PAGE_SIZE + 1).await?;
+    let next = if list.len() as i64 > PAGE_SIZE {
+        list.truncate(PAGE_SIZE as usize);
+        list.last().map(|e| cursor_of(e, resolved))
+    } else {
+        None
+    };
+    let total = escalations::count(&db, !resolved).await?;
+    Ok(QueueView { escalations: list, now: Utc::now(), total, next, first })
 }
 
 /// Open escalations and when the oldest was opened, for the navigation.

@@ -8,14 +8,10 @@ use leptos::prelude::*;
 #[server(prefix = "/fn", endpoint = "load_trends")]
 pub async fn load_trends(range: String) -> Result<Trends, AppError> {
     use super::ssr;
-    use crate::trends::{compute, Range, Window};
+    use crate::trends::Range;
     ssr::require(crate::access::Role::Viewer)?;
-    let window = Window::ending_at(Range::parse(Some(&range)), crate::storage::now_ms());
-    let inputs = crate::storage::trends::inputs(&ssr::db()?, &window).await?;
-    // Bucketing 100,000 runs and sorting their costs is CPU work: keep it off the
-    // threads that serve other requests.
-    tokio::task::spawn_blocking(move || compute(window, &inputs)).await.map_err(|e| {
-        tracing::error!(error = %e, "computing trends failed");
-        AppError::Internal
-    })
+    let state = ssr::state()?;
+    // Kept figures when `serve` refreshes them in the background (a few seconds old at
+    // most), else computed now: see `services::trends_cache`.
+    Ok(state.trends.get(&state.db, Range::parse(Some(&range)), crate::storage::now_ms()).await?)
 }

@@ -118,6 +118,10 @@ fn Charts(t: Trends) -> impl IntoView {
                 Range::Week => "six hours",
                 Range::Month => "one day",
             })}
+            {(t.computed_at_ms > 0).then(|| format!(
+                " Figures as of {} (recomputed every 30 s).",
+                crate::clock::from_ms(t.computed_at_ms).format("%H:%M:%S UTC")
+            ))}
         </p>
         <div class="trends">
             <section class="chart-panel" aria-labelledby="trend-reasons">

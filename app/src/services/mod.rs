@@ -6,3 +6,4 @@ pub mod alert_evaluation;
 pub mod alert_test;
 pub mod approval_hub;
 pub mod approvals;
+pub mod trends_cache;

@@ -215,13 +215,33 @@ pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Escalation>> {
 
 /// Open escalations oldest first, or resolved ones newest first.
 pub async fn list(db: &Db, open: bool, limit: i64) -> StoreResult<Vec<Escalation>> {
-    let sql = if open {
-        format!("SELECT {COLUMNS} FROM escalations WHERE status = 'open' ORDER BY opened_at, id LIMIT $1")
-    } else {
-        format!("SELECT {COLUMNS} FROM escalations WHERE status = 'resolved' ORDER BY resolved_at DESC, id LIMIT $1")
-    };
-    let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
+    page(db, open, None, limit).await
+}
+
+/// One page of the queue: open escalations oldest first, or resolved ones newest first,
+/// after `after` (the previous page's last escalation: its opened or resolved time in ms
+/// and its id). Keyset paging: each page is one index range, however deep.
+pub async fn page(db: &Db, open: bool, after: Option<(i64, String)>, limit: i64) -> StoreResult<Vec<Escalation>> {
+    let (status, column, order, cmp) =
+        if open { ("open", "opened_at", "ASC", ">") } else { ("resolved", "resolved_at", "DESC", "<") };
+    let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM escalations WHERE status = "));
+    sql.bind(status);
+    if let Some((at, id)) = after {
+        let (a, b, c) = (sql.arg(at), sql.arg(at), sql.arg(id));
+        sql.push(&format!(" AND ({column} {cmp} {a} OR ({column} = {b} AND id {cmp} {c}))"));
+    }
+    sql.push(&format!(" ORDER BY {column} {order}, id {order} LIMIT "));
+    sql.bind(limit);
+    let rows: Vec<Row> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
+}
+
+/// How many escalations are open, or resolved.
+pub async fn count(db: &Db, open: bool) -> StoreResult<i64> {
+    let sql = "SELECT COUNT(*) FROM escalations WHERE status = $1";
+    Ok(
+        on_pool!(db, pool => sqlx::query_scalar(sql).bind(if open { "open" } else { "resolved" }).fetch_one(pool).await)?,
+    )
 }
 
 /// How many are open and when the oldest was opened (ms), for the navigation.

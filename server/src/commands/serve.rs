@@ -50,7 +50,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         notifications: Arc::new(config.notifications()),
         redactor: Arc::new(ingest_settings.redactor.clone()),
         rules: rules.clone(),
+        trends: app::services::trends_cache::TrendsCache::refreshed(),
     };
+    let trends = state.trends.clone();
     // Started before the router so `/metrics` can report the receivers' counters.
     let (ingest, writer_gone) = IngestService::start_with_rules(
         db.clone(),
@@ -84,6 +86,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(announce_escalations(db.clone(), Arc::new(config.webhooks.clone()))),
         tokio::spawn(approval_hub.clone().listen(db.clone())),
         tokio::spawn(checkpoint_wal(db.clone())),
+        tokio::spawn(refresh_trends(db.clone(), trends)),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
     // has in flight.
@@ -217,6 +220,20 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
                 tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
             }
             Err(e) => tracing::warn!(error = %e, "retention job failed; will retry"),
+        }
+    }
+}
+
+/// Keeps the trends page's figures fresh (see `services::trends_cache`): every range
+/// recomputed every 30 s, so a page view reads them from memory.
+async fn refresh_trends(db: app::storage::Db, cache: app::services::trends_cache::TrendsCache) {
+    let mut every = tokio::time::interval(app::services::trends_cache::REFRESH_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match cache.refresh(&db, app::storage::now_ms()).await {
+            Ok(took) => tracing::debug!(took_ms = took.as_millis() as u64, "trends refreshed"),
+            Err(e) => tracing::warn!(error = %e, "could not refresh the trends; the page computes them itself"),
         }
     }
 }

@@ -33,6 +33,7 @@ pub use crate::components::time::backlog_age;
 pub fn EscalationsPage() -> impl IntoView {
     let q = use_query_map();
     let resolved = Memo::new(move |_| q.with(|q| q.get("view").as_deref() == Some("resolved")));
+    let after = Memo::new(move |_| q.with(|q| q.get("after")));
     let tick = RwSignal::new(0u32);
     #[cfg(feature = "hydrate")]
     {
@@ -42,7 +43,10 @@ pub fn EscalationsPage() -> impl IntoView {
             on_cleanup(move || handle.clear());
         }
     }
-    let queue = Resource::new(move || (resolved.get(), tick.get()), |(resolved, _)| load_escalations(resolved));
+    let queue = Resource::new(
+        move || (resolved.get(), after.get(), tick.get()),
+        |(resolved, after, _)| load_escalations(resolved, after),
+    );
     view! {
         <Title text="Escalations"/>
         <h1>"Escalations"</h1>
@@ -64,7 +68,7 @@ pub fn EscalationsPage() -> impl IntoView {
 
 #[component]
 fn Queue(view: QueueView, resolved: bool) -> impl IntoView {
-    if view.escalations.is_empty() && !resolved {
+    if view.escalations.is_empty() && !resolved && view.first {
         return view! {
             <EmptyState title="No open escalations">
                 <p>
@@ -81,11 +85,23 @@ fn Queue(view: QueueView, resolved: bool) -> impl IntoView {
         }
         .into_any();
     }
-    if view.escalations.is_empty() {
+    if view.escalations.is_empty() && view.first {
         return view! { <p class="muted">"No resolved escalations yet."</p> }.into_any();
     }
     let now = view.now;
+    let base = if resolved { "/escalations?view=resolved&" } else { "/escalations?" };
+    let next = view.next.clone().map(|c| format!("{base}after={}", encode(&c)));
+    let first_page = (!view.first).then(|| base.trim_end_matches(['?', '&']).to_string());
+    let shown = view.escalations.len();
+    let summary = format!(
+        "{shown} of {} {}, {}",
+        view.total,
+        if resolved { "resolved" } else { "open" },
+        if resolved { "newest first" } else { "oldest first" }
+    );
     view! {
+        <p class="muted small" data-testid="queue-count">{summary}</p>
+        <div class="table-scroll">
         <table class="grid escalations" data-testid="escalation-table">
             <thead>
                 <tr>
@@ -119,6 +135,11 @@ fn Queue(view: QueueView, resolved: bool) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        </div>
+        <nav class="pagers" aria-label="Pages" data-testid="queue-pager">
+            {first_page.map(|href| view! { <a href=href>"← First page"</a> })}
+            {next.map(|href| view! { <a href=href data-testid="next-page">"Next page →"</a> })}
+        </nav>
     }
     .into_any()
 }
