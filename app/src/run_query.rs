@@ -71,6 +71,9 @@ pub struct RunQuery {
     /// The tool name the search term names, as stored, when it differs only in case
     /// (found by `storage::runs::resolve_search`).
     pub search_tool: Option<String>,
+    /// The stored agent names `agent` matches (part of the name, any case), found by
+    /// `storage::runs::resolve_search` so the filter is an indexed equality, not a scan.
+    pub agent_names: Option<Vec<String>>,
     pub sort: RunSort,
     /// The cursor of the previous page's last run.
     pub after: Option<Cursor>,
@@ -168,6 +171,7 @@ impl QueryParams {
             flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
             search: given(&self.q).map(str::to_string),
             search_tool: None,
+            agent_names: None,
             sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
             after: given(&self.cursor).map(Cursor::decode).transpose()?,
             limit,

@@ -160,6 +160,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "6a01b47aa0ef4686631053de89b0a16411dc467bd52e363bd05f6fc2ec2d3447a674fef191402791c9da3bb5bbe399e6",
     ),
     (
+        "sqlite",
+        "0030_filter_indexes.sql",
+        "8c9eb6c27b80dd0c1e6ab1b7f26a471f0c07c5e9c3312804d961dbe1ba9e853b25cbe011921de8e10597042662ffd47d",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -298,6 +303,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0029_page_indexes.sql",
         "6a01b47aa0ef4686631053de89b0a16411dc467bd52e363bd05f6fc2ec2d3447a674fef191402791c9da3bb5bbe399e6",
+    ),
+    (
+        "postgres",
+        "0030_filter_indexes.sql",
+        "8c9eb6c27b80dd0c1e6ab1b7f26a471f0c07c5e9c3312804d961dbe1ba9e853b25cbe011921de8e10597042662ffd47d",
     ),
 ];
 

@@ -410,6 +410,51 @@ mod ingest_storage {
     }
 
     #[tokio::test]
+    async fn agent_trigger_and_flag_filters_list_and_count_on_both_backends() {
+        use app::canonical::{TerminalReason, Trigger};
+        use runs::{RunFlag, RunQuery};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            for (trace, run, failed, agent) in
+                [(1, "b1", false, "Billing-Assistant"), (2, "b2", true, "billing-bot"), (3, "d1", false, "docs")]
+            {
+                let mut spans = tool_run(trace, run, failed, t0 + trace as u64 * 1_000_000, "send");
+                spans[0].agent = Some(agent.into());
+                write::commit(db, &spans, BodyPolicy::None).await.unwrap();
+            }
+            let q = |f: &dyn Fn(&mut RunQuery)| {
+                let mut q = RunQuery { limit: 10, ..Default::default() };
+                f(&mut q);
+                q
+            };
+            // part of the name, any case: both billing agents, none of docs
+            let billing = q(&|q| q.agent = Some("BILLING".into()));
+            assert_eq!(all_pages(db, billing.clone()).await, ["b2", "b1"], "{}", t.backend());
+            assert_eq!(
+                runs::count_by_reason(db, &billing).await.unwrap(),
+                vec![(TerminalReason::Completed, 1), (TerminalReason::Error, 1)],
+                "{}",
+                t.backend()
+            );
+            let nobody = q(&|q| q.agent = Some("nobody".into()));
+            assert!(all_pages(db, nobody.clone()).await.is_empty());
+            assert!(runs::count_by_reason(db, &nobody).await.unwrap().is_empty());
+            assert_eq!(runs::agents(db).await.unwrap(), ["Billing-Assistant", "billing-bot", "docs"]);
+            let unknown = q(&|q| q.trigger = Some(Trigger::Unknown));
+            assert_eq!(runs::count_by_reason(db, &unknown).await.unwrap().iter().map(|c| c.1).sum::<i64>(), 3);
+            let no_read = q(&|q| q.flag = Some(RunFlag::NoRead));
+            let flagged = all_pages(db, no_read.clone()).await;
+            let counted: i64 = runs::count_by_reason(db, &no_read).await.unwrap().iter().map(|c| c.1).sum();
+            assert_eq!(flagged.len() as i64, counted, "the list and its counts agree: {flagged:?}");
+            let violations = q(&|q| q.flag = Some(RunFlag::ApprovalViolation));
+            assert!(all_pages(db, violations.clone()).await.is_empty());
+            assert!(runs::count_by_reason(db, &violations).await.unwrap().is_empty());
+            t.cleanup().await;
+        }
+    }
+
+    #[tokio::test]
     async fn search_by_tool_name_and_ids_pages_counts_and_follows_moves_and_retention() {
         use app::canonical::{TerminalReason, Trigger};
         use runs::{RunQuery, RunSort};

@@ -142,8 +142,13 @@ async fn measure(db: &Db, runs: usize) {
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
-        // As `serve` runs it: figures kept, refreshed in the background (timed below).
-        trends: app::services::trends_cache::TrendsCache::refreshed(),
+        // As `serve` runs it: figures kept, refreshed in the background (timed below);
+        // FLIGHTDECK_BENCH_TRENDS=computed times computing them on every view instead.
+        trends: if std::env::var("FLIGHTDECK_BENCH_TRENDS").as_deref() == Ok("computed") {
+            Default::default()
+        } else {
+            app::services::trends_cache::TrendsCache::refreshed()
+        },
         rules: Default::default(),
     };
     let refresh = state.trends.refresh(db, app::storage::now_ms()).await.unwrap();

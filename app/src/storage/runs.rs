@@ -115,10 +115,21 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
         let p = sql.arg(r.as_str());
         sql.push(&format!(" AND {} = {p}", c.reason));
     }
-    if let Some(agent) = &q.agent {
+    match (&q.agent_names, &q.agent) {
+        // The names the filter matches, resolved beforehand: an indexed equality.
+        (Some(names), _) if names.is_empty() => {
+            sql.push(" AND 1 = 0");
+        }
+        (Some(names), _) => {
+            sql.push(&format!(" AND {}agent IN ", c.runs));
+            sql.list(names.iter().map(String::as_str));
+        }
         // Part of the name, in any case: `billing` finds `Billing-Agent`.
-        let p = sql.arg(format!("%{}%", like_escape(&agent.to_lowercase())));
-        sql.push(&format!(" AND LOWER({}agent) LIKE {p} ESCAPE '\\'", c.runs));
+        (None, Some(agent)) => {
+            let p = sql.arg(format!("%{}%", like_escape(&agent.to_lowercase())));
+            sql.push(&format!(" AND LOWER({}agent) LIKE {p} ESCAPE '\\'", c.runs));
+        }
+        (None, None) => {}
     }
     if let Some(t) = q.trigger {
         let p = sql.arg(t.as_str());
@@ -193,9 +204,16 @@ fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
 }
 
 /// Finds the stored spelling of a tool name the search term names in another case, so a
-/// search for `Send_Email` finds the runs that called `send_email`.
+/// search for `Send_Email` finds the runs that called `send_email`; and the agent names
+/// the agent filter matches (part of the name, any case), so the run list and its counts
+/// read the agent index for those names instead of testing every run (200 ms at 150,000
+/// runs on SQLite).
 pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
     let mut q = q.clone();
+    if let Some(agent) = &q.agent {
+        let wanted = agent.to_lowercase();
+        q.agent_names = Some(agents(db).await?.into_iter().filter(|a| a.to_lowercase().contains(&wanted)).collect());
+    }
     if let Some(term) = q.term().map(str::to_string) {
         let sql = "SELECT tool_name FROM tools WHERE tool_name = $1 OR LOWER(tool_name) = LOWER($1) \
                    ORDER BY CASE WHEN tool_name = $1 THEN 0 ELSE 1 END LIMIT 1";
@@ -204,6 +222,15 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
         q.search_tool = found.filter(|t| *t != term);
     }
     Ok(q)
+}
+
+/// Every agent name runs carry, by a loose index scan: one `runs_agent_started` seek per
+/// distinct name (a few), not a pass over every run.
+pub async fn agents(db: &Db) -> StoreResult<Vec<String>> {
+    let sql = "WITH RECURSIVE a(agent) AS (SELECT MIN(agent) FROM runs \
+               UNION ALL SELECT (SELECT MIN(agent) FROM runs WHERE agent > a.agent) FROM a WHERE a.agent IS NOT NULL) \
+               SELECT agent FROM a WHERE agent IS NOT NULL";
+    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?)
 }
 
 /// The list statement. Without a search term: `runs` filtered and walked in sort order.
@@ -254,9 +281,13 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
 fn counts_sql(q: &RunQuery, backend: Backend) -> Sql {
     let mut sql = Sql::new("");
     let Some(term) = q.term() else {
-        sql.push("SELECT terminal_reason, COUNT(*) FROM runs WHERE 1 = 1");
+        sql.push("SELECT terminal_reason || '', COUNT(*) FROM runs WHERE 1 = 1");
         push_filters(&mut sql, q, None, None, &RUNS);
-        sql.push(" GROUP BY terminal_reason");
+        // Grouped by an expression, not the column: SQLite would otherwise walk every run
+        // in `runs_reason_started` order to group without sorting, instead of reading the
+        // few the filter's index names (a flagged run's partial index, a trigger's range)
+        // and sorting those. The same on PostgreSQL, which hashes either way.
+        sql.push(" GROUP BY terminal_reason || ''");
         return sql;
     };
     let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
