@@ -165,6 +165,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "8c9eb6c27b80dd0c1e6ab1b7f26a471f0c07c5e9c3312804d961dbe1ba9e853b25cbe011921de8e10597042662ffd47d",
     ),
     (
+        "sqlite",
+        "0031_packed_chunks.sql",
+        "b73654364276ba52b85d9331f9f45854dde3e92a525610f764b5b5ecc780770d7598b9eb4e52e58f07de17a80e0f6aee",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -308,6 +313,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0030_filter_indexes.sql",
         "8c9eb6c27b80dd0c1e6ab1b7f26a471f0c07c5e9c3312804d961dbe1ba9e853b25cbe011921de8e10597042662ffd47d",
+    ),
+    (
+        "postgres",
+        "0031_packed_chunks.sql",
+        "505ff62f0a36f1ef7e82fa3a10f13119e2951916558c86e7ac72f38cd9c4fba06fc13188d8edeb9e6367fbb581953301",
     ),
 ];
 

@@ -410,6 +410,28 @@ mod ingest_storage {
     }
 
     #[tokio::test]
+    async fn chunks_are_stored_compressed_and_read_back_whole() {
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            write::commit(db, &tool_run(1, "packed", false, t0, "send"), BodyPolicy::All).await.unwrap();
+            let rows: Vec<(String, Option<Vec<u8>>)> = app::on_pool!(db, pool => sqlx::query_as(
+                "SELECT records, packed FROM span_chunks WHERE run_id = 'packed'").fetch_all(pool).await)
+            .unwrap();
+            assert_eq!(rows.len(), 1, "{}", t.backend());
+            assert_eq!(rows[0].0, "", "the text column is left empty");
+            let packed = rows[0].1.as_ref().expect("the chunk is packed");
+            let text = app::storage::packing::unpack(String::new(), Some(packed.clone())).unwrap();
+            assert!(text.starts_with('[') && text.contains("tool send"), "{text}");
+            let spans = app::storage::spans::of_run(db, "packed").await.unwrap();
+            assert_eq!(spans.len(), 2, "read back through the readers");
+            let detail = runs::get(db, "packed").await.unwrap().unwrap();
+            assert_eq!(detail.run.tool_calls, 1);
+            t.cleanup().await;
+        }
+    }
+
+    #[tokio::test]
     async fn agent_trigger_and_flag_filters_list_and_count_on_both_backends() {
         use app::canonical::{TerminalReason, Trigger};
         use runs::{RunFlag, RunQuery};

@@ -212,11 +212,12 @@ impl Tx {
             Tx::Postgres(_) => {
                 let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
                 for chunk in cacheable_chunks(runs, IDS_PER_QUERY) {
-                    let mut sql = Sql::new("SELECT run_id, records FROM span_chunks WHERE run_no IN ");
+                    let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
                     sql.list(chunk.iter().map(|(run_no, _)| *run_no));
-                    let rows: Vec<(String, String)> = self.fetch_all(sql).await?;
-                    for (run, records) in &rows {
-                        for facts in record::decode_facts(records).map_err(corrupt)? {
+                    let rows: Vec<(String, String, Option<Vec<u8>>)> = self.fetch_all(sql).await?;
+                    for (run, records, packed) in rows {
+                        let records = super::packing::unpack(records, packed)?;
+                        for facts in record::decode_facts(&records).map_err(corrupt)? {
                             pairs.extend(record::search_terms(&facts).map(|t| (t.to_string(), run.clone())));
                         }
                     }

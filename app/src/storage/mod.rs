@@ -15,6 +15,7 @@ pub mod escalations;
 pub mod ledger;
 pub mod metrics;
 pub mod migrations;
+pub mod packing;
 pub mod policies;
 pub mod prices;
 pub mod reason_counts;

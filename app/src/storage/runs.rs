@@ -399,11 +399,14 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
 
 /// Every span's bodies stored for a run, in the order they were stored.
 async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
-    let sql = "SELECT bodies FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
-    let chunks: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_all(pool).await)?;
+    let sql =
+        "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
+    let chunks: Vec<(String, Option<Vec<u8>>)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
     let mut out = Vec::new();
-    for chunk in &chunks {
-        out.extend(span_record::decode_bodies(chunk).map_err(corrupt)?);
+    for (bodies, packed) in chunks {
+        let chunk = super::packing::unpack(bodies, packed)?;
+        out.extend(span_record::decode_bodies(&chunk).map_err(corrupt)?);
     }
     Ok(out)
 }

@@ -17,10 +17,12 @@ const IDS_PER_QUERY: usize = 500;
 
 /// Every stored span of a run, whole, in no particular order (readers sort as they need).
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {
-    let sql = "SELECT records FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
-    let rows: Vec<(String,)> = on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+    let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
+    let rows: Vec<(String, Option<Vec<u8>>)> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
     let mut spans = Vec::new();
-    for (records,) in rows {
+    for (records, packed) in rows {
+        let records = super::packing::unpack(records, packed)?;
         spans.extend(record::decode_spans(&records).map_err(corrupt)?);
     }
     Ok(spans)
@@ -31,11 +33,12 @@ pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<St
     let mut facts: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
     for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
         let mut sql = Sql::new(
-            "SELECT run_id, records FROM span_chunks WHERE run_no IN (SELECT run_no FROM runs WHERE run_id IN ",
+            "SELECT run_id, records, packed FROM span_chunks WHERE run_no IN (SELECT run_no FROM runs WHERE run_id IN ",
         );
         sql.list(chunk.iter().copied()).push(")");
-        let rows: Vec<(String, String)> = db.fetch_all(sql).await?;
-        for (run, records) in rows {
+        let rows: Vec<(String, String, Option<Vec<u8>>)> = db.fetch_all(sql).await?;
+        for (run, records, packed) in rows {
+            let records = super::packing::unpack(records, packed)?;
             facts.entry(run).or_default().extend(record::decode_facts(&records).map_err(corrupt)?);
         }
     }

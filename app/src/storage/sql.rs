@@ -20,6 +20,8 @@ pub enum Arg {
     Float(Option<f64>),
     Text(Option<String>),
     Bool(Option<bool>),
+    /// BLOB on SQLite, BYTEA on PostgreSQL.
+    Bytes(Option<Vec<u8>>),
 }
 
 macro_rules! arg_from {
@@ -45,6 +47,8 @@ arg_from! {
     &String => |v| Arg::Text(Some(v.clone())),
     Option<&str> => |v| Arg::Text(v.map(str::to_string)),
     &Option<String> => |v| Arg::Text(v.clone()),
+    Vec<u8> => |v| Arg::Bytes(Some(v)),
+    Option<Vec<u8>> => |v| Arg::Bytes(v),
 }
 
 /// SQL text with `$n` placeholders and, in order, the values they stand for.
@@ -157,6 +161,7 @@ impl Sql {
                 Arg::Float(v) => out.add(v),
                 Arg::Text(v) => out.add(v),
                 Arg::Bool(v) => out.add(v),
+                Arg::Bytes(v) => out.add(v),
             }
             .map_err(sqlx::Error::Encode)?;
         }
@@ -171,6 +176,7 @@ impl Sql {
                 Arg::Float(v) => out.add(v),
                 Arg::Text(v) => out.add(v),
                 Arg::Bool(v) => out.add(v),
+                Arg::Bytes(v) => out.add(v),
             }
             .map_err(sqlx::Error::Encode)?;
         }

@@ -56,13 +56,14 @@ pub async fn move_trace(
 /// Rewrites the old run's span chunks: the trace's records go to a new chunk of the new
 /// run, the rest to a new chunk of the old run, each with its search terms.
 async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now: i64) -> StoreResult<()> {
-    let mut sql = Sql::new("SELECT records FROM span_chunks WHERE run_no = $1");
+    let mut sql = Sql::new("SELECT records, packed FROM span_chunks WHERE run_no = $1");
     sql.arg(old_no);
-    let rows: Vec<(String,)> = tx.fetch_all(sql).await?;
+    let rows: Vec<(String, Option<Vec<u8>>)> = tx.fetch_all(sql).await?;
     let mut staying: Vec<Box<RawValue>> = Vec::new();
     let mut moving: Vec<Box<RawValue>> = Vec::new();
-    for (records,) in &rows {
-        for stored in serde_json::from_str::<Vec<Box<RawValue>>>(records).map_err(corrupt)? {
+    for (records, packed) in rows {
+        let records = crate::storage::packing::unpack(records, packed)?;
+        for stored in serde_json::from_str::<Vec<Box<RawValue>>>(&records).map_err(corrupt)? {
             let of: TraceOf<'_> = serde_json::from_str(stored.get()).map_err(corrupt)?;
             if of.trace_id == m.trace {
                 moving.push(stored)
@@ -86,14 +87,10 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
     let ids = tx.next_chunk_ids(sides.len()).await?;
     let mut terms = Vec::new();
     for ((run, run_no, records, facts), id) in sides.into_iter().zip(ids) {
-        let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records) ");
+        let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records, packed) ");
+        let packed = crate::storage::packing::pack(&record::chunk(records.iter().map(|r| r.get())));
         sql.values([()], |row, ()| {
-            row.bind(id)
-                .bind(run)
-                .bind(run_no)
-                .bind(records.len() as i64)
-                .bind(now)
-                .bind(record::chunk(records.iter().map(|r| r.get())));
+            row.bind(id).bind(run).bind(run_no).bind(records.len() as i64).bind(now).bind("").bind(packed.clone());
         });
         tx.execute(sql).await?;
         terms.push(ChunkTerms {
@@ -108,13 +105,14 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
 
 /// The trace's bodies leave the old run's body chunks the same way.
 async fn move_bodies(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64)) -> StoreResult<()> {
-    let mut sql = Sql::new("SELECT bodies FROM body_chunks WHERE run_no = $1");
+    let mut sql = Sql::new("SELECT bodies, packed FROM body_chunks WHERE run_no = $1");
     sql.arg(old_no);
-    let rows: Vec<(String,)> = tx.fetch_all(sql).await?;
+    let rows: Vec<(String, Option<Vec<u8>>)> = tx.fetch_all(sql).await?;
     let mut staying: Vec<StoredBodies> = Vec::new();
     let mut moving: Vec<StoredBodies> = Vec::new();
-    for (bodies,) in &rows {
-        for entry in record::decode_bodies(bodies).map_err(corrupt)? {
+    for (bodies, packed) in rows {
+        let bodies = crate::storage::packing::unpack(bodies, packed)?;
+        for entry in record::decode_bodies(&bodies).map_err(corrupt)? {
             if entry.trace_id == m.trace {
                 moving.push(entry)
             } else {
@@ -134,9 +132,10 @@ async fn move_bodies(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64)) ->
         }
         let chunk =
             record::body_chunk(entries.iter().map(|e| (e.trace_id.as_str(), e.span_id.as_str(), e.bodies.get())));
-        let mut sql = Sql::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies) ");
+        let mut sql = Sql::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies, packed) ");
+        let packed = crate::storage::packing::pack(&chunk);
         sql.values([()], |row, ()| {
-            row.bind(run).bind(run_no).bind(entries.len() as i64).bind(chunk.as_str());
+            row.bind(run).bind(run_no).bind(entries.len() as i64).bind("").bind(packed.clone());
         });
         tx.execute(sql).await?;
     }

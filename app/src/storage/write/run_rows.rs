@@ -13,6 +13,7 @@ use crate::ingest::derive::SpanFacts;
 use crate::ingest::normalize::NormalizedSpan;
 use crate::ingest::pipeline::BodyPolicy;
 use crate::ingest::record;
+use crate::storage::packing;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Inserts or updates the row of each derived run.
@@ -186,7 +187,7 @@ pub async fn store_bodies(
         .collect();
     if policy != BodyPolicy::None {
         // Only spans stored by this write (a re-sent span's bodies are stored already).
-        let chunks: Vec<(&str, i64, i64, String)> = batch
+        let chunks: Vec<(&str, i64, i64, Vec<u8>)> = batch
             .new_by_run
             .iter()
             .filter(|(run, _)| !completed.contains(**run))
@@ -194,13 +195,13 @@ pub async fn store_bodies(
                 let with_bodies = new.iter().filter(|s| !s.json.bodies.is_empty());
                 let n = with_bodies.clone().count() as i64;
                 let entries = with_bodies.map(|s| (s.trace_id.as_str(), s.span_id.as_str(), s.json.bodies.as_str()));
-                (n > 0).then(|| (*run, assignment.run_nos[*run], n, record::body_chunk(entries)))
+                (n > 0).then(|| (*run, assignment.run_nos[*run], n, packing::pack(&record::body_chunk(entries))))
             })
             .collect();
         for part in cacheable_parts(chunks, ROWS_PER_INSERT) {
-            let mut sql = Sql::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies) ");
-            sql.values(part, |row, (run, run_no, n, bodies)| {
-                row.bind(run).bind(run_no).bind(n).bind(bodies);
+            let mut sql = Sql::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies, packed) ");
+            sql.values(part, |row, (run, run_no, n, packed)| {
+                row.bind(run).bind(run_no).bind(n).bind("").bind(packed);
             });
             tx.execute(sql).await?;
         }

@@ -53,10 +53,11 @@ pub async fn gather<'a>(
         .collect();
     let mut facts_by_run: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
     for chunk in cacheable_chunks(&read_back, IDS_PER_QUERY) {
-        let mut sql = Sql::new("SELECT run_id, records FROM span_chunks WHERE run_no IN ");
+        let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
         sql.list(chunk.iter().copied());
-        let rows: Vec<(String, String)> = tx.fetch_all(sql).await?;
-        for (run, records) in rows {
+        let rows: Vec<(String, String, Option<Vec<u8>>)> = tx.fetch_all(sql).await?;
+        for (run, records, packed) in rows {
+            let records = crate::storage::packing::unpack(records, packed)?;
             let facts = record::decode_facts(&records).map_err(corrupt)?;
             facts_by_run.entry(run).or_default().extend(facts);
         }
@@ -94,10 +95,11 @@ pub fn new_spans_by_run<'a>(
 pub async fn store(tx: &mut Tx, batch: &Gathered<'_>, assignment: &Assignment<'_>, now: i64) -> StoreResult<()> {
     let ids = tx.next_chunk_ids(batch.new_by_run.len()).await?;
     let mut terms: Vec<ChunkTerms<'_>> = Vec::with_capacity(ids.len());
-    let mut chunks: Vec<(i64, &str, i64, i64, String)> = Vec::with_capacity(ids.len());
+    let mut chunks: Vec<(i64, &str, i64, i64, Vec<u8>)> = Vec::with_capacity(ids.len());
     for ((run, new), id) in batch.new_by_run.iter().zip(ids) {
         let records = record::chunk(new.iter().map(|s| s.json.record.as_str()));
-        chunks.push((id, *run, assignment.run_nos[*run], new.len() as i64, records));
+        let packed = crate::storage::packing::pack(&records);
+        chunks.push((id, *run, assignment.run_nos[*run], new.len() as i64, packed));
         terms.push(ChunkTerms {
             chunk_id: id,
             run_id: run,
@@ -105,9 +107,9 @@ pub async fn store(tx: &mut Tx, batch: &Gathered<'_>, assignment: &Assignment<'_
         });
     }
     for part in cacheable_parts(chunks, ROWS_PER_INSERT) {
-        let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records) ");
-        sql.values(part, |row, (id, run, run_no, n, records)| {
-            row.bind(id).bind(run).bind(run_no).bind(n).bind(now).bind(records);
+        let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records, packed) ");
+        sql.values(part, |row, (id, run, run_no, n, packed)| {
+            row.bind(id).bind(run).bind(run_no).bind(n).bind(now).bind("").bind(packed);
         });
         tx.execute(sql).await?;
     }
