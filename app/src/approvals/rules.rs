@@ -95,37 +95,21 @@ impl RuleContext {
     }
 }
 
-/// What one rule made of one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Would {
-    AutoApprove,
-    RequireApproval,
-    Deny,
-    /// The expression was false.
-    NoMatch,
-    /// The expression failed on this request (a missing field, a wrong type): the rule
-    /// does not match, and the admin page counts these.
-    Error,
+vocabulary! {
+    /// What one rule made of one request.
+    Would {
+        AutoApprove = "auto_approve",
+        RequireApproval = "require_approval",
+        Deny = "deny",
+        /// The expression was false.
+        NoMatch = "no_match",
+        /// The expression failed on this request (a missing field, a wrong type): the rule
+        /// does not match, and the admin page counts these.
+        Error = "error",
+    }
 }
 
 impl Would {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Would::AutoApprove => "auto_approve",
-            Would::RequireApproval => "require_approval",
-            Would::Deny => "deny",
-            Would::NoMatch => "no_match",
-            Would::Error => "error",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Would> {
-        [Would::AutoApprove, Would::RequireApproval, Would::Deny, Would::NoMatch, Would::Error]
-            .into_iter()
-            .find(|w| w.as_str() == text)
-    }
-
     #[cfg(feature = "ssr")]
     fn of(action: RuleAction) -> Would {
         match action {
@@ -352,7 +336,7 @@ mod eval {
 
     /// Whether people approved a request whose final status is `status`.
     fn approved(status: &str) -> bool {
-        status == "approved" || status == "approved_with_changes"
+        crate::approvals::ApprovalStatus::parse(status).is_some_and(crate::approvals::ApprovalStatus::is_approved)
     }
 
     /// "Try on history": `rule` on past requests (each with the context it was filed in),

@@ -119,7 +119,7 @@ fn Charts(t: Trends) -> impl IntoView {
                 Range::Month => "one day",
             })}
             {(t.computed_at_ms > 0).then(|| format!(
-                " Figures as of {} (recomputed every 30 s).",
+                " Figures as of {} (recomputed every 30 s while viewed).",
                 crate::clock::from_ms(t.computed_at_ms).format("%H:%M:%S UTC")
             ))}
         </p>

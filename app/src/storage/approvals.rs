@@ -509,11 +509,16 @@ pub async fn set_escalation(db: &Db, id: &str, escalation_id: &str) -> StoreResu
 
 /// Pending requests picked for a bulk decision, in the order given (unknown ids left out).
 pub async fn several(db: &Db, ids: &[String]) -> StoreResult<Vec<Approval>> {
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        out.extend(get(db, id).await?);
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    let mut sql = Sql::new(&format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE id IN "));
+    sql.list(ids.iter().map(String::as_str));
+    let rows: Vec<ApprovalRow> = db.fetch_all(sql).await?;
+    let mut list: Vec<Approval> = rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?;
+    list.sort_by_key(|a| ids.iter().position(|id| *id == a.id));
+    fill_votes(db, &mut list).await?;
+    Ok(list)
 }
 
 #[derive(sqlx::FromRow)]

@@ -224,14 +224,14 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
     }
 }
 
-/// Keeps the trends page's figures fresh (see `services::trends_cache`): every range
-/// recomputed every 30 s, so a page view reads them from memory.
+/// Keeps the trends page's figures fresh (see `services::trends_cache`): every range viewed
+/// in the last ten minutes recomputed every 30 s, so a page view reads them from memory.
 async fn refresh_trends(db: app::storage::Db, cache: app::services::trends_cache::TrendsCache) {
     let mut every = tokio::time::interval(app::services::trends_cache::REFRESH_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        match cache.refresh(&db, app::storage::now_ms()).await {
+        match cache.refresh_viewed(&db, app::storage::now_ms()).await {
             Ok(took) => tracing::debug!(took_ms = took.as_millis() as u64, "trends refreshed"),
             Err(e) => tracing::warn!(error = %e, "could not refresh the trends; the page computes them itself"),
         }
