@@ -170,6 +170,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "b73654364276ba52b85d9331f9f45854dde3e92a525610f764b5b5ecc780770d7598b9eb4e52e58f07de17a80e0f6aee",
     ),
     (
+        "sqlite",
+        "0032_tool_run_counts.sql",
+        "d2078c447e411f8b13ab2b563b3c79ddccaf2cc015af3b0493086b46907a2a7ff1900b77f887d6060ce08e44ba5c12a2",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -318,6 +323,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0031_packed_chunks.sql",
         "505ff62f0a36f1ef7e82fa3a10f13119e2951916558c86e7ac72f38cd9c4fba06fc13188d8edeb9e6367fbb581953301",
+    ),
+    (
+        "postgres",
+        "0032_tool_run_counts.sql",
+        "d2078c447e411f8b13ab2b563b3c79ddccaf2cc015af3b0493086b46907a2a7ff1900b77f887d6060ce08e44ba5c12a2",
     ),
 ];
 
@@ -498,6 +508,18 @@ mod previous_release {
         assert_eq!(open[0].run_id, RUN);
         assert_eq!(open[0].what_was_done[0].external_id.as_deref(), Some("msg_1"));
         assert_eq!(open[0].what_remains[0].description, "call the customer");
+        // Each tool's run count, kept in `tools` since 0032, is filled from what was stored.
+        let mut kept: Vec<(String, i64)> =
+            app::storage::tools::list(db, 100).await.unwrap().into_iter().map(|t| (t.tool_name, t.runs)).collect();
+        kept.sort();
+        let counted: Vec<(String, i64)> = db
+            .fetch_all(app::storage::sql::Sql::new(
+                "SELECT tool_name, COUNT(*) FROM run_tools GROUP BY tool_name ORDER BY tool_name",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(kept, counted);
+        assert!(kept.iter().any(|(_, runs)| *runs > 1), "{kept:?}");
     }
 
     #[tokio::test]

@@ -396,6 +396,18 @@ mod ingest_storage {
         }
     }
 
+    /// Each tool's name and run count ("send 4") as the admin's tools page reads them.
+    async fn tool_runs(db: &app::storage::Db) -> Vec<String> {
+        let mut seen: Vec<String> = app::storage::tools::list(db, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| format!("{} {}", t.tool_name, t.runs))
+            .collect();
+        seen.sort();
+        seen
+    }
+
     /// Every page of a query, following the cursors.
     async fn all_pages(db: &app::storage::Db, mut q: runs::RunQuery) -> Vec<String> {
         let mut ids = Vec::new();
@@ -528,6 +540,9 @@ mod ingest_storage {
             assert_eq!(all_pages(db, search(&"02".repeat(16))).await, ["a2"]);
             assert_eq!(all_pages(db, search("fetch")).await, ["a4"]);
             assert!(all_pages(db, search("nope")).await.is_empty());
+            // each tool's run count, kept by the write path (a re-sent run adds nothing)
+            write::commit(db, &tool_run(2, "a2", true, t0 + 2_000_000, "send"), BodyPolicy::None).await.unwrap();
+            assert_eq!(tool_runs(db).await, ["fetch 1", "send 4"], "{}", t.backend());
             assert!(runs::count_by_reason(db, &search("nope")).await.unwrap().is_empty());
 
             // a trace that names its run later moves, tools and all
@@ -545,6 +560,7 @@ mod ingest_storage {
             write::commit(db, &early, BodyPolicy::None).await.unwrap();
             assert_eq!(all_pages(db, search("move")).await, ["06".repeat(16)]);
             assert_eq!(all_pages(db, search("key-6")).await, ["06".repeat(16)]);
+            assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 4"]);
             let all = with_key(tool_run(6, "moved", false, t0 + 6_000_000, "move"));
             assert_eq!(write::commit(db, &all, BodyPolicy::None).await.unwrap().stored, 1, "only the root is new");
             assert_eq!(all_pages(db, search("move")).await, ["moved"]);
@@ -555,6 +571,7 @@ mod ingest_storage {
             let irreversible = app::storage::alerts::irreversible_executions(db, 0).await.unwrap();
             assert_eq!(irreversible.iter().map(|e| e.run_id.as_str()).collect::<Vec<_>>(), ["moved"]);
             assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap(), vec![(TerminalReason::Completed, 1)]);
+            assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 4"], "the moved-from run's count went");
 
             // a run's copy of its reason follows a recomputation; retention removes its tools
             let mut budget = tool_run(1, "send", false, t0 + 1_000_000, "send").remove(1);
@@ -565,6 +582,7 @@ mod ingest_storage {
             assert_eq!(runs::get(db, "send").await.unwrap().unwrap().run.terminal_reason, TerminalReason::Budget);
             retention::apply(db, 30, 7).await.unwrap();
             assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send"]);
+            assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 3"], "{}", t.backend());
             assert_eq!(
                 runs::count_by_reason(db, &search("send")).await.unwrap(),
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]

@@ -4,13 +4,15 @@
 //! a large sweep never holds the write lock for long and ingest goes on between batches.
 
 use super::sql::{Sql, Tx};
+use super::write::run_rows;
 use super::{now_ms, reason_counts, Db, StoreResult};
 use std::collections::BTreeMap;
 
 /// Runs per retention transaction.
 const RUNS_PER_BATCH: i64 = 500;
 /// Every table holding a run's rows, by run number, children first (`runs` last).
-const RUN_TABLES: [&str; 5] = ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs", "run_tools"];
+/// `run_tools` goes on its own, counting each tool's runs down.
+const RUN_TABLES: [&str; 4] = ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs"];
 
 /// Deletes runs that started before the retention horizon, with their spans and bodies,
 /// and bodies older than the body retention. Returns (runs, bodies) deleted.
@@ -35,6 +37,11 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
             sql.list(run_nos());
             tx.execute(sql).await?;
         }
+        let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no IN ");
+        sql.list(run_nos()).push(" RETURNING tool_name");
+        let tools_gone = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t);
+        let tool_deltas = run_rows::runs_gone(tools_gone);
+        run_rows::adjust_tool_runs(&mut tx, tool_deltas.iter()).await?;
         let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
         sql.list(run_nos()).push(" RETURNING terminal_reason");
         let gone: Vec<(String,)> = tx.fetch_all(sql).await?;

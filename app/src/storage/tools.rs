@@ -1,5 +1,5 @@
 //! Every tool ingest has seen (`tools`, kept by the write path), with how many runs
-//! called it (`run_tools`), for the admin's tools page.
+//! called it (kept beside it by the write path and retention), for the admin's tools page.
 
 use super::{on_pool, Db, StoreResult};
 
@@ -18,10 +18,7 @@ pub struct SeenTool {
 
 /// The most recently seen tools first, at most `limit`.
 pub async fn list(db: &Db, limit: i64) -> StoreResult<Vec<SeenTool>> {
-    // The count walks the `run_tools_search` index, whose first column is the tool name.
-    let sql = "SELECT t.tool_name, t.calls, \
-               (SELECT COUNT(*) FROM run_tools rt WHERE rt.tool_name = t.tool_name) AS runs, \
-               t.first_seen_ns, t.last_seen_ns, t.declared_class, t.read_only_hint, t.destructive_hint \
+    let sql = "SELECT t.tool_name, t.calls, t.runs, t.first_seen_ns, t.last_seen_ns, t.declared_class, t.read_only_hint, t.destructive_hint \
                FROM tools t ORDER BY t.last_seen_ns DESC, t.tool_name LIMIT $1";
     Ok(on_pool!(db, pool => sqlx::query_as(sql).bind(limit).fetch_all(pool).await)?)
 }

@@ -25,6 +25,8 @@ pub struct Assignment<'s> {
     /// How the number of runs per terminal reason changes: each touched run leaves its
     /// stored reason here (derivation adds its new one), a run moved away leaves for good.
     pub reason_deltas: BTreeMap<String, i64>,
+    /// How each tool's run count changes: a run moved away no longer calls its tools.
+    pub tool_run_deltas: BTreeMap<String, i64>,
 }
 
 /// A trace whose earlier spans named no run and whose spans now name one.
@@ -108,6 +110,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
 
     let mut run_nos: BTreeMap<String, i64> = BTreeMap::new();
     let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
+    let mut tool_run_deltas: BTreeMap<String, i64> = BTreeMap::new();
     if !moves.is_empty() {
         // A move's two runs are numbered first (moves are rare).
         let ids: Vec<&str> = moves.iter().flat_map(|m| [m.from.as_str(), m.to.as_str()]).collect();
@@ -118,8 +121,12 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         }
         number_new_runs(tx, &mut run_nos, moves.iter().map(|m| &m.to)).await?;
         for m in &moves {
-            if let Some(reason) = moves::move_trace(tx, m, &run_nos, now).await? {
+            let gone = moves::move_trace(tx, m, &run_nos, now).await?;
+            if let Some(reason) = gone.reason {
                 *reason_deltas.entry(reason).or_default() -= 1;
+            }
+            for tool in gone.tools {
+                *tool_run_deltas.entry(tool).or_default() -= 1;
             }
         }
     }
@@ -138,7 +145,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         });
         tx.execute(sql).await?;
     }
-    Ok(Assignment { run_of, touched, had_spans, run_nos, reason_deltas })
+    Ok(Assignment { run_of, touched, had_spans, run_nos, reason_deltas, tool_run_deltas })
 }
 
 /// Gives each of `runs` that has no number in `run_nos` yet the next arrival numbers.

@@ -71,6 +71,7 @@ pub async fn commit_with(
 
     let mut assignment = assign::assign_runs(&mut tx, spans, received_at).await?;
     let mut reason_deltas = std::mem::take(&mut assignment.reason_deltas);
+    let mut tool_run_deltas = std::mem::take(&mut assignment.tool_run_deltas);
     let t_traces = Instant::now();
 
     let batch = span_rows::gather(&mut tx, spans, &assignment).await?;
@@ -91,8 +92,10 @@ pub async fn commit_with(
         *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
     }
     run_rows::store_runs(&mut tx, &derived, &assignment.run_nos, received_at).await?;
-    run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await?;
-    run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s)).await?;
+    for (tool, n) in run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await? {
+        *tool_run_deltas.entry(tool).or_default() += n;
+    }
+    run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s), &tool_run_deltas).await?;
     run_rows::store_bodies(&mut tx, body_policy, &derived, &batch, &assignment).await?;
     reason_counts::apply(&mut tx, &reason_deltas).await?;
     let t_runs = Instant::now();

@@ -18,15 +18,20 @@ struct TraceOf<'a> {
     trace_id: std::borrow::Cow<'a, str>,
 }
 
+/// What went with the old run when its trace moved, for the kept totals.
+#[derive(Debug, Default)]
+pub struct Gone {
+    /// The old run's terminal reason, if it had a row.
+    pub reason: Option<String>,
+    /// The tools it had called (each loses one run).
+    pub tools: Vec<String>,
+}
+
 /// Points the trace at its new run and moves its stored rows there; deletes the old
-/// run's row, which has no trace left, and returns the reason it had (for the totals).
+/// run's row, which has no trace left, and returns what it had (for the totals).
 /// `run_nos` holds both runs' numbers (the old one only if it has a row).
-pub async fn move_trace(
-    tx: &mut Tx,
-    m: &Move<'_>,
-    run_nos: &BTreeMap<String, i64>,
-    now: i64,
-) -> StoreResult<Option<String>> {
+pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i64>, now: i64) -> StoreResult<Gone> {
+    let mut gone = Gone::default();
     let new_no = run_nos[m.to.as_str()];
     let mut sql = Sql::new("UPDATE trace_runs SET run_id = $1, explicit = $2, run_no = $3 WHERE trace_id = $4");
     sql.arg(m.to.as_str());
@@ -43,14 +48,15 @@ pub async fn move_trace(
         sql.arg(new_no);
         sql.arg(m.trace);
         tx.execute(sql).await?;
-        let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no = $1");
+        let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no = $1 RETURNING tool_name");
         sql.arg(old_no);
-        tx.execute(sql).await?;
+        gone.tools = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t).collect();
     }
     let mut sql = Sql::new("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason");
     sql.arg(m.from.as_str());
-    let gone: Option<(String,)> = tx.fetch_optional(sql).await?;
-    Ok(gone.map(|(reason,)| reason))
+    let reason: Option<(String,)> = tx.fetch_optional(sql).await?;
+    gone.reason = reason.map(|(reason,)| reason);
+    Ok(gone)
 }
 
 /// Rewrites the old run's span chunks: the trace's records go to a new chunk of the new

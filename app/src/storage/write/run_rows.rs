@@ -78,13 +78,16 @@ pub async fn store_runs(
 
 /// The tools each derived run called, with its start and reason as just derived (the
 /// run list's tool filter reads them without joining `runs`). A run's tools only grow,
-/// except when a trace moves away, and that deletes the old run's rows.
+/// except when a trace moves away, and that deletes the old run's rows. Returns how many
+/// runs called each tool for the first time (for the tools' run counts): the rows this
+/// write inserted, as the database reports them, so two writers racing for one row
+/// count it once.
 pub async fn store_run_tools(
     tx: &mut Tx,
     derived: &[RunDetail],
     facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
     run_nos: &BTreeMap<String, i64>,
-) -> StoreResult<()> {
+) -> StoreResult<BTreeMap<String, i64>> {
     let mut run_tools: Vec<(&str, i64, &str, i64, &str)> = Vec::new();
     for d in derived {
         let r = &d.run;
@@ -95,7 +98,20 @@ pub async fn store_run_tools(
         run_tools
             .extend(tools.into_iter().map(|t| (r.run_id.as_str(), run_no, t, started_ns, r.terminal_reason.as_str())));
     }
+    // New rows first: `DO NOTHING` returns only the rows it inserted, on both backends.
+    let mut inserted: BTreeSet<(i64, String)> = BTreeSet::new();
     for chunk in cacheable_chunks(&run_tools, ROWS_PER_INSERT) {
+        let mut sql = Sql::new("INSERT INTO run_tools (run_id, run_no, tool_name, started_ns, terminal_reason) ");
+        sql.values(chunk, |row, (run, run_no, tool, started_ns, reason)| {
+            row.bind(*run).bind(*run_no).bind(*tool).bind(*started_ns).bind(*reason);
+        });
+        sql.push(" ON CONFLICT (run_no, tool_name) DO NOTHING RETURNING run_no, tool_name");
+        inserted.extend(tx.fetch_all::<(i64, String)>(sql).await?);
+    }
+    // Rows that were there already take the run's start and reason as now derived.
+    let existing: Vec<_> =
+        run_tools.iter().filter(|(_, run_no, tool, ..)| !inserted.contains(&(*run_no, tool.to_string()))).collect();
+    for chunk in cacheable_chunks(&existing, ROWS_PER_INSERT) {
         let mut sql = Sql::new("INSERT INTO run_tools (run_id, run_no, tool_name, started_ns, terminal_reason) ");
         sql.values(chunk, |row, (run, run_no, tool, started_ns, reason)| {
             row.bind(*run).bind(*run_no).bind(*tool).bind(*started_ns).bind(*reason);
@@ -107,7 +123,11 @@ pub async fn store_run_tools(
         );
         tx.execute(sql).await?;
     }
-    Ok(())
+    let mut new_runs: BTreeMap<String, i64> = BTreeMap::new();
+    for (_, tool) in inserted {
+        *new_runs.entry(tool).or_default() += 1;
+    }
+    Ok(new_runs)
 }
 
 /// What one write saw of one tool.
@@ -141,16 +161,22 @@ pub fn tools_seen<'a>(spans: impl Iterator<Item = &'a NormalizedSpan>) -> BTreeM
     seen
 }
 
-/// Adds this write's calls to the catalogue of tools.
-pub async fn count_tools<'a>(tx: &mut Tx, new_spans: impl Iterator<Item = &'a NormalizedSpan>) -> StoreResult<()> {
+/// Adds this write's calls to the catalogue of tools, and `run_deltas` to their run
+/// counts (runs that called a tool for the first time, less runs whose rows went).
+pub async fn count_tools<'a>(
+    tx: &mut Tx,
+    new_spans: impl Iterator<Item = &'a NormalizedSpan>,
+    run_deltas: &BTreeMap<String, i64>,
+) -> StoreResult<()> {
     let seen: Vec<(&str, ToolSeen)> = tools_seen(new_spans).into_iter().collect();
     for chunk in cacheable_chunks(&seen, ROWS_PER_INSERT / 4) {
         let mut sql = Sql::new(
-            "INSERT INTO tools (tool_name, calls, first_seen_ns, last_seen_ns, declared_class, read_only_hint, destructive_hint) ",
+            "INSERT INTO tools (tool_name, calls, runs, first_seen_ns, last_seen_ns, declared_class, read_only_hint, destructive_hint) ",
         );
         sql.values(chunk, |row, (name, t)| {
             row.bind(*name)
                 .bind(t.calls)
+                .bind(run_deltas.get(*name).copied().unwrap_or(0))
                 .bind(t.first_ns)
                 .bind(t.last_ns)
                 .bind(t.declared)
@@ -159,6 +185,7 @@ pub async fn count_tools<'a>(tx: &mut Tx, new_spans: impl Iterator<Item = &'a No
         });
         sql.push(
             " ON CONFLICT (tool_name) DO UPDATE SET calls = tools.calls + excluded.calls, \
+             runs = tools.runs + excluded.runs, \
              first_seen_ns = CASE WHEN excluded.first_seen_ns < tools.first_seen_ns THEN excluded.first_seen_ns ELSE tools.first_seen_ns END, \
              last_seen_ns = CASE WHEN excluded.last_seen_ns > tools.last_seen_ns THEN excluded.last_seen_ns ELSE tools.last_seen_ns END, \
              declared_class = COALESCE(excluded.declared_class, tools.declared_class), \
@@ -167,7 +194,31 @@ pub async fn count_tools<'a>(tx: &mut Tx, new_spans: impl Iterator<Item = &'a No
         );
         tx.execute(sql).await?;
     }
+    // A tool whose run count changed without a new call here (a trace that moved runs).
+    let called: BTreeSet<&str> = seen.iter().map(|(name, _)| *name).collect();
+    let rest = run_deltas.iter().filter(|(name, _)| !called.contains(name.as_str()));
+    adjust_tool_runs(tx, rest).await
+}
+
+/// Adds each delta to its tool's run count, in name order (the order every writer takes
+/// the `tools` rows in, so two PostgreSQL writers never wait on each other in a circle).
+pub async fn adjust_tool_runs<'a>(tx: &mut Tx, deltas: impl Iterator<Item = (&'a String, &'a i64)>) -> StoreResult<()> {
+    for (name, delta) in deltas.filter(|(_, d)| **d != 0) {
+        let mut sql = Sql::new("UPDATE tools SET runs = runs + $1 WHERE tool_name = $2");
+        sql.arg(*delta);
+        sql.arg(name.as_str());
+        tx.execute(sql).await?;
+    }
     Ok(())
+}
+
+/// How many rows of each tool `names` holds, as run-count deltas of -1 each.
+pub fn runs_gone(names: impl IntoIterator<Item = String>) -> BTreeMap<String, i64> {
+    let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
+    for name in names {
+        *deltas.entry(name).or_default() -= 1;
+    }
+    deltas
 }
 
 /// Stores the bodies of this write's new spans, one chunk per run, after derivation:
