@@ -1,7 +1,8 @@
 //! Retention: runs that started before the horizon go with everything stored for them,
 //! and bodies go earlier than spans; settled guarded calls go too, never inside the
-//! longest ledger window. In batches of 500 runs, each its own transaction, so
-//! a large sweep never holds the write lock for long and ingest goes on between batches.
+//! longest ledger window. In batches of 500 runs, each its own transaction, resting
+//! twice as long as each batch took, so a large sweep never holds the write lock for long
+//! and ingest goes on at most a third slower while it runs.
 
 use super::sql::{Sql, Tx};
 use super::write::run_rows;
@@ -10,6 +11,13 @@ use std::collections::BTreeMap;
 
 /// Runs per retention transaction.
 const RUNS_PER_BATCH: i64 = 500;
+/// After each batch the sweep rests this many times as long as the batch took, so it
+/// uses at most a third of the write lock and of a core. Unpaced, a batch (reading the
+/// runs' chunks for their search terms, then deleting) kept one of two cores busy back
+/// to back, ingest's decoding threads (which run at a lower priority) starved, and
+/// ingest fell from ~25,000 to ~4,000 spans/s for the whole sweep (`cargo xtask bench
+/// --sweep`, docs/benchmarks.md).
+const REST_PER_WORK: u32 = 2;
 /// Every table holding a run's rows, by run number, children first (`runs` last).
 /// `run_tools` goes on its own, counting each tool's runs down.
 const RUN_TABLES: [&str; 4] = ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs"];
@@ -21,6 +29,7 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
     let now_ns = now_ms() * 1_000_000;
     let mut runs = 0u64;
     loop {
+        let batch_started = std::time::Instant::now();
         // The runs' search terms are found in their stored spans, read inside this
         // transaction under the lock the write path takes (the write lock on SQLite, the
         // run rows on PostgreSQL), so a span arriving meanwhile cannot leave one behind.
@@ -51,7 +60,15 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
             *deltas.entry(reason).or_default() -= 1;
         }
         reason_counts::apply(&mut tx, &deltas).await?;
+        let before_commit = batch_started.elapsed();
         tx.commit().await?;
+        tracing::debug!(
+            runs = old_runs.len(),
+            work_ms = before_commit.as_millis() as u64,
+            total_ms = batch_started.elapsed().as_millis() as u64,
+            "retention batch"
+        );
+        tokio::time::sleep((batch_started.elapsed() * REST_PER_WORK).max(std::time::Duration::from_millis(5))).await;
     }
     // Counted in spans whose bodies went, as before bodies were stored per run.
     let mut sql = Sql::new(

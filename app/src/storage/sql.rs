@@ -299,6 +299,20 @@ impl WriteGate {
     }
 }
 
+/// Waits for the write gate as a bulk writer and holds it until the guard drops: for
+/// work that takes SQLite's write lock outside a [`Tx`] (the ingest writer's log restart),
+/// so it queues with the transactions instead of polling SQLite's busy handler, which a
+/// writer releasing and retaking the lock back to back (a retention sweep) would starve.
+/// `None` on PostgreSQL.
+pub async fn hold_write_gate(db: &Db) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, sqlx::Error> {
+    match db {
+        Db::Sqlite(pool) => Ok(Some(
+            tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).bulk()).await.map_err(|_| sqlx::Error::PoolTimedOut)?,
+        )),
+        Db::Postgres(_) => Ok(None),
+    }
+}
+
 fn write_gate(pool: &sqlx::SqlitePool) -> std::sync::Arc<WriteGate> {
     use std::collections::HashMap;
     use std::sync::{Arc, LazyLock, Mutex};
