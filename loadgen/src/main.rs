@@ -66,6 +66,10 @@ struct Cli {
     /// Leave tool results out of the spans
     #[arg(long)]
     no_bodies: bool,
+    /// Start the runs this many days in the past (fills a database that retention will
+    /// sweep) [default: now]
+    #[arg(long, value_name = "DAYS", default_value_t = 0.0)]
+    days_ago: f64,
     /// Sample this process's memory (the receiver's PID) and report its peak
     #[arg(long, value_name = "PID")]
     rss_pid: Option<u32>,
@@ -90,7 +94,12 @@ impl Cli {
             (runs, _) => runs,
         };
         // Timestamps near now, so the runs show up as recent in the console.
+        ensure!(
+            self.days_ago.is_finite() && (0.0..=3650.0).contains(&self.days_ago),
+            "--days-ago must be between 0 and 3650"
+        );
         let now = SystemTime::now().duration_since(UNIX_EPOCH).context("the system clock is before 1970")?;
+        let now = now.saturating_sub(Duration::from_secs_f64(self.days_ago * 86_400.0));
         Ok(LoadOptions {
             target: Target {
                 endpoint: self.endpoint.unwrap_or_else(|| default_endpoint.to_string()),

@@ -7,9 +7,14 @@
 //!   cargo xtask build [--release]                       build the bundle and the server
 //!   cargo xtask test                                    the whole test suite
 //!   cargo xtask bench [--seconds N] [--concurrency N]   ingest throughput and server memory
+//!   cargo xtask bench --grow-to GIB [--hold-minutes M] [--interval S] [--backend B]
+//!                                                        ingest rate as the database grows
+//!   cargo xtask bench --sweep GIB [--backend B]          ingest during a large retention sweep
+//!   cargo xtask bench --instances [--seconds N]          one vs two servers on one PostgreSQL
 //!   cargo xtask first-load [--runs N]                   bundle sizes and cold load in Chromium
 //!   cargo xtask chaos [--kills N] [--seconds N]         crash, overload, outage, disk-full report
 
+mod bench_size;
 mod bundle;
 mod compress;
 mod wasm_opt;
@@ -32,7 +37,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask run [--release] [-- ARGS] | build [--release] | test | \
-                 bench [--seconds N] [--concurrency N] | first-load [--runs N] | chaos [--kills N] [--seconds N]"
+                 bench [--seconds N] [--concurrency N] [--grow-to GIB | --sweep GIB | --instances] | first-load [--runs N] | chaos [--kills N] [--seconds N]"
             );
             return ExitCode::from(2);
         }
@@ -364,6 +369,28 @@ fn bench(args: &[String]) -> Result<()> {
             .transpose()
             .with_context(|| format!("{flag} takes a whole number"))
     };
+    let backend = match args.iter().position(|a| a == "--backend").and_then(|i| args.get(i + 1)) {
+        Some(b) => b.as_str(),
+        None => "sqlite",
+    };
+    let gib = |flag: &str| -> Result<Option<f64>> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.parse())
+            .transpose()
+            .with_context(|| format!("{flag} takes a number of GiB"))
+    };
+    if let Some(target) = gib("--grow-to")? {
+        let interval = number("--interval")?.unwrap_or(60);
+        return bench_size::grow(backend, target, interval, number("--hold-minutes")?.unwrap_or(0));
+    }
+    if let Some(target) = gib("--sweep")? {
+        return bench_size::sweep(backend, target);
+    }
+    if args.iter().any(|a| a == "--instances") {
+        return bench_size::instances(number("--seconds")?.unwrap_or(60));
+    }
     let seconds = number("--seconds")?.unwrap_or(30);
     // Exports in flight: the server commits what is waiting together, so more exporters
     // make bigger commits.

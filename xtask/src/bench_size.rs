@@ -1,0 +1,322 @@
+//! The ingest benchmark's long forms (issue 27), each on the release server and load
+//! generator, printing figures and asserting nothing:
+//!
+//! - `--grow-to GB`: ingest without pause until the database holds GB gigabytes, one line
+//!   per interval with the database's size and that interval's rate, so the rate at 0, 5
+//!   and 20 GB reads off one run;
+//! - `--sweep GB`: fills GB gigabytes of runs 40 days old, measures ingest at that size,
+//!   then restarts the server with 30 days' retention and measures ingest while the sweep
+//!   deletes them;
+//! - `--instances`: PostgreSQL only, one server and then two servers on one database,
+//!   each with its own load generator, their rates summed.
+
+use super::{check, free_port, machine_description, postgres_url, step, target_dir, tempdir, with_database};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Exports in flight per load generator, as in the short benchmark.
+const CONCURRENCY: &str = "8";
+
+/// Where a benchmark's data lives: a SQLite file in a directory, or a PostgreSQL database
+/// created for it (dropped at the end).
+struct Store {
+    data: PathBuf,
+    postgres: Option<(String, String)>,
+}
+
+impl Store {
+    fn new(backend: &str, label: &str) -> Result<Store> {
+        let data = tempdir()?;
+        let postgres = match backend {
+            "sqlite" => None,
+            "postgres" => {
+                let Some(url) = postgres_url() else { bail!("PostgreSQL is not running") };
+                let name = format!("fdbench_{}_{label}", std::process::id());
+                check(Command::new("psql").args([url.as_str(), "-XAtqc", &format!("CREATE DATABASE {name}")]))?;
+                Some((url, name))
+            }
+            other => bail!("--backend is sqlite or postgres, not {other}"),
+        };
+        Ok(Store { data, postgres })
+    }
+
+    fn database_url(&self) -> Option<String> {
+        self.postgres.as_ref().map(|(url, name)| with_database(url, name))
+    }
+
+    /// Bytes the database takes on disk: the SQLite file with its WAL, or
+    /// `pg_database_size`.
+    fn bytes(&self) -> Result<u64> {
+        match &self.postgres {
+            None => Ok(std::fs::read_dir(&self.data)?
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("flightdeck.db"))
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()),
+            Some((url, name)) => {
+                let out = Command::new("psql")
+                    .args([url.as_str(), "-XAtqc", &format!("SELECT pg_database_size('{name}')")])
+                    .output()?;
+                String::from_utf8_lossy(&out.stdout).trim().parse().context("pg_database_size")
+            }
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Some((url, name)) = &self.postgres {
+            let _ = Command::new("psql")
+                .args([url.as_str(), "-XAtqc", &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")])
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+/// One release server on a store, its log in the store's directory.
+struct Server {
+    child: Child,
+    http: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(store: &Store, retention_days: u32, name: &str) -> Result<Server> {
+        let (ui, http, grpc) = (free_port()?, free_port()?, free_port()?);
+        let log = store.data.join(format!("{name}.log"));
+        let out = std::fs::File::create(&log)?;
+        let mut cmd = Command::new(target_dir().join("release/flightdeck"));
+        cmd.args(["serve", "--ingest-auth", "none"])
+            .args(["--listen", &format!("127.0.0.1:{ui}")])
+            .args(["--otlp-http-listen", &format!("127.0.0.1:{http}")])
+            .args(["--otlp-grpc-listen", &format!("127.0.0.1:{grpc}")])
+            .env("FLIGHTDECK_DATA_DIR", &store.data)
+            .env("FLIGHTDECK_RETENTION_DAYS", retention_days.to_string())
+            // Bodies as long as runs, so the sweep deletes everything a run stored.
+            .env("FLIGHTDECK_BODY_RETENTION_DAYS", retention_days.to_string())
+            .env("RUST_LOG", std::env::var("FLIGHTDECK_BENCH_LOG").unwrap_or_else(|_| "warn,flightdeck=info".into()))
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        if let Some(url) = store.database_url() {
+            cmd.env("DATABASE_URL", url);
+        }
+        let mut child = cmd.spawn().context("cannot start the release server")?;
+        let ready = (0..600).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
+        });
+        if !ready {
+            let _ = child.kill();
+            bail!("the server did not start listening (log: {})", log.display());
+        }
+        Ok(Server { child, http, log })
+    }
+
+    fn log_has(&self, text: &str) -> bool {
+        std::fs::read_to_string(&self.log).map(|l| l.contains(text)).unwrap_or(false)
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// What one load interval measured.
+struct Interval {
+    spans_per_sec: f64,
+    p99_ms: f64,
+    peak_rss_mib: f64,
+}
+
+/// Starts a load generator against `server` for `seconds`: its own seed, so each interval
+/// sends new runs, starting `days_ago` days back.
+fn spawn_load(server: &Server, seconds: u64, seed: u64, days_ago: u32) -> Result<Child> {
+    Command::new(target_dir().join("release/flightdeck-loadgen"))
+        .args(["--endpoint", &format!("http://127.0.0.1:{}", server.http), "--protocol", "http"])
+        .args(["--duration", &seconds.to_string(), "--concurrency", CONCURRENCY])
+        .args(["--spans-per-request", "512", "--seed", &seed.to_string()])
+        .args(["--days-ago", &days_ago.to_string()])
+        .args(["--rss-pid", &server.child.id().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start the load generator")
+}
+
+/// Reads a finished load generator's report.
+fn finish_load(child: Child) -> Result<Interval> {
+    let out = child.wait_with_output()?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    let figure = |label: &str, after: &str| -> f64 {
+        report
+            .lines()
+            .find(|l| l.starts_with(label))
+            .and_then(|l| l.split(after).nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.trim_end_matches(',').parse().ok())
+            .unwrap_or(0.0)
+    };
+    if !out.status.success() {
+        bail!("the load generator failed:\n{report}");
+    }
+    Ok(Interval {
+        spans_per_sec: figure("throughput", "throughput"),
+        p99_ms: figure("latency", "p99"),
+        peak_rss_mib: figure("server memory", "peak RSS"),
+    })
+}
+
+fn load(server: &Server, seconds: u64, seed: u64, days_ago: u32) -> Result<Interval> {
+    finish_load(spawn_load(server, seconds, seed, days_ago)?)
+}
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+fn print_header() {
+    println!("{:>8}  {:>9}  {:>10}  {:>9}  {:>9}  note", "minute", "size GiB", "spans/s", "p99 ms", "RSS MiB");
+}
+
+fn print_line(started: Instant, bytes: u64, i: &Interval, note: &str) {
+    println!(
+        "{:>8.1}  {:>9.2}  {:>10.0}  {:>9.1}  {:>9.0}  {note}",
+        started.elapsed().as_secs_f64() / 60.0,
+        gib(bytes),
+        i.spans_per_sec,
+        i.p99_ms,
+        i.peak_rss_mib
+    );
+}
+
+/// Ingest until the store reaches `target_gib`, then on for `hold_minutes`.
+pub fn grow(backend: &str, target_gib: f64, interval: u64, hold_minutes: u64) -> Result<()> {
+    build()?;
+    let store = Store::new(backend, "grow")?;
+    let server = Server::start(&store, 3650, "grow")?;
+    step(&format!(
+        "{backend}: ingest over OTLP/HTTP until the database holds {target_gib} GiB, then {hold_minutes} more minutes; one line per {interval} s"
+    ));
+    eprintln!("machine: {}", machine_description());
+    print_header();
+    let started = Instant::now();
+    let mut reached: Option<Instant> = None;
+    let mut seed = 1;
+    loop {
+        let i = load(&server, interval, seed, 0)?;
+        seed += 1;
+        let bytes = store.bytes()?;
+        print_line(started, bytes, &i, "");
+        if reached.is_none() && gib(bytes) >= target_gib {
+            reached = Some(Instant::now());
+        }
+        if reached.is_some_and(|r| r.elapsed() >= Duration::from_secs(hold_minutes * 60)) {
+            break;
+        }
+    }
+    server.stop();
+    Ok(())
+}
+
+/// Fills `target_gib` of 40-day-old runs, measures ingest at that size, then restarts
+/// with 30 days' retention and measures ingest while the sweep runs.
+pub fn sweep(backend: &str, target_gib: f64) -> Result<()> {
+    build()?;
+    let store = Store::new(backend, "sweep")?;
+    let server = Server::start(&store, 3650, "fill")?;
+    step(&format!("{backend}: filling {target_gib} GiB of runs started 40 days ago"));
+    eprintln!("machine: {}", machine_description());
+    print_header();
+    let started = Instant::now();
+    let mut seed = 1;
+    loop {
+        let i = load(&server, 60, seed, 40)?;
+        seed += 1;
+        let bytes = store.bytes()?;
+        print_line(started, bytes, &i, "filling, 40 days old");
+        if gib(bytes) >= target_gib {
+            break;
+        }
+    }
+    for _ in 0..3 {
+        let i = load(&server, 20, seed, 0)?;
+        seed += 1;
+        print_line(started, store.bytes()?, &i, "new runs, no sweep (the baseline)");
+    }
+    server.stop();
+    step("restarting with 30 days' retention: the sweep starts at once; new runs sent meanwhile");
+    let server = Server::start(&store, 30, "sweep")?;
+    let sweep_started = Instant::now();
+    let mut after = 0;
+    while after < 3 {
+        let done = server.log_has("retention: deleted old runs");
+        let i = load(&server, 20, seed, 0)?;
+        seed += 1;
+        let note = if done {
+            after += 1;
+            "after the sweep".to_string()
+        } else {
+            format!("during the sweep ({:.0} s in)", sweep_started.elapsed().as_secs_f64())
+        };
+        print_line(started, store.bytes()?, &i, &note);
+        if sweep_started.elapsed() > Duration::from_secs(3600) {
+            eprintln!("the sweep did not finish within an hour");
+            break;
+        }
+    }
+    server_log_kept(&server, "sweep");
+    server.stop();
+    Ok(())
+}
+
+/// One PostgreSQL, one server and then two, each with its own load generator.
+pub fn instances(seconds: u64) -> Result<()> {
+    build()?;
+    eprintln!("machine: {}", machine_description());
+    for count in [1u64, 2] {
+        let store = Store::new("postgres", &format!("instances{count}"))?;
+        let servers: Vec<Server> =
+            (0..count).map(|n| Server::start(&store, 3650, &format!("server{n}"))).collect::<Result<_>>()?;
+        step(&format!("PostgreSQL, {count} instance(s) on one database, {seconds} s, one load generator each"));
+        let loads: Vec<Child> = servers
+            .iter()
+            .enumerate()
+            .map(|(n, s)| spawn_load(s, seconds, 100 + n as u64, 0))
+            .collect::<Result<_>>()?;
+        let mut total = 0.0;
+        for (n, child) in loads.into_iter().enumerate() {
+            let i = finish_load(child)?;
+            println!(
+                "instance {n}: {:.0} spans/s, p99 {:.1} ms, peak RSS {:.0} MiB",
+                i.spans_per_sec, i.p99_ms, i.peak_rss_mib
+            );
+            total += i.spans_per_sec;
+        }
+        println!("{count} instance(s): {total:.0} spans/s in all");
+        servers.into_iter().for_each(Server::stop);
+    }
+    Ok(())
+}
+
+/// The server's retention lines, and its whole log kept beside the temporary directory
+/// (the store's directory goes at the end).
+fn server_log_kept(server: &Server, name: &str) {
+    let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+    for line in log.lines().filter(|l| l.contains("INFO retention")) {
+        println!("server: {line}");
+    }
+    let kept = std::env::temp_dir().join(format!("flightdeck-bench-{name}.log"));
+    if std::fs::write(&kept, &log).is_ok() {
+        eprintln!("the server's log: {}", kept.display());
+    }
+}
+
+fn build() -> Result<()> {
+    step("building the release server and load generator");
+    check(super::cargo().args(["build", "--release", "--package", "flightdeck", "--package", "loadgen", "--bins"]))
+}
