@@ -175,6 +175,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "d2078c447e411f8b13ab2b563b3c79ddccaf2cc015af3b0493086b46907a2a7ff1900b77f887d6060ce08e44ba5c12a2",
     ),
     (
+        "sqlite",
+        "0033_failed_tool.sql",
+        "6d1392b432688c5c081268692fe343a423b4c49a6c65c3e065422fc1542be872cfdb5fe400f9b6a80b0bbdf7809c2ceb",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -328,6 +333,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0032_tool_run_counts.sql",
         "d2078c447e411f8b13ab2b563b3c79ddccaf2cc015af3b0493086b46907a2a7ff1900b77f887d6060ce08e44ba5c12a2",
+    ),
+    (
+        "postgres",
+        "0033_failed_tool.sql",
+        "6d1392b432688c5c081268692fe343a423b4c49a6c65c3e065422fc1542be872cfdb5fe400f9b6a80b0bbdf7809c2ceb",
     ),
 ];
 

@@ -264,6 +264,18 @@ mod ingest_storage {
                 .map(|i| (format!("run-{i:04}"), format!("tool-{}", i % 7)))
                 .collect();
             assert_eq!(found, expected, "{}", t.backend());
+            // Read from `runs.failed_tool`, kept at ingest; a run written before that
+            // column existed (NULL) has its spans read instead, with the same answer.
+            let sql = "UPDATE runs SET failed_tool = NULL WHERE run_id < 'run-0600'";
+            assert_eq!(db.execute(app::storage::sql::Sql::new(sql)).await.unwrap(), 600);
+            let mut again: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| (f.run_id, f.failed_tool))
+                .collect();
+            again.sort();
+            assert_eq!(again, expected, "{}", t.backend());
             t.cleanup().await;
         }
     }

@@ -85,6 +85,18 @@ fn ns_to_time(ns: i64) -> Option<chrono::DateTime<chrono::Utc>> {
     (ns > 0).then(|| from_ms(ns / 1_000_000))
 }
 
+/// The tool of a run's first failed call (outcome `error` or `timeout`, earliest end),
+/// what the "failed to recover" alert names; `None` when no call with a tool name failed.
+/// Kept in `runs.failed_tool` at ingest so the alert never reads spans (pure).
+pub fn first_failed_tool(spans: &[SpanFacts]) -> Option<&str> {
+    spans
+        .iter()
+        .filter(|f| matches!(f.outcome.as_deref(), Some("error" | "timeout")))
+        .min_by_key(|f| f.end_ns)?
+        .tool_name
+        .as_deref()
+}
+
 /// Recomputes everything about a run from all of its spans, with the shipped prices and
 /// no policies (tests and tools that have no database).
 pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
@@ -403,6 +415,23 @@ mod tests {
             end_ns: end * 1_000_000,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_first_failed_tool_is_the_earliest_failed_call_to_end() {
+        let call = |id: &str, end: i64, tool: Option<&str>, outcome: &str| SpanFacts {
+            tool_name: tool.map(String::from),
+            outcome: Some(outcome.into()),
+            ..span("t", id, None, 0, end)
+        };
+        let spans = [
+            call("a", 30, Some("send"), "error"),
+            call("b", 10, Some("fetch"), "ok"),
+            call("c", 20, Some("search"), "timeout"),
+        ];
+        assert_eq!(first_failed_tool(&spans), Some("search"));
+        assert_eq!(first_failed_tool(&spans[1..2]), None, "nothing failed");
+        assert_eq!(first_failed_tool(&[call("d", 5, None, "error")]), None, "a failed span without a tool");
     }
 
     fn step(trace: &str, id: &str, start: i64, index: Option<i64>, tokens: (i64, i64)) -> SpanFacts {

@@ -225,27 +225,29 @@ pub async fn replay_outcomes(db: &Db, since_ms: i64) -> StoreResult<Vec<crate::a
 /// Runs that ended in `error` after `since_ms` and had a failed tool call (error or
 /// timeout), with the first tool that failed.
 pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> {
-    let sql = "SELECT run_id, ended_ns FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
-    let rows: Vec<(String, i64)> =
+    // The partial index `runs_failed_ended` walks only the window's failed runs; the write
+    // path keeps each run's first failed tool in `failed_tool` ('' for none).
+    let sql = "SELECT run_id, ended_ns, failed_tool FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
+    let rows: Vec<(String, i64, Option<String>)> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
-    let mut failed = Vec::new();
-    // A few hundred runs' spans at a time: under sustained ingest the window holds tens
-    // of thousands of failed runs, and reading all their spans at once grew the server
-    // by ~90 MB at every evaluation (memory the allocator then kept).
-    for batch in rows.chunks(FAILED_RUNS_PER_READ) {
-        let ids: Vec<&str> = batch.iter().map(|(run, _)| run.as_str()).collect();
+    let failed_run = |run_id: &str, ended_ns: i64, tool: &str| {
+        (!tool.is_empty()).then(|| FailedRun {
+            run_id: run_id.to_string(),
+            failed_tool: tool.to_string(),
+            ended_ms: ended_ns / 1_000_000,
+        })
+    };
+    let mut failed: Vec<FailedRun> =
+        rows.iter().filter_map(|(run, ended, tool)| failed_run(run, *ended, tool.as_deref()?)).collect();
+    // Runs last written before migration 0033 have no `failed_tool` yet: their spans are
+    // read, a few hundred runs at a time (all at once grew the server by ~90 MB under
+    // sustained ingest). They leave the window within its length after an upgrade.
+    let unknown: Vec<&(String, i64, Option<String>)> = rows.iter().filter(|(_, _, tool)| tool.is_none()).collect();
+    for batch in unknown.chunks(FAILED_RUNS_PER_READ) {
+        let ids: Vec<&str> = batch.iter().map(|(run, ..)| run.as_str()).collect();
         let facts = super::spans::facts_of_runs(db, &ids).await?;
-        failed.extend(batch.iter().filter_map(|(run_id, ended_ns)| {
-            let first_failed = facts
-                .get(run_id)?
-                .iter()
-                .filter(|f| matches!(f.outcome.as_deref(), Some("error" | "timeout")))
-                .min_by_key(|f| f.end_ns)?;
-            Some(FailedRun {
-                run_id: run_id.clone(),
-                failed_tool: first_failed.tool_name.clone()?,
-                ended_ms: ended_ns / 1_000_000,
-            })
+        failed.extend(batch.iter().filter_map(|(run_id, ended_ns, _)| {
+            failed_run(run_id, *ended_ns, crate::ingest::derive::first_failed_tool(facts.get(run_id)?)?)
         }));
     }
     Ok(failed)

@@ -91,7 +91,7 @@ pub async fn commit_with(
     for d in &derived {
         *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
     }
-    run_rows::store_runs(&mut tx, &derived, &assignment.run_nos, received_at).await?;
+    run_rows::store_runs(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos, received_at).await?;
     for (tool, n) in run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await? {
         *tool_run_deltas.entry(tool).or_default() += n;
     }
