@@ -403,6 +403,15 @@ mod ingest_storage {
                 assert!(runs::get(&t.db, run).await.unwrap().is_some(), "{run} on {}", t.backend());
             }
             assert_eq!(spans::count(&t.db).await.unwrap(), 4);
+            if t.backend() == "sqlite" {
+                // The writer's page cache is its own size (negative: KiB), the pool's SQLite's.
+                let cache = |db: app::storage::Db| async move {
+                    db.fetch_all::<(i64,)>(app::storage::sql::Sql::new("PRAGMA cache_size")).await.unwrap()[0].0
+                };
+                let writer_kib = -i64::from(app::storage::WRITER_CACHE_MIB) * 1024;
+                assert_eq!(cache(writer.clone()).await, writer_kib);
+                assert_eq!(cache(t.db.clone()).await, -2000);
+            }
             drop(writer);
             t.cleanup().await;
         }

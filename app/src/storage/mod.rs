@@ -99,6 +99,14 @@ fn sqlite_pool_options() -> SqlitePoolOptions {
     })
 }
 
+/// The ingest writer's SQLite page cache, MiB (the other connections keep SQLite's 2 MiB).
+/// Each run adds entries to indexes whose keys are random (run id, trace id, cost,
+/// duration), so once a database holds a few GB nearly every entry lands on a page of its
+/// own; with 2 MiB those pages were read back and spilled to the log more than once per
+/// commit (`cargo xtask bench --grow-to`: 125 MB/s written for 13,000 spans/s at 5 GB).
+/// Filled only as the database grows; counted in the memory figures of docs/operations.md.
+pub const WRITER_CACHE_MIB: u32 = 128;
+
 impl Db {
     /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
@@ -154,7 +162,11 @@ impl Db {
     pub fn dedicated(&self) -> Db {
         match self {
             Db::Sqlite(pool) => {
-                let options = (*pool.connect_options()).clone().pragma("wal_autocheckpoint", "0");
+                // A page cache of WRITER_CACHE_MIB instead of SQLite's 2 MiB: see there.
+                let options = (*pool.connect_options())
+                    .clone()
+                    .pragma("wal_autocheckpoint", "0")
+                    .pragma("cache_size", format!("-{}", WRITER_CACHE_MIB * 1024));
                 Db::Sqlite(sqlite_pool_options().max_connections(1).min_connections(0).connect_lazy_with(options))
             }
             Db::Postgres(pool) => Db::Postgres(pool.clone()),
