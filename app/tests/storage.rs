@@ -252,30 +252,27 @@ mod ingest_storage {
             for first in [0, 600] {
                 write::commit(db, &failing_runs(first, 600, now_ns), BodyPolicy::None).await.unwrap();
             }
-            let mut found: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|f| (f.run_id, f.failed_tool))
-                .collect();
-            found.sort();
+            // Each failed run and its failed tool, as the alert reads them.
+            let found = || async {
+                let mut found: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|f| (f.run_id, f.failed_tool))
+                    .collect();
+                found.sort();
+                found
+            };
             let expected: Vec<(String, String)> = (0..1_200u32)
                 .filter(|i| i % 2 == 0)
                 .map(|i| (format!("run-{i:04}"), format!("tool-{}", i % 7)))
                 .collect();
-            assert_eq!(found, expected, "{}", t.backend());
+            assert_eq!(found().await, expected, "{}", t.backend());
             // Read from `runs.failed_tool`, kept at ingest; a run written before that
             // column existed (NULL) has its spans read instead, with the same answer.
             let sql = "UPDATE runs SET failed_tool = NULL WHERE run_id < 'run-0600'";
             assert_eq!(db.execute(app::storage::sql::Sql::new(sql)).await.unwrap(), 600);
-            let mut again: Vec<(String, String)> = alerts::failed_runs(db, now_ms() - 60_000)
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|f| (f.run_id, f.failed_tool))
-                .collect();
-            again.sort();
-            assert_eq!(again, expected, "{}", t.backend());
+            assert_eq!(found().await, expected, "{}", t.backend());
             t.cleanup().await;
         }
     }

@@ -14,7 +14,7 @@
 //!   cargo xtask first-load [--runs N]                   bundle sizes and cold load in Chromium
 //!   cargo xtask chaos [--kills N] [--seconds N]         crash, overload, outage, disk-full report
 
-mod bench_size;
+mod bench;
 mod bundle;
 mod compress;
 mod wasm_opt;
@@ -31,7 +31,7 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("build") => build(has_flag(&args, "--release")).map(|_| ()),
         Some("test") => test(),
-        Some("bench") => bench(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("first-load") => first_load(&args[1..]),
         Some("chaos") => chaos(&args[1..]),
         _ => {
@@ -357,125 +357,13 @@ fn machine_description() -> String {
     format!("{model}, {cores} cores, {mem_gib:.0} GiB RAM")
 }
 
-/// Ingest benchmark: the release server on a fresh database, the load generator on the
-/// same machine sending as fast as the server answers, for SQLite and (when available)
-/// PostgreSQL, over OTLP/HTTP protobuf and OTLP/gRPC. Prints the figures; asserts nothing.
-fn bench(args: &[String]) -> Result<()> {
-    let number = |flag: &str| -> Result<Option<u64>> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .map(|v| v.parse())
-            .transpose()
-            .with_context(|| format!("{flag} takes a whole number"))
-    };
-    let backend = match args.iter().position(|a| a == "--backend").and_then(|i| args.get(i + 1)) {
-        Some(b) => b.as_str(),
-        None => "sqlite",
-    };
-    let gib = |flag: &str| -> Result<Option<f64>> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .map(|v| v.parse())
-            .transpose()
-            .with_context(|| format!("{flag} takes a number of GiB"))
-    };
-    if let Some(target) = gib("--grow-to")? {
-        let interval = number("--interval")?.unwrap_or(60);
-        return bench_size::grow(backend, target, interval, number("--hold-minutes")?.unwrap_or(0));
-    }
-    if let Some(target) = gib("--sweep")? {
-        return bench_size::sweep(backend, target);
-    }
-    if args.iter().any(|a| a == "--instances") {
-        return bench_size::instances(number("--seconds")?.unwrap_or(60));
-    }
-    let seconds = number("--seconds")?.unwrap_or(30);
-    // Exports in flight: the server commits what is waiting together, so more exporters
-    // make bigger commits.
-    let concurrency = number("--concurrency")?.unwrap_or(8);
-    step("building the release server and load generator");
-    check(cargo().args(["build", "--release", "--package", "flightdeck", "--package", "loadgen", "--bins"]))?;
-    let release = target_dir().join("release");
-    let mut backends = vec![("sqlite", None)];
-    match postgres_url() {
-        Some(url) => backends.push(("postgres", Some(url))),
-        None => missing("PostgreSQL", "start it to benchmark the PostgreSQL backend too")?,
-    }
-    eprintln!("\nmachine: {}", machine_description());
-    for (backend, admin_url) in backends {
-        for protocol in ["http", "grpc"] {
-            let data = tempdir()?;
-            let database = match &admin_url {
-                Some(url) => {
-                    let name = format!("fdbench_{}_{}", std::process::id(), protocol);
-                    check(Command::new("psql").args([url.as_str(), "-XAtqc", &format!("CREATE DATABASE {name}")]))?;
-                    Some((url.clone(), name))
-                }
-                None => None,
-            };
-            let (ui, http, grpc) = (free_port()?, free_port()?, free_port()?);
-            let mut server = Command::new(release.join("flightdeck"));
-            server
-                .args(["serve", "--ingest-auth", "none"])
-                .args(["--listen", &format!("127.0.0.1:{ui}")])
-                .args(["--otlp-http-listen", &format!("127.0.0.1:{http}")])
-                .args(["--otlp-grpc-listen", &format!("127.0.0.1:{grpc}")])
-                .env("FLIGHTDECK_DATA_DIR", &data)
-                .env("RUST_LOG", "warn")
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            if let Some((url, name)) = &database {
-                server.env("DATABASE_URL", with_database(url, name));
-            }
-            let mut server = server.spawn().context("cannot start the release server")?;
-            let ready = (0..300).any(|_| {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-                std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
-            });
-            if !ready {
-                let _ = server.kill();
-                bail!("the server did not start listening");
-            }
-            step(&format!(
-                "{backend}, OTLP/{protocol} protobuf, {seconds} s as fast as the server answers, {concurrency} exports in flight"
-            ));
-            let endpoint = format!("http://127.0.0.1:{}", if protocol == "grpc" { grpc } else { http });
-            let result = check(
-                Command::new(release.join("flightdeck-loadgen"))
-                    .args(["--endpoint", &endpoint, "--protocol", protocol])
-                    .args(["--duration", &seconds.to_string(), "--concurrency", &concurrency.to_string()])
-                    .args(["--spans-per-request", "512"])
-                    .args(["--rss-pid", &server.id().to_string()]),
-            );
-            let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-            let _ = server.wait();
-            if let Some((url, name)) = database {
-                let _ = Command::new("psql")
-                    .args([url.as_str(), "-XAtqc", &format!("DROP DATABASE {name} WITH (FORCE)")])
-                    .status();
-            }
-            let _ = std::fs::remove_dir_all(&data);
-            result?;
-        }
-    }
-    Ok(())
-}
-
 /// The chaos scenarios (`server/tests/chaos/`) in their long form, on a release build:
 /// ten SIGKILLs per database by default, longer overload and outage phases. Prints each
 /// scenario's report; CI runs the same scenarios in their short form as part of `test`.
 /// Mounting the disk-full scenario's tmpfs needs root; elsewhere it says it is skipped.
 fn chaos(args: &[String]) -> Result<()> {
-    let number = |flag: &str, default: u64| -> Result<u64> {
-        match args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)) {
-            Some(v) => v.parse().with_context(|| format!("{flag} takes a whole number")),
-            None => Ok(default),
-        }
-    };
-    let kills = number("--kills", 10)?;
-    let seconds = number("--seconds", 10)?;
+    let kills = flag_value(args, "--kills")?.unwrap_or(10u64);
+    let seconds = flag_value(args, "--seconds")?.unwrap_or(10u64);
     let pg = postgres_url();
     if pg.is_none() {
         missing("PostgreSQL", "start it to run the PostgreSQL scenarios too")?;
@@ -504,6 +392,19 @@ fn chaos(args: &[String]) -> Result<()> {
         None => run.env_remove("FLIGHTDECK_TEST_PG_URL"),
     };
     check(&mut run)
+}
+
+/// The value after `flag` in `args`, parsed; `None` when the flag is absent.
+fn flag_value<T: std::str::FromStr>(args: &[String], flag: &str) -> Result<Option<T>>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    args.iter()
+        .position(|a| a == flag)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse::<T>())
+        .transpose()
+        .with_context(|| format!("{flag} takes a number"))
 }
 
 fn tempdir() -> Result<PathBuf> {

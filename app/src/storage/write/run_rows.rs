@@ -208,8 +208,10 @@ pub async fn count_tools<'a>(
     adjust_tool_runs(tx, rest).await
 }
 
-/// Adds each delta to its tool's run count, in name order (the order every writer takes
-/// the `tools` rows in, so two PostgreSQL writers never wait on each other in a circle).
+/// Adds each delta to its tool's run count, in name order, as the catalogue's upsert and
+/// retention take the `tools` rows. (After a trace move these updates follow that upsert,
+/// so two PostgreSQL writers could wait on each other; PostgreSQL then aborts one, and its
+/// exporters retry. Moves are rare.)
 pub async fn adjust_tool_runs<'a>(tx: &mut Tx, deltas: impl Iterator<Item = (&'a String, &'a i64)>) -> StoreResult<()> {
     for (name, delta) in deltas.filter(|(_, d)| **d != 0) {
         let mut sql = Sql::new("UPDATE tools SET runs = runs + $1 WHERE tool_name = $2");

@@ -1,6 +1,8 @@
-//! The ingest benchmark's long forms (issue 27), each on the release server and load
-//! generator, printing figures and asserting nothing:
+//! `cargo xtask bench`: the ingest benchmarks, each on the release server and load
+//! generator on this machine, printing figures and asserting nothing:
 //!
+//! - by default, throughput and server memory on a fresh database, SQLite and (when
+//!   available) PostgreSQL, over OTLP/HTTP protobuf and OTLP/gRPC;
 //! - `--grow-to GB`: ingest without pause until the database holds GB gigabytes, one line
 //!   per interval with the database's size and that interval's rate, so the rate at 0, 5
 //!   and 20 GB reads off one run;
@@ -10,14 +12,66 @@
 //! - `--instances`: PostgreSQL only, one server and then two servers on one database,
 //!   each with its own load generator, their rates summed.
 
-use super::{check, free_port, machine_description, postgres_url, step, target_dir, tempdir, with_database};
+use super::{
+    check, flag_value, free_port, machine_description, missing, postgres_url, step, target_dir, tempdir, with_database,
+};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Exports in flight per load generator, as in the short benchmark.
-const CONCURRENCY: &str = "8";
+/// Exports in flight per load generator: the server commits what is waiting together,
+/// so more exporters make bigger commits.
+const CONCURRENCY: u64 = 8;
+
+/// Reads the flags and runs the benchmark they name.
+pub fn run(args: &[String]) -> Result<()> {
+    let backend = flag_value::<String>(args, "--backend")?.unwrap_or_else(|| "sqlite".into());
+    let seconds = flag_value::<u64>(args, "--seconds")?;
+    if let Some(target) = flag_value::<f64>(args, "--grow-to")? {
+        let interval = flag_value(args, "--interval")?.unwrap_or(60);
+        return grow(&backend, target, interval, flag_value(args, "--hold-minutes")?.unwrap_or(0));
+    }
+    if let Some(target) = flag_value::<f64>(args, "--sweep")? {
+        return sweep(&backend, target);
+    }
+    if args.iter().any(|a| a == "--instances") {
+        return instances(seconds.unwrap_or(60));
+    }
+    throughput(seconds.unwrap_or(30), flag_value(args, "--concurrency")?.unwrap_or(CONCURRENCY))
+}
+
+/// Throughput and memory on a fresh database per backend and protocol, as fast as the
+/// server answers.
+fn throughput(seconds: u64, concurrency: u64) -> Result<()> {
+    build()?;
+    let mut backends = vec!["sqlite"];
+    match postgres_url() {
+        Some(_) => backends.push("postgres"),
+        None => missing("PostgreSQL", "start it to benchmark the PostgreSQL backend too")?,
+    }
+    eprintln!("\nmachine: {}", machine_description());
+    for backend in backends {
+        for protocol in ["http", "grpc"] {
+            let store = Store::new(backend, protocol)?;
+            let server = Server::start(&store, 3650, "throughput")?;
+            step(&format!(
+                "{backend}, OTLP/{protocol} protobuf, {seconds} s as fast as the server answers, {concurrency} exports in flight"
+            ));
+            let port = if protocol == "grpc" { server.grpc } else { server.http };
+            let result = check(
+                Command::new(target_dir().join("release/flightdeck-loadgen"))
+                    .args(["--endpoint", &format!("http://127.0.0.1:{port}"), "--protocol", protocol])
+                    .args(["--duration", &seconds.to_string(), "--concurrency", &concurrency.to_string()])
+                    .args(["--spans-per-request", "512"])
+                    .args(["--rss-pid", &server.child.id().to_string()]),
+            );
+            server.stop();
+            result?;
+        }
+    }
+    Ok(())
+}
 
 /// Where a benchmark's data lives: a SQLite file in a directory, or a PostgreSQL database
 /// created for it (dropped at the end).
@@ -81,6 +135,7 @@ impl Drop for Store {
 struct Server {
     child: Child,
     http: u16,
+    grpc: u16,
     log: PathBuf,
 }
 
@@ -113,7 +168,7 @@ impl Server {
             let _ = child.kill();
             bail!("the server did not start listening (log: {})", log.display());
         }
-        Ok(Server { child, http, log })
+        Ok(Server { child, http, grpc, log })
     }
 
     fn log_has(&self, text: &str) -> bool {
@@ -138,7 +193,7 @@ struct Interval {
 fn spawn_load(server: &Server, seconds: u64, seed: u64, days_ago: u32) -> Result<Child> {
     Command::new(target_dir().join("release/flightdeck-loadgen"))
         .args(["--endpoint", &format!("http://127.0.0.1:{}", server.http), "--protocol", "http"])
-        .args(["--duration", &seconds.to_string(), "--concurrency", CONCURRENCY])
+        .args(["--duration", &seconds.to_string(), "--concurrency", &CONCURRENCY.to_string()])
         .args(["--spans-per-request", "512", "--seed", &seed.to_string()])
         .args(["--days-ago", &days_ago.to_string()])
         .args(["--rss-pid", &server.child.id().to_string()])
