@@ -7,8 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A port nothing listens on, never one this process handed out before: a setup takes
+/// three at once and two instances' setups are made before either binds, and the kernel
+/// may give a port just released to the next `bind(0)`, so two listeners of one test
+/// could be told the same port (a server then exits at start).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 /// How to start a server; the ports stay the same across restarts, as a pod's would.
@@ -96,7 +107,8 @@ impl Server {
                     said = true;
                     let _ = ready_tx.send(());
                 }
-                if echo || line.contains("panicked") {
+                // Why a server stopped, even without the full log.
+                if echo || line.contains("panicked") || line.contains("ERROR") || line.contains("error:") {
                     eprintln!("server {pid}: {line}");
                 }
             }
