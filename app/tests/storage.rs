@@ -797,6 +797,41 @@ mod ingest_storage {
         }
     }
 
+    /// When two PostgreSQL writers lock rows in opposite orders, PostgreSQL aborts one;
+    /// that error is a write conflict, which the ingest writers try again
+    /// (server/src/otlp/writer.rs); a broken rule is not.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_postgres_deadlock_is_a_write_conflict_and_a_broken_rule_is_not() {
+        use app::storage::StoreError;
+        let Some(t) = TestDb::postgres().await else { return };
+        let app::storage::Db::Postgres(pool) = &t.db else { unreachable!("a PostgreSQL database") };
+        sqlx::query("CREATE TABLE lock_order (id INT PRIMARY KEY)").execute(pool).await.unwrap();
+        sqlx::query("INSERT INTO lock_order VALUES (1), (2)").execute(pool).await.unwrap();
+        let lock = |id: i32| format!("UPDATE lock_order SET id = id WHERE id = {id}");
+        let (mut a, mut b) = (pool.begin().await.unwrap(), pool.begin().await.unwrap());
+        sqlx::query(&lock(1)).execute(&mut *a).await.unwrap();
+        sqlx::query(&lock(2)).execute(&mut *b).await.unwrap();
+        let a_waits = tokio::spawn(async move {
+            // Dropping `a` when its statement fails rolls it back, releasing row 1.
+            sqlx::query(&lock(2)).execute(&mut *a).await.map(|_| a)
+        });
+        let b_result = sqlx::query(&lock(1)).execute(&mut *b).await.map(|_| ());
+        let b_failed = b_result.is_err();
+        if b_failed {
+            drop(b);
+        }
+        let a_result = a_waits.await.unwrap().map(|_| ());
+        let errors: Vec<StoreError> =
+            [a_result, b_result].into_iter().filter_map(Result::err).map(StoreError::from).collect();
+        assert_eq!(errors.len(), 1, "PostgreSQL aborts exactly one of the two: {errors:?}");
+        assert!(errors[0].is_write_conflict(), "{:?}", errors[0]);
+
+        let duplicate = sqlx::query("INSERT INTO lock_order VALUES (1)").execute(pool).await.unwrap_err();
+        assert!(!StoreError::from(duplicate).is_write_conflict());
+        assert!(!StoreError::Invalid("bad".into()).is_write_conflict());
+        t.cleanup().await;
+    }
+
     /// A run's row as stored before migration 0016 (no number), with its reason counted,
     /// as the write path stored it beside the run's spans. Re-derived on the next write.
     async fn insert_old_run_row(db: &app::storage::Db, run_id: &str, started_ns: i64) {

@@ -73,6 +73,11 @@ pub struct Overrides {
     #[arg(long, env = "FLIGHTDECK_INGEST_QUEUE_BYTES", global = true, value_name = "BYTES")]
     pub ingest_queue_bytes: Option<usize>,
 
+    /// Ingest writers committing side by side on PostgreSQL, 1-16 (SQLite always has one:
+    /// it has one write lock) [default: 4]
+    #[arg(long, env = "FLIGHTDECK_POSTGRES_WRITERS", global = true, value_name = "N")]
+    pub postgres_writers: Option<usize>,
+
     /// Most spans one OTLP request may carry; a larger request is refused with 413 /
     /// RESOURCE_EXHAUSTED before it is decoded [default: 16384]
     #[arg(long, env = "FLIGHTDECK_MAX_SPANS_PER_REQUEST", global = true, value_name = "N")]
@@ -206,6 +211,7 @@ impl Overrides {
             ingest_auth: self.ingest_auth.or(lower.ingest_auth),
             max_body_bytes: self.max_body_bytes.or(lower.max_body_bytes),
             ingest_queue_bytes: self.ingest_queue_bytes.or(lower.ingest_queue_bytes),
+            postgres_writers: self.postgres_writers.or(lower.postgres_writers),
             max_attribute_bytes: self.max_attribute_bytes.or(lower.max_attribute_bytes),
             max_spans_per_request: self.max_spans_per_request.or(lower.max_spans_per_request),
             max_attributes_per_span: self.max_attributes_per_span.or(lower.max_attributes_per_span),
@@ -252,6 +258,7 @@ pub struct Config {
     pub ingest_auth: IngestAuth,
     pub max_body_bytes: usize,
     pub ingest_queue_bytes: usize,
+    pub postgres_writers: usize,
     pub max_attribute_bytes: usize,
     /// Spans per request, and attributes, events and links per span (the memory bound
     /// itself comes from `ingest_queue_bytes` when the service starts).
@@ -316,6 +323,10 @@ impl Config {
         if ingest_queue_bytes < 1024 * 1024 || u32::try_from(ingest_queue_bytes).is_err() {
             anyhow::bail!("ingest_queue_bytes must be between 1 MiB and 4 GiB, not {ingest_queue_bytes}");
         }
+        let postgres_writers = o.postgres_writers.unwrap_or(crate::otlp::writer::DEFAULT_POSTGRES_WRITERS);
+        if !(1..=16).contains(&postgres_writers) {
+            anyhow::bail!("postgres_writers must be between 1 and 16, not {postgres_writers}");
+        }
         let defaults = DecodeLimits::default();
         let decode_limits = DecodeLimits {
             max_spans: o.max_spans_per_request.unwrap_or(defaults.max_spans),
@@ -349,6 +360,7 @@ impl Config {
             ingest_auth: o.ingest_auth.unwrap_or(IngestAuth::Token),
             max_body_bytes: o.max_body_bytes.unwrap_or(20 * 1024 * 1024),
             ingest_queue_bytes,
+            postgres_writers,
             max_attribute_bytes: o.max_attribute_bytes.unwrap_or(256 * 1024),
             decode_limits,
             body_policy: o.body_policy.unwrap_or_default(),
@@ -433,6 +445,7 @@ impl fmt::Display for Config {
         writeln!(f, "  ingest_auth          {}", if self.ingest_auth == IngestAuth::Token { "token" } else { "none" })?;
         writeln!(f, "  max_body_bytes       {}", self.max_body_bytes)?;
         writeln!(f, "  ingest_queue_bytes   {}", self.ingest_queue_bytes)?;
+        writeln!(f, "  postgres_writers     {}", self.postgres_writers)?;
         writeln!(f, "  max_attribute_bytes  {}", self.max_attribute_bytes)?;
         let d = &self.decode_limits;
         writeln!(f, "  max_spans_per_request {}", d.max_spans)?;
@@ -542,6 +555,20 @@ mod tests {
         let f = file("approval_recheck_seconds = 0\n");
         let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
         assert!(err.contains("approval_recheck_seconds must be at least 1"), "{err}");
+    }
+
+    #[test]
+    fn postgres_writers_default_to_four_and_are_bounded() {
+        let c = Config::resolve(Overrides::default(), None).unwrap();
+        assert_eq!(c.postgres_writers, 4);
+        assert!(c.to_string().contains("postgres_writers     4"), "{c}");
+        let f = file("postgres_writers = 1\n");
+        assert_eq!(Config::resolve(Overrides::default(), Some(f.path())).unwrap().postgres_writers, 1);
+        for bad in [0, 17] {
+            let f = file(&format!("postgres_writers = {bad}\n"));
+            let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+            assert!(err.contains("postgres_writers must be between 1 and 16"), "{err}");
+        }
     }
 
     #[test]

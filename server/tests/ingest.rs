@@ -261,6 +261,40 @@ async fn resent_spans_are_stored_once() {
     }
 }
 
+/// Exports sent at once, each with one span of every one of the same runs and each sent
+/// twice: on PostgreSQL the ingest writers (`postgres_writers`, four here) commit them side
+/// by side, on SQLite the one writer in turn; either way every span is stored once and
+/// every run is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exports_of_the_same_runs_sent_at_once_are_stored_once_and_whole() {
+    for t in TestDb::each_backend().await {
+        let h = std::sync::Arc::new(harness(&t, 20 << 20).await);
+        let runs: Vec<Vec<Span>> = (1..=30u8).map(|n| whole_run(n, &format!("run-at-once-{n}"))).collect();
+        let posts: Vec<_> = (0..6)
+            .flat_map(|part| [part, part])
+            .map(|part| {
+                let spans = runs.iter().map(|run| run[part].clone()).collect();
+                let h = h.clone();
+                tokio::spawn(async move { h.post_proto(&request(spans)).await.0 })
+            })
+            .collect();
+        for post in posts {
+            assert_eq!(post.await.unwrap(), StatusCode::OK, "{}", t.backend());
+        }
+        assert_eq!(h.stored_spans().await, 180, "{}", t.backend());
+        for n in 1..=30 {
+            let run = h.run(&format!("run-at-once-{n}")).await;
+            assert_eq!(run["terminal_reason"], "completed", "{run}");
+            assert_eq!((run["steps"].as_i64(), run["tool_calls"].as_i64()), (Some(1), Some(4)), "{run}");
+            assert_eq!(run["duplicate_side_effects"], 1, "{run}");
+        }
+        let (status, list) = h.api("/api/v1/runs?limit=100").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(list["runs"].as_array().map(Vec::len), Some(30), "one row per run on {}", t.backend());
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn children_first_root_last_over_several_requests() {
     for t in TestDb::each_backend().await {

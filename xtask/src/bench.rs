@@ -10,7 +10,9 @@
 //!   then restarts the server with 30 days' retention and measures ingest while the sweep
 //!   deletes them;
 //! - `--instances`: PostgreSQL only, one server and then two servers on one database,
-//!   each with its own load generator, their rates summed.
+//!   each with its own load generator, their rates summed; each with one ingest writer
+//!   and with the default four (`FLIGHTDECK_POSTGRES_WRITERS`); `--concurrency N` sets
+//!   each load generator's exports in flight.
 
 use super::{
     check, flag_value, free_port, machine_description, missing, postgres_url, step, target_dir, tempdir, with_database,
@@ -35,10 +37,11 @@ pub fn run(args: &[String]) -> Result<()> {
     if let Some(target) = flag_value::<f64>(args, "--sweep")? {
         return sweep(&backend, target);
     }
+    let concurrency = flag_value(args, "--concurrency")?.unwrap_or(CONCURRENCY);
     if args.iter().any(|a| a == "--instances") {
-        return instances(seconds.unwrap_or(60));
+        return instances(seconds.unwrap_or(60), concurrency);
     }
-    throughput(seconds.unwrap_or(30), flag_value(args, "--concurrency")?.unwrap_or(CONCURRENCY))
+    throughput(seconds.unwrap_or(30), concurrency)
 }
 
 /// Throughput and memory on a fresh database per backend and protocol, as fast as the
@@ -141,6 +144,11 @@ struct Server {
 
 impl Server {
     fn start(store: &Store, retention_days: u32, name: &str) -> Result<Server> {
+        Server::start_with(store, retention_days, name, &[])
+    }
+
+    /// As [`Server::start`], with more environment for the server.
+    fn start_with(store: &Store, retention_days: u32, name: &str, env: &[(&str, String)]) -> Result<Server> {
         let (ui, http, grpc) = (free_port()?, free_port()?, free_port()?);
         let log = store.data.join(format!("{name}.log"));
         let out = std::fs::File::create(&log)?;
@@ -159,6 +167,7 @@ impl Server {
         if let Some(url) = store.database_url() {
             cmd.env("DATABASE_URL", url);
         }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd.spawn().context("cannot start the release server")?;
         let ready = (0..600).any(|_| {
             std::thread::sleep(Duration::from_millis(100));
@@ -191,9 +200,14 @@ struct Interval {
 /// Starts a load generator against `server` for `seconds`: its own seed, so each interval
 /// sends new runs, starting `days_ago` days back.
 fn spawn_load(server: &Server, seconds: u64, seed: u64, days_ago: u32) -> Result<Child> {
+    spawn_load_with(server, seconds, seed, days_ago, CONCURRENCY)
+}
+
+/// As [`spawn_load`], with `concurrency` exports in flight.
+fn spawn_load_with(server: &Server, seconds: u64, seed: u64, days_ago: u32, concurrency: u64) -> Result<Child> {
     Command::new(target_dir().join("release/flightdeck-loadgen"))
         .args(["--endpoint", &format!("http://127.0.0.1:{}", server.http), "--protocol", "http"])
-        .args(["--duration", &seconds.to_string(), "--concurrency", &CONCURRENCY.to_string()])
+        .args(["--duration", &seconds.to_string(), "--concurrency", &concurrency.to_string()])
         .args(["--spans-per-request", "512", "--seed", &seed.to_string()])
         .args(["--days-ago", &days_ago.to_string()])
         .args(["--rss-pid", &server.child.id().to_string()])
@@ -329,19 +343,23 @@ pub fn sweep(backend: &str, target_gib: f64) -> Result<()> {
     Ok(())
 }
 
-/// One PostgreSQL, one server and then two, each with its own load generator.
-pub fn instances(seconds: u64) -> Result<()> {
+/// One PostgreSQL, one server and then two, each with its own load generator of
+/// `concurrency` exports in flight; with one ingest writer per server and the default four.
+pub fn instances(seconds: u64, concurrency: u64) -> Result<()> {
     build()?;
     eprintln!("machine: {}", machine_description());
-    for count in [1u64, 2] {
-        let store = Store::new("postgres", &format!("instances{count}"))?;
+    for (count, writers) in [(1u64, 1usize), (1, 4), (2, 1), (2, 4)] {
+        let store = Store::new("postgres", &format!("instances{count}w{writers}"))?;
+        let env = [("FLIGHTDECK_POSTGRES_WRITERS", writers.to_string())];
         let servers: Vec<Server> =
-            (0..count).map(|n| Server::start(&store, 3650, &format!("server{n}"))).collect::<Result<_>>()?;
-        step(&format!("PostgreSQL, {count} instance(s) on one database, {seconds} s, one load generator each"));
+            (0..count).map(|n| Server::start_with(&store, 3650, &format!("server{n}"), &env)).collect::<Result<_>>()?;
+        step(&format!(
+            "PostgreSQL, {count} instance(s) with {writers} writer(s) each on one database, {seconds} s, one load generator each, {concurrency} exports in flight"
+        ));
         let loads: Vec<Child> = servers
             .iter()
             .enumerate()
-            .map(|(n, s)| spawn_load(s, seconds, 100 + n as u64, 0))
+            .map(|(n, s)| spawn_load_with(s, seconds, 100 + n as u64, 0, concurrency))
             .collect::<Result<_>>()?;
         let mut total = 0.0;
         for (n, child) in loads.into_iter().enumerate() {
@@ -352,7 +370,14 @@ pub fn instances(seconds: u64) -> Result<()> {
             );
             total += i.spans_per_sec;
         }
-        println!("{count} instance(s): {total:.0} spans/s in all");
+        println!("{count} instance(s), {writers} writer(s) each: {total:.0} spans/s in all");
+        for server in &servers {
+            let log = std::fs::read_to_string(&server.log).unwrap_or_default();
+            let retried = log.matches("met another writer").count();
+            if retried > 0 {
+                println!("({retried} commits tried again after a conflict with another writer)");
+            }
+        }
         servers.into_iter().for_each(Server::stop);
     }
     Ok(())

@@ -83,6 +83,17 @@ pub enum StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+impl StoreError {
+    /// PostgreSQL aborted the transaction to break a deadlock (40P01) or a serialization
+    /// conflict (40001) with another writer: the same work, tried again, can succeed.
+    pub fn is_write_conflict(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(e)) => matches!(e.code().as_deref(), Some("40P01" | "40001")),
+            _ => false,
+        }
+    }
+}
+
 /// SQLite pools drop a connection that comes back still inside a transaction. When a
 /// statement fails with SQLITE_FULL (disk full) or SQLITE_IOERR, SQLite may roll the
 /// transaction back by itself; the ROLLBACK sqlx then sends fails ("no transaction is

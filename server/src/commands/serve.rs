@@ -61,6 +61,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         config.max_body_bytes,
         config.ingest_queue_bytes,
         rules,
+        config.postgres_writers,
     )
     .context("cannot start the ingest writer")?;
     ingest.refresh_policies().await;
@@ -176,7 +177,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 /// error lets a supervisor (systemd, Kubernetes) restart Flightdeck, and exporters keep
 /// what they could not deliver and retry.
 async fn stop_if_the_writer_ends(
-    writer_gone: crate::otlp::writer::WriterGone,
+    mut writer_gone: crate::otlp::writer::WriterGone,
     stopped: tokio::sync::watch::Receiver<bool>,
     stop_all: impl FnOnce(),
 ) -> bool {
@@ -336,17 +337,17 @@ async fn delete_expired_sessions(store: SessionStoreAny) {
 #[cfg(test)]
 mod tests {
     use super::stop_if_the_writer_ends;
-    use crate::otlp::writer::WriterGone;
+    use crate::otlp::writer::{WriterAlive, WriterGone};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use tokio::sync::{oneshot, watch};
+    use tokio::sync::watch;
     use tokio::task::JoinHandle;
 
     /// A writer's liveness, a watch on it, and whether the watch asked everything to stop.
-    fn watched(stopped: watch::Receiver<bool>) -> (oneshot::Sender<()>, JoinHandle<bool>, Arc<AtomicBool>) {
-        let (alive, gone) = oneshot::channel();
+    fn watched(stopped: watch::Receiver<bool>) -> (WriterAlive, JoinHandle<bool>, Arc<AtomicBool>) {
+        let (alive, gone) = WriterGone::watch();
         let asked = Arc::new(AtomicBool::new(false));
-        let watch = tokio::spawn(stop_if_the_writer_ends(WriterGone::from_receiver(gone), stopped, {
+        let watch = tokio::spawn(stop_if_the_writer_ends(gone, stopped, {
             let asked = asked.clone();
             move || asked.store(true, Ordering::SeqCst)
         }));

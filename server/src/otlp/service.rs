@@ -121,11 +121,13 @@ impl IngestService {
         max_body_bytes: usize,
         budget_bytes: usize,
     ) -> std::io::Result<(Self, WriterGone)> {
-        Self::start_with_rules(db, settings, auth, max_body_bytes, budget_bytes, RulesCache::default())
+        let writers = writer::DEFAULT_POSTGRES_WRITERS;
+        Self::start_with_rules(db, settings, auth, max_body_bytes, budget_bytes, RulesCache::default(), writers)
     }
 
     /// Like [`IngestService::start`], deriving runs under `rules` (shared with the pages,
-    /// so a price or policy changed there applies to the next write at once).
+    /// so a price or policy changed there applies to the next write at once), with
+    /// `postgres_writers` ingest writers on PostgreSQL.
     pub fn start_with_rules(
         db: Db,
         settings: IngestSettings,
@@ -133,13 +135,14 @@ impl IngestService {
         max_body_bytes: usize,
         budget_bytes: usize,
         rules: RulesCache,
+        postgres_writers: usize,
     ) -> std::io::Result<(Self, WriterGone)> {
         // A request whose decoded form could never fit the budget is refused while it is
         // measured, before anything is built (see `memory_for`).
         let mut settings = settings;
         settings.decode.max_decoded_bytes = budget_bytes / 2;
         let (queue, jobs) = mpsc::channel(256);
-        let writer_gone = writer::start(db.clone(), settings.body_policy, rules.clone(), jobs)?;
+        let writer_gone = writer::start(db.clone(), settings.body_policy, rules.clone(), jobs, postgres_writers)?;
         let service = IngestService {
             inner: Arc::new(Inner {
                 settings,
