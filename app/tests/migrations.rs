@@ -180,6 +180,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "6d1392b432688c5c081268692fe343a423b4c49a6c65c3e065422fc1542be872cfdb5fe400f9b6a80b0bbdf7809c2ceb",
     ),
     (
+        "sqlite",
+        "0034_chunk_dictionaries.sql",
+        "fc81b2d5d1305a99c522625501f033ff564a71a82d607f4db9fcbde6d0ae61667d07efe389f588bfba60692ad8791c2c",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -338,6 +343,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0033_failed_tool.sql",
         "6d1392b432688c5c081268692fe343a423b4c49a6c65c3e065422fc1542be872cfdb5fe400f9b6a80b0bbdf7809c2ceb",
+    ),
+    (
+        "postgres",
+        "0034_chunk_dictionaries.sql",
+        "56a2f7f50a886243a076db1da462df1035fae83b47450ff6b161f25c276be9b4fb39aa320d0c4c3403f672bdfb7f3cf5",
     ),
 ];
 

@@ -461,6 +461,67 @@ mod ingest_storage {
         }
     }
 
+    async fn packed_of(db: &app::storage::Db, run_id: &str) -> Vec<u8> {
+        let rows: Vec<(Option<Vec<u8>>,)> = app::on_pool!(db, pool => sqlx::query_as(
+            "SELECT packed FROM span_chunks WHERE run_id = $1").bind(run_id).fetch_all(pool).await)
+        .unwrap();
+        assert_eq!(rows.len(), 1, "one chunk of {run_id}");
+        rows[0].0.clone().expect("packed")
+    }
+
+    /// Once a deployment has enough span chunks, a dictionary is trained from them and
+    /// stored; chunks written after are compressed with it (their frames name it) and read
+    /// back the same, older ones as before; it is trained again only a week later; and a
+    /// chunk packed with a dictionary another instance trained (stored, not yet in this
+    /// process) is read back by loading it.
+    #[tokio::test]
+    async fn a_dictionary_is_trained_from_the_chunks_used_for_new_ones_and_loaded_where_needed() {
+        use app::storage::{dictionaries, packing};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let (now, t0) = (now_ms(), (now_ms() as u64) * 1_000_000);
+            write::commit(db, &failing_runs(0, 500, t0), BodyPolicy::None).await.unwrap();
+            assert_eq!(dictionaries::train_if_due(db, now).await.unwrap(), None, "500 chunks are too few");
+            write::commit(db, &failing_runs(500, 700, t0), BodyPolicy::None).await.unwrap();
+            let id = dictionaries::train_if_due(db, now).await.unwrap().expect("trained from 1,200 chunks");
+            assert_eq!(dictionaries::train_if_due(db, now + 86_400_000).await.unwrap(), None, "a day later");
+
+            assert_eq!(packing::dictionary_of(&packed_of(db, "run-0001").await), None, "written before");
+            write::commit(db, &tool_run(9, "after-dictionary", true, t0, "send"), BodyPolicy::None).await.unwrap();
+            let after = packed_of(db, "after-dictionary").await;
+            assert_eq!(packing::dictionary_of(&after), Some(id), "{}", t.backend());
+            let text = packing::unpack(String::new(), Some(after.clone())).unwrap();
+            assert!(after.len() < packing::pack(&text, None).len(), "smaller with the dictionary");
+            assert_eq!(spans::of_run(db, "after-dictionary").await.unwrap().len(), 2);
+            assert_eq!(runs::get(db, "after-dictionary").await.unwrap().unwrap().run.tool_calls, 1);
+            assert_eq!(spans::of_run(db, "run-0001").await.unwrap().len(), 2, "older chunks read as before");
+
+            // Another instance's dictionary, and a chunk it wrote with it.
+            let samples: Vec<String> = (0..1_500)
+                .map(|n| format!(r#"[{{"trace_id":"{n:032x}","name":"step {} of another instance","db":"{}","attributes":{{"gen_ai.system":"openai","gen_ai.request.model":"gpt-4o"}}}}]"#, n % 13, t.backend()))
+                .collect();
+            let bytes = packing::train(&samples).expect("a dictionary");
+            let other = packing::prepare(&bytes).unwrap();
+            assert!(packing::known(other.id()).is_none(), "not in this process yet");
+            let mut sql = app::storage::sql::Sql::new("INSERT INTO chunk_dictionaries (id, created_at, bytes) ");
+            sql.values([()], |row, ()| {
+                row.bind(i64::from(other.id())).bind(now - 1_000).bind(bytes.clone());
+            });
+            db.execute(sql).await.unwrap();
+            let text = packing::unpack(String::new(), Some(packed_of(db, "run-0002").await)).unwrap();
+            let mut sql = app::storage::sql::Sql::new("UPDATE span_chunks SET packed = $1 WHERE run_id = 'run-0002'");
+            sql.arg(packing::pack(&text, Some(&other)));
+            db.execute(sql).await.unwrap();
+            assert_eq!(spans::of_run(db, "run-0002").await.unwrap().len(), 2, "read by loading its dictionary");
+            assert!(packing::known(other.id()).is_some());
+
+            let week = now + dictionaries::RETRAIN_AFTER_MS + 1;
+            assert!(dictionaries::train_if_due(db, week).await.unwrap().is_some(), "trained again a week later");
+            assert_eq!(dictionaries::train_if_due(db, week + 1).await.unwrap(), None);
+            t.cleanup().await;
+        }
+    }
+
     #[tokio::test]
     async fn agent_trigger_and_flag_filters_list_and_count_on_both_backends() {
         use app::canonical::{TerminalReason, Trigger};

@@ -103,10 +103,34 @@ async fn fill(db: &Db, runs: usize) -> usize {
             stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
         }
         done += n;
+        // As `flightdeck serve` does once the deployment has enough chunks (unless
+        // FLIGHTDECK_BENCH_NO_DICTIONARY is set, for the figures without one).
+        if std::env::var_os("FLIGHTDECK_BENCH_NO_DICTIONARY").is_none() {
+            let now = app::storage::now_ms();
+            if let Some(id) = app::storage::dictionaries::train_if_due(db, now).await.unwrap() {
+                println!("dictionary {id} trained after {done} runs");
+            }
+        }
     }
     let prepared = prepare(&big_run(), &settings, &[]);
     stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
     stored
+}
+
+/// The database's size on disk: SQLite's pages (after a checkpoint, so the log is in
+/// them), PostgreSQL's `pg_database_size`.
+async fn disk_bytes(db: &Db) -> i64 {
+    match db {
+        Db::Sqlite(pool) => {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.unwrap();
+            let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count").fetch_one(pool).await.unwrap();
+            let (size,): (i64,) = sqlx::query_as("PRAGMA page_size").fetch_one(pool).await.unwrap();
+            pages * size
+        }
+        Db::Postgres(pool) => {
+            sqlx::query_as::<_, (i64,)>("SELECT pg_database_size(current_database())").fetch_one(pool).await.unwrap().0
+        }
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -128,6 +152,8 @@ async fn measure(db: &Db, runs: usize) {
             db.backend_name(),
             started.elapsed()
         );
+        let bytes = disk_bytes(db).await;
+        println!("on disk: {bytes} bytes, {:.0} bytes a span", bytes as f64 / spans as f64);
     } else {
         println!("\n{}: kept database, {kept} spans", db.backend_name());
     }

@@ -215,6 +215,7 @@ impl Tx {
                     let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
                     sql.list(chunk.iter().map(|(run_no, _)| *run_no));
                     let rows: Vec<(String, String, Option<Vec<u8>>)> = self.fetch_all(sql).await?;
+                    super::dictionaries::load_for_tx(self, rows.iter().map(|(_, _, packed)| packed.as_deref())).await?;
                     for (run, records, packed) in rows {
                         let records = super::packing::unpack(records, packed)?;
                         for facts in record::decode_facts(&records).map_err(corrupt)? {

@@ -11,6 +11,7 @@ pub mod approvals;
 pub mod audit;
 pub mod backup;
 pub mod dialect;
+pub mod dictionaries;
 pub mod escalations;
 pub mod ledger;
 pub mod metrics;

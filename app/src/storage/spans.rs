@@ -20,6 +20,7 @@ pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {
     let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
     let rows: Vec<(String, Option<Vec<u8>>)> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+    super::dictionaries::load_for(db, rows.iter().map(|(_, packed)| packed.as_deref())).await?;
     let mut spans = Vec::new();
     for (records, packed) in rows {
         let records = super::packing::unpack(records, packed)?;
@@ -37,6 +38,7 @@ pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<St
         );
         sql.list(chunk.iter().copied()).push(")");
         let rows: Vec<(String, String, Option<Vec<u8>>)> = db.fetch_all(sql).await?;
+        super::dictionaries::load_for(db, rows.iter().map(|(_, _, packed)| packed.as_deref())).await?;
         for (run, records, packed) in rows {
             let records = super::packing::unpack(records, packed)?;
             facts.entry(run).or_default().extend(record::decode_facts(&records).map_err(corrupt)?);

@@ -1,6 +1,7 @@
 //! `flightdeck serve`: open the database, make sure someone can sign in, and serve the
 //! UI and API until Ctrl-C or SIGTERM. Background jobs: session cleanup, retention,
-//! approval expiry, escalation announcements, the webhook worker and the alert evaluator.
+//! approval expiry, escalation announcements, the webhook worker, the alert evaluator and
+//! the span chunks' dictionary.
 
 use crate::config::{Config, IngestAuth};
 use crate::otlp::IngestService;
@@ -88,6 +89,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(approval_hub.clone().listen(db.clone())),
         tokio::spawn(checkpoint_wal(db.clone())),
         tokio::spawn(refresh_trends(db.clone(), trends)),
+        tokio::spawn(train_chunk_dictionary(db.clone())),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
     // has in flight.
@@ -221,6 +223,22 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
                 tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
             }
             Err(e) => tracing::warn!(error = %e, "retention job failed; will retry"),
+        }
+    }
+}
+
+/// Every ten minutes (the first at start): trains the span chunks' zstd dictionary once
+/// the deployment has enough chunks, and again when it is a week old
+/// (`storage::dictionaries`); chunks written after are compressed with it.
+async fn train_chunk_dictionary(db: app::storage::Db) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match app::storage::dictionaries::train_if_due(&db, app::storage::now_ms()).await {
+            Ok(Some(id)) => tracing::info!(dictionary = id, "trained a new dictionary for span chunks"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "training a dictionary for span chunks failed; will retry"),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! chunks.
 
 use super::super::sql::{Sql, Tx};
-use super::super::{corrupt, dialect::ChunkTerms, StoreResult};
+use super::super::{corrupt, dialect::ChunkTerms, dictionaries, StoreResult};
 use super::assign::Move;
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::record::{self, StoredBodies};
@@ -65,6 +65,7 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
     let mut sql = Sql::new("SELECT records, packed FROM span_chunks WHERE run_no = $1");
     sql.arg(old_no);
     let rows: Vec<(String, Option<Vec<u8>>)> = tx.fetch_all(sql).await?;
+    dictionaries::load_for_tx(tx, rows.iter().map(|(_, packed)| packed.as_deref())).await?;
     let mut staying: Vec<Box<RawValue>> = Vec::new();
     let mut moving: Vec<Box<RawValue>> = Vec::new();
     for (records, packed) in rows {
@@ -91,10 +92,12 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
     let sides = [(m.from.as_str(), old_no, &staying, &staying_facts), (m.to.as_str(), new_no, &moving, &moving_facts)];
     let sides: Vec<_> = sides.into_iter().filter(|(_, _, records, _)| !records.is_empty()).collect();
     let ids = tx.next_chunk_ids(sides.len()).await?;
+    let dictionary = dictionaries::current(tx).await?;
     let mut terms = Vec::new();
     for ((run, run_no, records, facts), id) in sides.into_iter().zip(ids) {
         let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records, packed) ");
-        let packed = crate::storage::packing::pack(&record::chunk(records.iter().map(|r| r.get())));
+        let packed =
+            crate::storage::packing::pack(&record::chunk(records.iter().map(|r| r.get())), dictionary.as_deref());
         sql.values([()], |row, ()| {
             row.bind(id).bind(run).bind(run_no).bind(records.len() as i64).bind(now).bind("").bind(packed.clone());
         });
@@ -139,7 +142,8 @@ async fn move_bodies(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64)) ->
         let chunk =
             record::body_chunk(entries.iter().map(|e| (e.trace_id.as_str(), e.span_id.as_str(), e.bodies.get())));
         let mut sql = Sql::new("INSERT INTO body_chunks (run_id, run_no, spans, bodies, packed) ");
-        let packed = crate::storage::packing::pack(&chunk);
+        // Bodies are not compressed with the dictionary: it is learned from span chunks.
+        let packed = crate::storage::packing::pack(&chunk, None);
         sql.values([()], |row, ()| {
             row.bind(run).bind(run_no).bind(entries.len() as i64).bind("").bind(packed.clone());
         });

@@ -256,7 +256,7 @@ pub async fn store_bodies(
                 let with_bodies = new.iter().filter(|s| !s.json.bodies.is_empty());
                 let n = with_bodies.clone().count() as i64;
                 let entries = with_bodies.map(|s| (s.trace_id.as_str(), s.span_id.as_str(), s.json.bodies.as_str()));
-                (n > 0).then(|| (*run, assignment.run_nos[*run], n, packing::pack(&record::body_chunk(entries))))
+                (n > 0).then(|| (*run, assignment.run_nos[*run], n, packing::pack(&record::body_chunk(entries), None)))
             })
             .collect();
         for part in cacheable_parts(chunks, ROWS_PER_INSERT) {

@@ -9,7 +9,7 @@
 
 use super::super::dialect::ChunkTerms;
 use super::super::sql::{cacheable_chunks, cacheable_parts, Sql, Tx};
-use super::super::{corrupt, StoreResult};
+use super::super::{corrupt, dictionaries, StoreResult};
 use super::assign::Assignment;
 use super::{IDS_PER_QUERY, ROWS_PER_INSERT};
 use crate::canonical::SideEffect;
@@ -56,6 +56,7 @@ pub async fn gather<'a>(
         let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
         sql.list(chunk.iter().copied());
         let rows: Vec<(String, String, Option<Vec<u8>>)> = tx.fetch_all(sql).await?;
+        dictionaries::load_for_tx(tx, rows.iter().map(|(_, _, packed)| packed.as_deref())).await?;
         for (run, records, packed) in rows {
             let records = crate::storage::packing::unpack(records, packed)?;
             let facts = record::decode_facts(&records).map_err(corrupt)?;
@@ -94,11 +95,13 @@ pub fn new_spans_by_run<'a>(
 /// the irreversible calls among them.
 pub async fn store(tx: &mut Tx, batch: &Gathered<'_>, assignment: &Assignment<'_>, now: i64) -> StoreResult<()> {
     let ids = tx.next_chunk_ids(batch.new_by_run.len()).await?;
+    // The deployment's newest dictionary, if it has one yet (`storage::dictionaries`).
+    let dictionary = dictionaries::current(tx).await?;
     let mut terms: Vec<ChunkTerms<'_>> = Vec::with_capacity(ids.len());
     let mut chunks: Vec<(i64, &str, i64, i64, Vec<u8>)> = Vec::with_capacity(ids.len());
     for ((run, new), id) in batch.new_by_run.iter().zip(ids) {
         let records = record::chunk(new.iter().map(|s| s.json.record.as_str()));
-        let packed = crate::storage::packing::pack(&records);
+        let packed = crate::storage::packing::pack(&records, dictionary.as_deref());
         chunks.push((id, *run, assignment.run_nos[*run], new.len() as i64, packed));
         terms.push(ChunkTerms {
             chunk_id: id,
