@@ -283,6 +283,12 @@ pub struct Config {
     pub slack_response_url_prefix: String,
 }
 
+/// Writer tasks on PostgreSQL unless configured otherwise. One writer waits on each of
+/// its commit's round trips to the database while exports queue; on a two-core machine
+/// four writers ingest up to 17 % more than one (50,600 against 43,300 spans/s with 32
+/// exports in flight), and two or eight no more than one (docs/benchmarks.md).
+pub const DEFAULT_POSTGRES_WRITERS: usize = 4;
+
 impl Config {
     /// The webhook targets and alert routes, as the pages, the API and the alert
     /// evaluator use them.
@@ -323,7 +329,7 @@ impl Config {
         if ingest_queue_bytes < 1024 * 1024 || u32::try_from(ingest_queue_bytes).is_err() {
             anyhow::bail!("ingest_queue_bytes must be between 1 MiB and 4 GiB, not {ingest_queue_bytes}");
         }
-        let postgres_writers = o.postgres_writers.unwrap_or(crate::otlp::writer::DEFAULT_POSTGRES_WRITERS);
+        let postgres_writers = o.postgres_writers.unwrap_or(DEFAULT_POSTGRES_WRITERS);
         if !(1..=16).contains(&postgres_writers) {
             anyhow::bail!("postgres_writers must be between 1 and 16, not {postgres_writers}");
         }

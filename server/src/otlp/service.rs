@@ -121,7 +121,7 @@ impl IngestService {
         max_body_bytes: usize,
         budget_bytes: usize,
     ) -> std::io::Result<(Self, WriterGone)> {
-        let writers = writer::DEFAULT_POSTGRES_WRITERS;
+        let writers = crate::config::DEFAULT_POSTGRES_WRITERS;
         Self::start_with_rules(db, settings, auth, max_body_bytes, budget_bytes, RulesCache::default(), writers)
     }
 

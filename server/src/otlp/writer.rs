@@ -103,12 +103,6 @@ impl WriterAlive {
     }
 }
 
-/// Writer tasks on PostgreSQL unless configured otherwise. One writer waits on each of
-/// its commit's round trips to the database while exports queue; on a two-core machine
-/// four writers ingest up to 17 % more than one (50,600 against 43,300 spans/s with 32
-/// exports in flight), and two or eight no more than one (docs/benchmarks.md).
-pub const DEFAULT_POSTGRES_WRITERS: usize = 4;
-
 /// Starts the writer for `db`. On SQLite it gets an OS thread of its own, with a
 /// single-threaded runtime and its own connection (whose SQLite thread it starts, so that
 /// thread shares its priority): it is the one stage of ingest that cannot run in
@@ -190,8 +184,11 @@ async fn run(
                 Err("storing the spans failed; nothing was stored, retry".to_string())
             }
         };
-        for job in batch {
-            let _ = job.reply.send(reply.clone());
+        for Job { reply: answer, _permit, .. } in batch {
+            // The memory first: an exporter answered here may send its next export at
+            // once, and that export must find this one's bytes back in the budget.
+            drop(_permit);
+            let _ = answer.send(reply.clone());
         }
         // After the replies: the exporters are not kept waiting for it.
         log.after_commit(&db).await;

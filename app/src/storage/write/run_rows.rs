@@ -210,8 +210,8 @@ pub async fn count_tools<'a>(
 
 /// Adds each delta to its tool's run count, in name order, as the catalogue's upsert and
 /// retention take the `tools` rows. (After a trace move these updates follow that upsert,
-/// so two PostgreSQL writers could wait on each other; PostgreSQL then aborts one, and its
-/// exporters retry. Moves are rare.)
+/// so two PostgreSQL writers could wait on each other; PostgreSQL then aborts one, and the
+/// ingest writer commits its batch again (the server's `otlp::writer`). Moves are rare.)
 pub async fn adjust_tool_runs<'a>(tx: &mut Tx, deltas: impl Iterator<Item = (&'a String, &'a i64)>) -> StoreResult<()> {
     for (name, delta) in deltas.filter(|(_, d)| **d != 0) {
         let mut sql = Sql::new("UPDATE tools SET runs = runs + $1 WHERE tool_name = $2");
