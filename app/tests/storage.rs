@@ -869,23 +869,33 @@ mod ingest_storage {
         sqlx::query("CREATE TABLE lock_order (id INT PRIMARY KEY)").execute(pool).await.unwrap();
         sqlx::query("INSERT INTO lock_order VALUES (1), (2)").execute(pool).await.unwrap();
         let lock = |id: i32| format!("UPDATE lock_order SET id = id WHERE id = {id}");
-        let (mut a, mut b) = (pool.begin().await.unwrap(), pool.begin().await.unwrap());
-        sqlx::query(&lock(1)).execute(&mut *a).await.unwrap();
-        sqlx::query(&lock(2)).execute(&mut *b).await.unwrap();
-        let a_waits = tokio::spawn(async move {
-            // Dropping `a` when its statement fails rolls it back, releasing row 1.
-            sqlx::query(&lock(2)).execute(&mut *a).await.map(|_| a)
-        });
-        let b_result = sqlx::query(&lock(1)).execute(&mut *b).await.map(|_| ());
-        let b_failed = b_result.is_err();
-        if b_failed {
-            drop(b);
+        // PostgreSQL aborts the one that began waiting first: each order once.
+        for a_waits_first in [true, false] {
+            let pause = std::time::Duration::from_millis(200);
+            let (mut a, mut b) = (pool.begin().await.unwrap(), pool.begin().await.unwrap());
+            sqlx::query(&lock(1)).execute(&mut *a).await.unwrap();
+            sqlx::query(&lock(2)).execute(&mut *b).await.unwrap();
+            // Each rolls back at the end, failed or not, so neither is left holding rows.
+            let a_waits = tokio::spawn(async move {
+                if !a_waits_first {
+                    tokio::time::sleep(pause).await;
+                }
+                let result = sqlx::query(&lock(2)).execute(&mut *a).await.map(|_| ());
+                a.rollback().await.unwrap();
+                result
+            });
+            if a_waits_first {
+                tokio::time::sleep(pause).await;
+            }
+            let b_result = sqlx::query(&lock(1)).execute(&mut *b).await.map(|_| ());
+            b.rollback().await.unwrap();
+            let a_result = a_waits.await.unwrap();
+            assert_eq!((a_result.is_err(), b_result.is_err()), (a_waits_first, !a_waits_first), "the first to wait");
+            let errors: Vec<StoreError> =
+                [a_result, b_result].into_iter().filter_map(Result::err).map(StoreError::from).collect();
+            assert_eq!(errors.len(), 1, "PostgreSQL aborts exactly one of the two: {errors:?}");
+            assert!(errors[0].is_write_conflict(), "{:?}", errors[0]);
         }
-        let a_result = a_waits.await.unwrap().map(|_| ());
-        let errors: Vec<StoreError> =
-            [a_result, b_result].into_iter().filter_map(Result::err).map(StoreError::from).collect();
-        assert_eq!(errors.len(), 1, "PostgreSQL aborts exactly one of the two: {errors:?}");
-        assert!(errors[0].is_write_conflict(), "{:?}", errors[0]);
 
         let duplicate = sqlx::query("INSERT INTO lock_order VALUES (1)").execute(pool).await.unwrap_err();
         assert!(!StoreError::from(duplicate).is_write_conflict());
