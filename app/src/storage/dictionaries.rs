@@ -67,11 +67,14 @@ pub async fn load_for_tx<'a>(
 }
 
 async fn load_in(tx: &mut Tx, ids: impl IntoIterator<Item = i64>) -> Result<(), sqlx::Error> {
-    let rows: Vec<(Vec<u8>,)> = tx.fetch_all(select(ids)).await?;
+    remember_all(tx.fetch_all(select(ids)).await?);
+    Ok(())
+}
+
+fn remember_all(rows: Vec<(Vec<u8>,)>) {
     for (bytes,) in &rows {
         packing::remember(bytes);
     }
-    Ok(())
 }
 
 /// As [`load_for_tx`], outside a transaction.
@@ -80,10 +83,7 @@ pub async fn load_for<'a>(db: &Db, packed: impl IntoIterator<Item = Option<&'a [
     if ids.is_empty() {
         return Ok(());
     }
-    let rows: Vec<(Vec<u8>,)> = db.fetch_all(select(ids)).await?;
-    for (bytes,) in &rows {
-        packing::remember(bytes);
-    }
+    remember_all(db.fetch_all(select(ids)).await?);
     Ok(())
 }
 
