@@ -185,6 +185,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "fc81b2d5d1305a99c522625501f033ff564a71a82d607f4db9fcbde6d0ae61667d07efe389f588bfba60692ad8791c2c",
     ),
     (
+        "sqlite",
+        "0035_sort_indexes.sql",
+        "746b271e10433fa8fef664af921fcadf703b4f9b6c49d23966aa39d6d40edd7eee5b26f2b9741e6b3645419d7dcf3589",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -348,6 +353,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0034_chunk_dictionaries.sql",
         "56a2f7f50a886243a076db1da462df1035fae83b47450ff6b161f25c276be9b4fb39aa320d0c4c3403f672bdfb7f3cf5",
+    ),
+    (
+        "postgres",
+        "0035_sort_indexes.sql",
+        "acc5b5d63df5a09a0da1ae2fd32164fe49dc493547a3d5be70a21faa0876ac6d6f02a23f26f1a05f9819a5d6e04997d7",
     ),
 ];
 

@@ -567,6 +567,50 @@ mod ingest_storage {
         }
     }
 
+    /// Sorted by duplicates the list reads two indexes (runs with duplicates, then the rest
+    /// by id) and by duration an index on the expression it orders by (migration 0035):
+    /// every run comes once, in order, whatever the page size, filters included.
+    #[tokio::test]
+    async fn value_sorts_page_through_every_run_in_order_on_both_backends() {
+        use runs::{RunFlag, RunQuery, RunSort};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            for trace in 1..=5u8 {
+                let spans = tool_run(trace, &format!("v{trace}"), false, t0 + trace as u64 * 1_000_000, "send");
+                write::commit(db, &spans, BodyPolicy::None).await.unwrap();
+            }
+            // What derivation leaves for runs that repeated a side effect, and durations
+            // with ties and one run still going (none).
+            for (run, duplicates, duration) in
+                [("v1", 0, "5"), ("v2", 2, "NULL"), ("v3", 0, "9"), ("v4", 1, "5"), ("v5", 2, "1")]
+            {
+                let sql = app::storage::sql::Sql::new(&format!(
+                    "UPDATE runs SET duplicate_side_effects = {duplicates}, wall_clock_ms = {duration} \
+                     WHERE run_id = '{run}'"
+                ));
+                db.execute(sql).await.unwrap();
+            }
+            let sorted = |sort, limit| RunQuery { sort, limit, ..Default::default() };
+            for limit in [1, 2, 3, 10] {
+                let by_duplicates = all_pages(db, sorted(RunSort::Duplicates, limit)).await;
+                assert_eq!(by_duplicates, ["v5", "v2", "v4", "v3", "v1"], "{} pages of {limit}", t.backend());
+                let by_duration = all_pages(db, sorted(RunSort::Duration, limit)).await;
+                assert_eq!(by_duration, ["v3", "v4", "v1", "v5", "v2"], "{} pages of {limit}", t.backend());
+            }
+            let flagged = RunQuery { flag: Some(RunFlag::Duplicates), ..sorted(RunSort::Duplicates, 2) };
+            assert_eq!(all_pages(db, flagged).await, ["v5", "v2", "v4"]);
+            let since = RunQuery { since_ns: Some((t0 + 3_000_000) as i64), ..sorted(RunSort::Duplicates, 1) };
+            assert_eq!(all_pages(db, since).await, ["v5", "v4", "v3"], "{}", t.backend());
+            let errors = RunQuery {
+                terminal_reason: Some(app::canonical::TerminalReason::Error),
+                ..sorted(RunSort::Duplicates, 2)
+            };
+            assert!(all_pages(db, errors).await.is_empty());
+            t.cleanup().await;
+        }
+    }
+
     #[tokio::test]
     async fn search_by_tool_name_and_ids_pages_counts_and_follows_moves_and_retention() {
         use app::canonical::{TerminalReason, Trigger};

@@ -246,6 +246,9 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
     };
     sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
     let Some(term) = q.term() else {
+        if q.sort == RunSort::Duplicates {
+            return duplicates_first_sql(q, limit);
+        }
         sql.push("1 = 1");
         push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
         sql.push(&order(&RUNS));
@@ -271,6 +274,31 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
     sql.push(") AS by_tool)");
     sql.push(&order(&RUNS));
     page(&mut sql);
+    sql
+}
+
+/// The list sorted by duplicates, without a search term: one page of the runs with
+/// duplicate side effects (their own partial index, `runs_duplicates_some`), one page of
+/// the rest by run id (the run id's index: their duplicate count is 0 for all), then the
+/// page of the two in sort order. No index holds every run by its duplicate count: it
+/// cost the ingest writer a page write at a random place per run (migration 0035).
+fn duplicates_first_sql(q: &RunQuery, limit: i64) -> Sql {
+    let mut sql = Sql::new("");
+    let arms = [
+        ("duplicate_side_effects > 0", " ORDER BY duplicate_side_effects DESC, run_id DESC"),
+        ("duplicate_side_effects = 0", " ORDER BY run_id DESC"),
+    ];
+    for (n, (only, order)) in arms.into_iter().enumerate() {
+        if n > 0 {
+            sql.push(" UNION ALL ");
+        }
+        sql.push(&format!("SELECT * FROM (SELECT {RUN_COLUMNS} FROM runs WHERE {only}"));
+        push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+        let p = sql.arg(limit);
+        sql.push(&format!("{order} LIMIT {p}) AS arm{n}"));
+    }
+    let p = sql.arg(limit);
+    sql.push(&format!(" ORDER BY duplicate_side_effects DESC, run_id DESC LIMIT {p}"));
     sql
 }
 
