@@ -2,8 +2,8 @@
 //! 1.2 million spans, started over the last two days so every trends range holds them)
 //! and one 500-span run, then times every page the server renders through the real router
 //! with a signed-in session: the run list with each filter, flag, sort and search, a run,
-//! the approval inbox and history, the escalation queue (open and resolved), an
-//! escalation, the alerts, the three trends ranges, the admin pages; the trends refresh
+//! the approval inbox, history and bulk page, the escalation queue (open and resolved), an
+//! escalation, the alerts and one alert, the three trends ranges, every admin page; the trends refresh
 //! the background job does; and one evaluation of the alert rules over that data. Prints
 //! p50 and p95 per page; asserts nothing.
 //!
@@ -200,6 +200,8 @@ async fn measure(db: &Db, runs: usize) {
         ("run list, agent", "/runs?agent=billing"),
         ("run list, trigger", "/runs?trigger=schedule"),
         ("run list, sorted by cost", "/runs?sort=cost"),
+        ("run list, sorted by duration", "/runs?sort=duration"),
+        ("run list, sorted by duplicates", "/runs?sort=duplicates"),
         ("run list, flag approval_violation", "/runs?flag=approval_violation"),
         ("run list, flag no_read", "/runs?flag=no_read"),
         ("run list, flag duplicates", "/runs?flag=duplicates"),
@@ -208,6 +210,7 @@ async fn measure(db: &Db, runs: usize) {
         ("run page, 500 spans", "/runs/bench-big-run"),
         ("approvals, pending", "/approvals"),
         ("approvals, decided", "/approvals?view=decided"),
+        ("approvals, bulk", "/approvals/bulk"),
         ("escalations, open", "/escalations"),
         ("escalations, resolved", "/escalations?view=resolved"),
         ("an escalation", &escalation_path),
@@ -215,41 +218,58 @@ async fn measure(db: &Db, runs: usize) {
         ("trends, 24 h", "/trends"),
         ("trends, 7 d", "/trends?range=7d"),
         ("trends, 30 d", "/trends?range=30d"),
+        ("admin, home", "/admin"),
+        ("admin, users", "/admin/users"),
+        ("admin, tokens", "/admin/tokens"),
+        ("admin, prices", "/admin/prices"),
+        ("admin, webhooks", "/admin/webhooks"),
+        ("admin, alert rules", "/admin/alerts"),
         ("admin, tools", "/admin/tools"),
         ("admin, policies", "/admin/policies"),
         ("admin, approval rules", "/admin/rules"),
         ("admin, audit log", "/admin/audit"),
     ];
     for (label, path) in pages {
-        let mut times = Vec::new();
-        let mut bytes = 0;
-        let mut last = axum::body::Bytes::new();
-        for i in 0..30 {
-            let req = Request::get(path).header(header::COOKIE, &cookie).body(Body::empty()).unwrap();
-            let t0 = Instant::now();
-            let res = app.clone().oneshot(req).await.unwrap();
-            assert_eq!(res.status(), StatusCode::OK, "{path}");
-            let body = axum::body::to_bytes(res.into_body(), 64 << 20).await.unwrap();
-            if i >= 5 {
-                times.push(t0.elapsed()); // the first ten warm the caches
-            }
-            bytes = body.len();
-            last = body;
-        }
-        times.sort();
-        if let Ok(dir) = std::env::var("FLIGHTDECK_BENCH_DUMP") {
-            let name = label.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
-            std::fs::write(format!("{dir}/{}-{name}.html", db.backend_name()), &last).unwrap();
-        }
-        println!(
-            "  {label:<36} p50 {:>7.1} ms   p95 {:>7.1} ms   page {:>6.1} KiB",
-            percentile(&times, 0.50).as_secs_f64() * 1000.0,
-            percentile(&times, 0.95).as_secs_f64() * 1000.0,
-            bytes as f64 / 1024.0
-        );
+        time_page(&app, &cookie, db, label, path).await;
     }
     measure_load_run(&app, &cookie).await;
     measure_alert_evaluation(db).await;
+    // An alert exists only once the rules have run over the data.
+    match app::storage::alerts::list(db, false, 1).await.unwrap().first() {
+        Some(alert) => time_page(&app, &cookie, db, "an alert", &format!("/alerts/{}", alert.id)).await,
+        None => println!("  (no alert fired: the alert page is not timed)"),
+    }
+}
+
+/// Times `path` 30 times through the router (the first 5 warm the caches) and prints
+/// its p50, p95 and size.
+async fn time_page(app: &axum::Router, cookie: &str, db: &Db, label: &str, path: &str) {
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    let mut last = axum::body::Bytes::new();
+    for i in 0..30 {
+        let req = Request::get(path).header(header::COOKIE, cookie).body(Body::empty()).unwrap();
+        let t0 = Instant::now();
+        let res = app.clone().oneshot(req).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        let body = axum::body::to_bytes(res.into_body(), 64 << 20).await.unwrap();
+        if i >= 5 {
+            times.push(t0.elapsed()); // the first five warm the caches
+        }
+        bytes = body.len();
+        last = body;
+    }
+    times.sort();
+    if let Ok(dir) = std::env::var("FLIGHTDECK_BENCH_DUMP") {
+        let name = label.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+        std::fs::write(format!("{dir}/{}-{name}.html", db.backend_name()), &last).unwrap();
+    }
+    println!(
+        "  {label:<36} p50 {:>7.1} ms   p95 {:>7.1} ms   page {:>6.1} KiB",
+        percentile(&times, 0.50).as_secs_f64() * 1000.0,
+        percentile(&times, 0.95).as_secs_f64() * 1000.0,
+        bytes as f64 / 1024.0
+    );
 }
 
 /// One alert evaluation (all six rules: their windows read, the rules run, alerts
