@@ -568,6 +568,37 @@ pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<crate::
 mod tests {
     use super::*;
 
+    /// Each value sort reads its index in order on SQLite, first page and next alike;
+    /// a sort that falls back to sorting every run (as by duration did before migration
+    /// 0035, its expression unlike the index's) would pass every result test and fail here.
+    #[tokio::test]
+    async fn value_sorts_read_their_index_in_order_without_sorting_every_run() {
+        let t = crate::storage::testing::TestDb::sqlite().await;
+        let cases = [
+            (RunSort::Cost, SortKey::Float(1.5), &["runs_cost"][..]),
+            (RunSort::Duration, SortKey::Int(90), &["runs_duration"][..]),
+            (RunSort::Duplicates, SortKey::Int(0), &["runs_duplicates_some", "sqlite_autoindex_runs_1"][..]),
+        ];
+        for (sort, key, indexes) in cases {
+            for after in [None, Some(Cursor { key, run_id: "run-1".into() })] {
+                let q = RunQuery { sort, after, ..Default::default() };
+                let plan: Vec<(i64, i64, i64, String)> =
+                    t.db.fetch_all(list_sql(&q, 51, Backend::Sqlite).query_plan()).await.unwrap();
+                let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+                for index in indexes {
+                    assert!(plan.iter().any(|step| step.contains(index)), "{sort:?} reads {index}: {plan:?}");
+                }
+                assert!(
+                    !plan.iter().any(|step| step.starts_with("SCAN runs") && !step.contains("INDEX")),
+                    "{sort:?} reads every run: {plan:?}"
+                );
+                if sort != RunSort::Duplicates {
+                    assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{sort:?} sorts: {plan:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn json_bodies_are_expanded_and_other_text_kept() {
         let out = pretty_bodies(r#"{"gen_ai.tool.call.arguments":"{\"to\":\"a\"}","note":"plain <b>text</b>"}"#);

@@ -75,6 +75,14 @@ impl Sql {
         &self.text
     }
 
+    /// The same statement asking SQLite for its plan instead (tests of which index a
+    /// statement reads).
+    #[cfg(test)]
+    pub fn query_plan(mut self) -> Sql {
+        self.text.insert_str(0, "EXPLAIN QUERY PLAN ");
+        self
+    }
+
     /// Appends SQL text (never a value: values go through [`Sql::bind`]).
     pub fn push(&mut self, text: &str) -> &mut Sql {
         self.text.push_str(text);
