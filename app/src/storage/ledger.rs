@@ -1,7 +1,9 @@
-//! The execution ledger's storage: one row per idempotency key. An ask reads the entry
-//! under a lock and applies `ledger::answer::next_step` in the same transaction, so two
-//! instances asking for one key at once never both get `proceed` (the key is unique; the
-//! loser of a race to insert reads the winner's entry and is told `in_progress`).
+//! The execution ledger's storage: one row per idempotency key. An ask for a new key is
+//! one insert that returns the entry (`insert_new`); for a key with an entry it reads the
+//! entry under a lock and applies `ledger::answer::next_step` in the same transaction. So
+//! two instances asking for one key at once never both get `proceed`: the key is unique,
+//! the loser's insert does nothing, and it reads the winner's entry and is told
+//! `in_progress`.
 
 use super::sql::{Sql, Tx};
 use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
@@ -120,52 +122,39 @@ async fn ask_once(
 ) -> StoreResult<Asked> {
     let now = now_ms();
     let mut tx = Tx::begin_write(db).await?;
+    if let Some(asked) = insert_new(&mut tx, call, key, stored_arguments, rule, token, now).await? {
+        tx.commit().await?;
+        return Ok(asked);
+    }
     let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE idempotency_key = $1{}", tx.lock_rows());
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![key.into()])).await?;
-    let found = found.map(Row::entry).transpose()?;
-    let approval = match found.as_ref().and_then(|(e, _)| e.approval_id.clone()) {
-        Some(id) => approval_status(&mut tx, &id, now).await?,
+    let Some((found, _)) = found.map(Row::entry).transpose()? else {
+        // The entry the insert ran into went before this read (pruned meanwhile): the key
+        // is new again.
+        let asked = insert_new(&mut tx, call, key, stored_arguments, rule, token, now)
+            .await?
+            .ok_or_else(|| StoreError::Conflict("this call's entry changed while it was asked; ask again".into()))?;
+        tx.commit().await?;
+        return Ok(asked);
+    };
+    let approval = match &found.approval_id {
+        Some(id) => approval_status(&mut tx, id, now).await?,
         None => None,
     };
-    let facts = found.as_ref().map(|(e, _)| EntryFacts {
-        state: e.state,
-        started_at: e.started_at.timestamp_millis(),
-        completed_at: e.completed_at.map(|t| t.timestamp_millis()),
+    let facts = EntryFacts {
+        state: found.state,
+        started_at: found.started_at.timestamp_millis(),
+        completed_at: found.completed_at.map(|t| t.timestamp_millis()),
         approval,
-    });
-    let step = next_step(facts.as_ref(), rule, now);
-    let arguments = canonical_json(stored_arguments);
-    let id = match &found {
-        Some((e, _)) => e.id.clone(),
-        None => new_id(),
     };
-    let change = match (step, &found) {
-        (Step::Start | Step::AskApproval, None) => {
-            let state = if step == Step::Start { EntryState::Started } else { EntryState::AwaitingApproval };
-            let mut sql = Sql::new(
-                "INSERT INTO call_ledger (id, idempotency_key, natural_key, run_id, step_index, tool, arguments, \
-                 state, requested_by_token, created_at, started_at, updated_at) ",
-            );
-            sql.values([()], |row, ()| {
-                row.bind(id.as_str())
-                    .bind(key)
-                    .bind(natural_key(key))
-                    .bind(call.run_id.as_str())
-                    .bind(call.step_index)
-                    .bind(call.tool.as_str())
-                    .bind(arguments.as_str())
-                    .bind(state.as_str())
-                    .bind(token)
-                    .bind(now)
-                    .bind(now)
-                    .bind(now);
-            });
-            Some(sql)
-        }
+    let step = next_step(Some(&facts), rule, now);
+    let arguments = canonical_json(stored_arguments);
+    let id = found.id.clone();
+    let change = match step {
         // The next attempt of a known key: what the last attempt reported is cleared.
-        (Step::Start, Some((e, _))) => {
+        Step::Start => {
             // An approved call consumes its approval; a retry after a failure is a new attempt.
-            let next_attempt = e.state != EntryState::AwaitingApproval;
+            let next_attempt = found.state != EntryState::AwaitingApproval;
             Some(Sql::with_args(
                 "UPDATE call_ledger SET state = 'started', started_at = $1, updated_at = $1, completed_at = NULL, \
                  external_id = NULL, response = NULL, error = NULL, verified_by = NULL, arguments = $2, \
@@ -173,23 +162,23 @@ async fn ask_once(
                 vec![now.into(), arguments.as_str().into(), i64::from(next_attempt).into(), id.as_str().into()],
             ))
         }
-        (Step::AskApproval, Some(_)) => Some(Sql::with_args(
+        Step::AskApproval => Some(Sql::with_args(
             "UPDATE call_ledger SET state = 'awaiting_approval', approval_id = NULL, started_at = $1, \
              updated_at = $1, completed_at = NULL, external_id = NULL, response = NULL, error = NULL, \
              arguments = $2, attempts = attempts + 1 WHERE id = $3",
             vec![now.into(), arguments.as_str().into(), id.as_str().into()],
         )),
-        (Step::Tell(crate::ledger::Answer::AlreadyDone), Some(_)) => Some(Sql::with_args(
+        Step::Tell(crate::ledger::Answer::AlreadyDone) => Some(Sql::with_args(
             "UPDATE call_ledger SET deduped = deduped + 1, updated_at = $1 WHERE id = $2",
             vec![now.into(), id.as_str().into()],
         )),
-        (Step::Tell(crate::ledger::Answer::OutcomeUnknown), Some((e, _))) if e.state == EntryState::Started => {
+        Step::Tell(crate::ledger::Answer::OutcomeUnknown) if found.state == EntryState::Started => {
             Some(Sql::with_args(
                 "UPDATE call_ledger SET state = 'unknown', updated_at = $1 WHERE id = $2",
                 vec![now.into(), id.as_str().into()],
             ))
         }
-        (Step::Deny, Some(_)) => Some(Sql::with_args(
+        Step::Deny => Some(Sql::with_args(
             "UPDATE call_ledger SET state = 'denied', updated_at = $1 WHERE id = $2",
             vec![now.into(), id.as_str().into()],
         )),
@@ -198,12 +187,52 @@ async fn ask_once(
     if let Some(sql) = change {
         tx.execute(sql).await?;
     }
-    if let (Step::Tell(crate::ledger::Answer::AlreadyDone), Some((e, _))) = (step, &found) {
-        count_dedupe_hour(&mut tx, &e.tool, now).await?;
+    if step == Step::Tell(crate::ledger::Answer::AlreadyDone) {
+        count_dedupe_hour(&mut tx, &found.tool, now).await?;
     }
     let (entry, owner) = read(&mut tx, &id).await?;
     tx.commit().await?;
     Ok(Asked { entry, step, owner })
+}
+
+/// Most asks are for a key never asked before: for those one statement inserts the entry
+/// and returns it, where a read, an insert and a read back took three round trips to the
+/// database while holding the write lock every other writer queues for (on SQLite the
+/// whole database's). `None` when the key has an entry already (nothing is changed): the
+/// caller then reads it under a lock and decides.
+async fn insert_new(
+    tx: &mut Tx,
+    call: &ValidCall,
+    key: &str,
+    stored_arguments: &Value,
+    rule: &CallRule,
+    token: Option<i64>,
+    now: i64,
+) -> StoreResult<Option<Asked>> {
+    let step = next_step(None, rule, now);
+    let state = if step == Step::Start { EntryState::Started } else { EntryState::AwaitingApproval };
+    let arguments = canonical_json(stored_arguments);
+    let mut sql = Sql::new(
+        "INSERT INTO call_ledger (id, idempotency_key, natural_key, run_id, step_index, tool, arguments, state, \
+         requested_by_token, created_at, started_at, updated_at) ",
+    );
+    sql.values([()], |row, ()| {
+        row.bind(new_id())
+            .bind(key)
+            .bind(natural_key(key))
+            .bind(call.run_id.as_str())
+            .bind(call.step_index)
+            .bind(call.tool.as_str())
+            .bind(arguments.as_str())
+            .bind(state.as_str())
+            .bind(token)
+            .bind(now)
+            .bind(now)
+            .bind(now);
+    });
+    sql.push(&format!(" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {COLUMNS}"));
+    let row: Option<Row> = tx.fetch_optional(sql).await?;
+    Ok(row.map(Row::entry).transpose()?.map(|(entry, owner)| Asked { entry, step, owner }))
 }
 
 /// One more dedupe in the hour of `now` for `tool`, for the trends page.
@@ -293,32 +322,37 @@ pub async fn complete(
     stored_response: Option<&Value>,
 ) -> StoreResult<LedgerEntry> {
     let now = now_ms();
-    let mut tx = Tx::begin_write(db).await?;
-    let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1{}", tx.lock_rows());
-    let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
-    let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;
     let reported = match report.outcome {
         Outcome::Ok => EntryState::Succeeded,
         Outcome::Error => EntryState::Failed,
     };
+    let mut tx = Tx::begin_write(db).await?;
+    // The usual report, of a started call: one update that returns the entry (see
+    // `insert_new` for why one statement). Anything else is read under a lock below.
+    let update = Sql::with_args(
+        format!(
+            "UPDATE call_ledger SET state = $1, external_id = $2, response = $3, error = $4, verified_by = $5, \
+             completed_at = $6, updated_at = $6 WHERE id = $7 AND state IN ('started', 'unknown') RETURNING {COLUMNS}"
+        ),
+        vec![
+            reported.as_str().into(),
+            report.external_id.clone().into(),
+            stored_response.map(canonical_json).into(),
+            report.error.clone().into(),
+            report.verified_by.clone().into(),
+            now.into(),
+            id.into(),
+        ],
+    );
+    if let Some(row) = tx.fetch_optional::<Row>(update).await? {
+        let (entry, _) = row.entry()?;
+        tx.commit().await?;
+        return Ok(entry);
+    }
+    let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1{}", tx.lock_rows());
+    let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
+    let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;
     match entry.state {
-        EntryState::Started | EntryState::Unknown => {
-            let response = stored_response.map(canonical_json);
-            tx.execute(Sql::with_args(
-                "UPDATE call_ledger SET state = $1, external_id = $2, response = $3, error = $4, verified_by = $5, \
-                 completed_at = $6, updated_at = $6 WHERE id = $7",
-                vec![
-                    reported.as_str().into(),
-                    report.external_id.clone().into(),
-                    response.into(),
-                    report.error.clone().into(),
-                    report.verified_by.clone().into(),
-                    now.into(),
-                    id.into(),
-                ],
-            ))
-            .await?;
-        }
         state if state == reported && entry.external_id == report.external_id => {}
         EntryState::Succeeded | EntryState::Failed => {
             return Err(StoreError::Conflict(format!(
@@ -333,7 +367,7 @@ pub async fn complete(
             )))
         }
     }
-    let (entry, _) = read(&mut tx, id).await?;
+    // The same report again: nothing changed.
     tx.commit().await?;
     Ok(entry)
 }
