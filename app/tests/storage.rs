@@ -1178,3 +1178,36 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
         t.cleanup().await;
     }
 }
+
+/// `Db::write_returning` (a guarded call's ask for a new key, its report): one statement
+/// that commits before it returns its rows; on SQLite it queues behind a write
+/// transaction in progress instead of failing or running beside it.
+#[tokio::test]
+async fn a_one_statement_write_commits_before_it_returns_and_queues_behind_a_writer() {
+    use app::storage::sql::{Sql, Tx};
+    for t in TestDb::each_backend().await {
+        let insert = |hour: i64| {
+            Sql::with_args(
+                "INSERT INTO call_ledger_hours (hour_ms, tool, deduped) VALUES ($1, 'send_email', 1) \
+                 RETURNING hour_ms, deduped",
+                vec![hour.into()],
+            )
+        };
+        let returned: Vec<(i64, i64)> = t.db.write_returning(insert(1)).await.unwrap();
+        assert_eq!(returned, [(1, 1)]);
+        let seen: Vec<(i64,)> = t.db.fetch_all(Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
+        assert_eq!(seen, [(1,)], "committed, on {}", t.backend());
+        if t.backend() == "sqlite" {
+            let mut writer = Tx::begin_bulk_write(&t.db).await.unwrap();
+            writer.execute(insert(2)).await.unwrap();
+            let db = t.db.clone();
+            let queued = tokio::spawn(async move { db.write_returning::<(i64, i64)>(insert(3)).await });
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            assert!(!queued.is_finished(), "it waits for the transaction in progress");
+            writer.commit().await.unwrap();
+            let after = tokio::time::timeout(std::time::Duration::from_secs(5), queued).await.unwrap().unwrap();
+            assert_eq!(after.unwrap(), [(3, 1)]);
+        }
+        t.cleanup().await;
+    }
+}

@@ -6,6 +6,7 @@
 //!   cargo bench -p flightdeck --bench ledger
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench -p flightdeck --bench ledger
 //!   FLIGHTDECK_BENCH_SECONDS=20 FLIGHTDECK_BENCH_CALLS_PER_SEC=500 FLIGHTDECK_BENCH_SPANS_PER_SEC=20000 ...
+//!   FLIGHTDECK_BENCH_SPANS_PER_REQUEST=512 (spans per OTLP export)
 
 use app::access::Scope;
 use app::auth::secrets;
@@ -98,7 +99,7 @@ async fn measure(label: &str, database_url: Option<&str>) {
         duration: Some(Duration::from_secs(seconds + 2)),
         rate_spans_per_sec: Some(spans_per_sec as f64),
         concurrency: 8,
-        spans_per_request: 512,
+        spans_per_request: setting("FLIGHTDECK_BENCH_SPANS_PER_REQUEST", 512) as usize,
         synth: SynthOptions { seed: 7, ..SynthOptions::default() },
         rss_pid: None,
     }));

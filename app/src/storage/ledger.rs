@@ -6,7 +6,7 @@
 //! `in_progress`.
 
 use super::sql::{Sql, Tx};
-use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
+use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use crate::approvals::payload::canonical_json;
 use crate::approvals::ApprovalStatus;
 use crate::ledger::answer::{next_step, CallRule, EntryFacts, Step};
@@ -92,8 +92,10 @@ pub struct Asked {
     pub owner: Option<i64>,
 }
 
-/// Asks for `key`: reads the entry under a lock, decides by the rule and applies the
-/// decision in one transaction. `stored_arguments` are the redacted arguments.
+/// Asks for `key`. A key never asked before (nearly every ask) is one statement that
+/// inserts the entry and returns it ([`insert_new`]); a key with an entry is read under a
+/// lock, decided by the rule and changed in one transaction ([`ask_known`]).
+/// `stored_arguments` are the redacted arguments.
 pub async fn ask(
     db: &Db,
     call: &ValidCall,
@@ -102,17 +104,16 @@ pub async fn ask(
     rule: &CallRule,
     token: Option<i64>,
 ) -> StoreResult<Asked> {
-    // A race to insert the same new key: the loser's transaction fails on the unique key
-    // and, asked again, finds the winner's entry.
-    match ask_once(db, call, key, stored_arguments, rule, token).await {
-        Err(StoreError::Database(e)) if is_unique_violation(&e) => {
-            ask_once(db, call, key, stored_arguments, rule, token).await
-        }
-        other => other,
+    let (insert, step) = insert_new(call, key, stored_arguments, rule, token, now_ms());
+    let inserted: Vec<Row> = db.write_returning(insert).await?;
+    if let Some(row) = inserted.into_iter().next() {
+        let (entry, owner) = row.entry()?;
+        return Ok(Asked { entry, step, owner });
     }
+    ask_known(db, call, key, stored_arguments, rule, token).await
 }
 
-async fn ask_once(
+async fn ask_known(
     db: &Db,
     call: &ValidCall,
     key: &str,
@@ -122,20 +123,19 @@ async fn ask_once(
 ) -> StoreResult<Asked> {
     let now = now_ms();
     let mut tx = Tx::begin_write(db).await?;
-    if let Some(asked) = insert_new(&mut tx, call, key, stored_arguments, rule, token, now).await? {
-        tx.commit().await?;
-        return Ok(asked);
-    }
     let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE idempotency_key = $1{}", tx.lock_rows());
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![key.into()])).await?;
     let Some((found, _)) = found.map(Row::entry).transpose()? else {
         // The entry the insert ran into went before this read (pruned meanwhile): the key
         // is new again.
-        let asked = insert_new(&mut tx, call, key, stored_arguments, rule, token, now)
+        let (insert, step) = insert_new(call, key, stored_arguments, rule, token, now);
+        let row: Row = tx
+            .fetch_optional(insert)
             .await?
             .ok_or_else(|| StoreError::Conflict("this call's entry changed while it was asked; ask again".into()))?;
         tx.commit().await?;
-        return Ok(asked);
+        let (entry, owner) = row.entry()?;
+        return Ok(Asked { entry, step, owner });
     };
     let approval = match &found.approval_id {
         Some(id) => approval_status(&mut tx, id, now).await?,
@@ -195,20 +195,19 @@ async fn ask_once(
     Ok(Asked { entry, step, owner })
 }
 
-/// Most asks are for a key never asked before: for those one statement inserts the entry
-/// and returns it, where a read, an insert and a read back took three round trips to the
-/// database while holding the write lock every other writer queues for (on SQLite the
-/// whole database's). `None` when the key has an entry already (nothing is changed): the
-/// caller then reads it under a lock and decides.
-async fn insert_new(
-    tx: &mut Tx,
+/// The statement that inserts the entry of a key never asked before and returns it, or,
+/// when the key has an entry already, changes nothing and returns no row; with the step
+/// the rule gives a new key. One statement because most asks are for new keys, and a read,
+/// an insert and a read back took three round trips to the database while holding the
+/// write lock every other writer queues for (on SQLite the whole database's).
+fn insert_new(
     call: &ValidCall,
     key: &str,
     stored_arguments: &Value,
     rule: &CallRule,
     token: Option<i64>,
     now: i64,
-) -> StoreResult<Option<Asked>> {
+) -> (Sql, Step) {
     let step = next_step(None, rule, now);
     let state = if step == Step::Start { EntryState::Started } else { EntryState::AwaitingApproval };
     let arguments = canonical_json(stored_arguments);
@@ -231,8 +230,7 @@ async fn insert_new(
             .bind(now);
     });
     sql.push(&format!(" ON CONFLICT (idempotency_key) DO NOTHING RETURNING {COLUMNS}"));
-    let row: Option<Row> = tx.fetch_optional(sql).await?;
-    Ok(row.map(Row::entry).transpose()?.map(|(entry, owner)| Asked { entry, step, owner }))
+    (sql, step)
 }
 
 /// One more dedupe in the hour of `now` for `tool`, for the trends page.
@@ -326,9 +324,8 @@ pub async fn complete(
         Outcome::Ok => EntryState::Succeeded,
         Outcome::Error => EntryState::Failed,
     };
-    let mut tx = Tx::begin_write(db).await?;
-    // The usual report, of a started call: one update that returns the entry (see
-    // `insert_new` for why one statement). Anything else is read under a lock below.
+    // The usual report, of a started call: one statement, an update that returns the entry
+    // (see `insert_new` for why one). Anything else is read under a lock below.
     let update = Sql::with_args(
         format!(
             "UPDATE call_ledger SET state = $1, external_id = $2, response = $3, error = $4, verified_by = $5, \
@@ -344,11 +341,11 @@ pub async fn complete(
             id.into(),
         ],
     );
-    if let Some(row) = tx.fetch_optional::<Row>(update).await? {
-        let (entry, _) = row.entry()?;
-        tx.commit().await?;
-        return Ok(entry);
+    let updated: Vec<Row> = db.write_returning(update).await?;
+    if let Some(row) = updated.into_iter().next() {
+        return Ok(row.entry()?.0);
     }
+    let mut tx = Tx::begin_write(db).await?;
     let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1{}", tx.lock_rows());
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
     let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;

@@ -429,6 +429,30 @@ impl Tx {
 }
 
 impl Db {
+    /// Runs one writing statement as a transaction of its own and returns the rows of its
+    /// `RETURNING` clause: for the one-statement writes someone is waiting on (a guarded
+    /// call's ask for a new key, its report). On SQLite it queues at the write gate as an
+    /// interactive writer, then costs one round trip to SQLite's thread where
+    /// `BEGIN IMMEDIATE`, the statement and `COMMIT` took three, all of them while holding
+    /// the write lock every other writer queues for. A writing statement outside a
+    /// transaction takes that lock as it starts, as `BEGIN IMMEDIATE` would. Every row is
+    /// read, so the statement runs to its end and commits before this returns.
+    pub async fn write_returning<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Db::Sqlite(pool) => {
+                let _turn = tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).interactive())
+                    .await
+                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_all(pool).await
+            }
+            Db::Postgres(pool) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_all(pool).await
+            }
+        }
+    }
+
     /// Whether an interactive writer (see [`WriteGate`]) asked for this SQLite database's
     /// write lock within `window`. The ingest writer then commits smaller batches, so that
     /// such a writer never waits long for the one in progress. Always false on
