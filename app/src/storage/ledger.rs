@@ -113,6 +113,8 @@ pub async fn ask(
     ask_known(db, call, key, stored_arguments, rule, token).await
 }
 
+/// An ask for a key that has an entry: the entry read under a lock, the rule's decision
+/// applied and the entry read back, in one transaction.
 async fn ask_known(
     db: &Db,
     call: &ValidCall,
