@@ -102,12 +102,12 @@ pub async fn commit_with(
 
     tx.commit().await?;
     tracing::debug!(
-        begin_ms = (t_began - t_begin).as_millis() as u64,
-        traces_ms = (t_traces - t_began).as_millis() as u64,
-        spans_ms = (t_spans - t_traces).as_millis() as u64,
-        derive_ms = (t_derived - t_spans).as_millis() as u64,
-        runs_ms = (t_runs - t_derived).as_millis() as u64,
-        commit_ms = t_runs.elapsed().as_millis() as u64,
+        begin_us = (t_began - t_begin).as_micros() as u64,
+        traces_us = (t_traces - t_began).as_micros() as u64,
+        spans_us = (t_spans - t_traces).as_micros() as u64,
+        derive_us = (t_derived - t_spans).as_micros() as u64,
+        runs_us = (t_runs - t_derived).as_micros() as u64,
+        commit_us = t_runs.elapsed().as_micros() as u64,
         runs = assignment.touched.len(),
         read_back = assignment.had_spans.len(),
         "write phases"
