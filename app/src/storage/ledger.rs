@@ -343,7 +343,7 @@ pub async fn complete(
             id.into(),
         ],
     );
-    let updated: Vec<Row> = db.write_returning(update).await?;
+    let updated: Vec<Row> = db.write_returning(update.clone()).await?;
     if let Some(row) = updated.into_iter().next() {
         return Ok(row.entry()?.0);
     }
@@ -352,6 +352,15 @@ pub async fn complete(
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
     let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;
     match entry.state {
+        // Asked again between the update and this read (PostgreSQL): started once more,
+        // so this report settles it, as it would have a moment earlier.
+        EntryState::Started | EntryState::Unknown => {
+            let row: Option<Row> = tx.fetch_optional(update).await?;
+            let (entry, _) =
+                row.ok_or_else(|| StoreError::Conflict("this call changed while reported".into()))?.entry()?;
+            tx.commit().await?;
+            return Ok(entry);
+        }
         state if state == reported && entry.external_id == report.external_id => {}
         EntryState::Succeeded | EntryState::Failed => {
             return Err(StoreError::Conflict(format!(

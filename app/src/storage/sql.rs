@@ -314,11 +314,20 @@ impl WriteGate {
 /// `None` on PostgreSQL.
 pub async fn hold_write_gate(db: &Db) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, sqlx::Error> {
     match db {
-        Db::Sqlite(pool) => Ok(Some(
-            tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).bulk()).await.map_err(|_| sqlx::Error::PoolTimedOut)?,
-        )),
+        Db::Sqlite(pool) => Ok(Some(take_write_gate(pool, true).await?)),
         Db::Postgres(_) => Ok(None),
     }
+}
+
+/// Waits for `pool`'s database file's write gate, as a bulk or an interactive writer (see
+/// [`WriteGate`]), giving up after [`GATE_TIMEOUT`] as SQLite's busy timeout would.
+async fn take_write_gate(pool: &sqlx::SqlitePool, bulk: bool) -> Result<tokio::sync::OwnedMutexGuard<()>, sqlx::Error> {
+    let gate = write_gate(pool);
+    match bulk {
+        true => tokio::time::timeout(GATE_TIMEOUT, gate.bulk()).await,
+        false => tokio::time::timeout(GATE_TIMEOUT, gate.interactive()).await,
+    }
+    .map_err(|_| sqlx::Error::PoolTimedOut)
 }
 
 fn write_gate(pool: &sqlx::SqlitePool) -> std::sync::Arc<WriteGate> {
@@ -355,12 +364,7 @@ impl Tx {
     async fn begin_write_as(db: &Db, bulk: bool) -> Result<Tx, sqlx::Error> {
         Ok(match db {
             Db::Sqlite(pool) => {
-                let gate = write_gate(pool);
-                let guard = match bulk {
-                    true => tokio::time::timeout(GATE_TIMEOUT, gate.bulk()).await,
-                    false => tokio::time::timeout(GATE_TIMEOUT, gate.interactive()).await,
-                }
-                .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                let guard = take_write_gate(pool, bulk).await?;
                 Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(guard))
             }
             Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
@@ -440,9 +444,7 @@ impl Db {
     pub async fn write_returning<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
             Db::Sqlite(pool) => {
-                let _turn = tokio::time::timeout(GATE_TIMEOUT, write_gate(pool).interactive())
-                    .await
-                    .map_err(|_| sqlx::Error::PoolTimedOut)?;
+                let _turn = take_write_gate(pool, false).await?;
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_all(pool).await
             }
