@@ -7,6 +7,10 @@
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench -p flightdeck --bench ledger
 //!   FLIGHTDECK_BENCH_SECONDS=20 FLIGHTDECK_BENCH_CALLS_PER_SEC=500 FLIGHTDECK_BENCH_SPANS_PER_SEC=20000 ...
 //!   FLIGHTDECK_BENCH_SPANS_PER_REQUEST=512 (spans per OTLP export)
+//!   FLIGHTDECK_BENCH_FLOOR=1 (two GET /readyz, one database read each and no write, in
+//!     place of each ask and complete: the round trip's floor on the machine, beside the
+//!     same ingest)
+//!   FLIGHTDECK_BENCH_RUST_LOG=app::storage=debug FLIGHTDECK_BENCH_SERVER_LOG=/tmp/server.log
 
 use app::access::Scope;
 use app::auth::secrets;
@@ -42,13 +46,15 @@ async fn measure(label: &str, database_url: Option<&str>) {
         setting("FLIGHTDECK_BENCH_CALLS_PER_SEC", 500),
         setting("FLIGHTDECK_BENCH_SPANS_PER_SEC", 20_000),
     );
+    // FLIGHTDECK_BENCH_FLOOR=1 measures the floor instead: see below.
+    let floor = setting("FLIGHTDECK_BENCH_FLOOR", 0) == 1;
     let dir = tempfile::tempdir().unwrap();
     let (web, otlp) = (free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("FLIGHTDECK_DATA_DIR", dir.path())
-        .env("RUST_LOG", "warn,flightdeck=info")
+        .env("RUST_LOG", std::env::var("FLIGHTDECK_BENCH_RUST_LOG").unwrap_or("warn,flightdeck=info".into()))
         .args(["serve", "--ingest-auth", "none", "--listen", &format!("127.0.0.1:{web}")])
         .args(["--otlp-http-listen", &format!("127.0.0.1:{otlp}"), "--otlp-grpc-listen", "127.0.0.1:0"])
         .stdout(Stdio::null())
@@ -63,7 +69,18 @@ async fn measure(label: &str, database_url: Option<&str>) {
             break;
         }
     }
-    std::thread::spawn(move || lines.for_each(drop));
+    // FLIGHTDECK_BENCH_SERVER_LOG keeps the server's log (with FLIGHTDECK_BENCH_RUST_LOG,
+    // e.g. app::storage=debug for the write phases and the log restarts).
+    let keep = std::env::var("FLIGHTDECK_BENCH_SERVER_LOG").ok().map(|p| std::fs::File::create(p).unwrap());
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let mut keep = keep;
+        for line in lines.map_while(Result::ok) {
+            if let Some(f) = keep.as_mut() {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    });
     let db = match database_url {
         Some(url) => Db::connect(url).await.unwrap(),
         None => Db::connect(&format!("sqlite://{}", dir.path().join("flightdeck.db").display())).await.unwrap(),
@@ -116,11 +133,28 @@ async fn measure(label: &str, database_url: Option<&str>) {
         let due = (started.elapsed().as_secs_f64() * calls_per_sec as f64) as u64;
         while sent < due {
             sent += 1;
+            let floor = floor;
             let (http, base, secret, samples, failures) =
                 (http.clone(), base.clone(), secret.clone(), samples.clone(), failures.clone());
             let n = sent;
             tasks.spawn(async move {
                 let t0 = Instant::now();
+                if floor {
+                    // Two requests that each read the database once and write nothing:
+                    // what a round trip costs on this machine whatever the ledger does.
+                    let mut first = None;
+                    for _ in 0..2 {
+                        let ready = http.get(format!("{base}/readyz")).send().await;
+                        if !ready.is_ok_and(|r| r.status().is_success()) {
+                            return *failures.lock().unwrap() += 1;
+                        }
+                        first.get_or_insert(t0.elapsed());
+                    }
+                    let mut s = samples.lock().unwrap();
+                    s.0.push(first.unwrap_or_default());
+                    s.1.push(t0.elapsed());
+                    return;
+                }
                 let body = json!({"run_id": format!("bench-run-{}", n / 10), "step_index": n % 10,
                                   "tool": "send_email", "arguments": {"to": format!("user{n}@example.com")}});
                 let asked = http.post(format!("{base}/api/v1/calls")).bearer_auth(&secret).json(&body).send().await;
@@ -155,8 +189,9 @@ async fn measure(label: &str, database_url: Option<&str>) {
     asks.sort_unstable();
     trips.sort_unstable();
     println!(
-        "{label}: {} guarded calls in {elapsed:.1} s ({:.0}/s, {} failed) beside {:.0} spans/s of ingest; \
+        "{label}{}: {} guarded calls in {elapsed:.1} s ({:.0}/s, {} failed) beside {:.0} spans/s of ingest; \
          ask p50 {:.2} ms p99 {:.2} ms; ask + complete p50 {:.2} ms p99 {:.2} ms max {:.1} ms",
+        if floor { " floor (two GET /readyz in place of each ask and complete)" } else { "" },
         trips.len(),
         trips.len() as f64 / elapsed,
         failures.lock().unwrap(),
