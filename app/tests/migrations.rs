@@ -190,6 +190,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "746b271e10433fa8fef664af921fcadf703b4f9b6c49d23966aa39d6d40edd7eee5b26f2b9741e6b3645419d7dcf3589",
     ),
     (
+        "sqlite",
+        "0036_ledger_file.sql",
+        "6e5defd9bb9327c27b76ef6b5df85c0d81167eaa60465acd61793bbd9e472b7d30715794580c5c18bd5b391b2b32fd06",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -359,6 +364,17 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0035_sort_indexes.sql",
         "acc5b5d63df5a09a0da1ae2fd32164fe49dc493547a3d5be70a21faa0876ac6d6f02a23f26f1a05f9819a5d6e04997d7",
     ),
+    (
+        "postgres",
+        "0036_ledger_file.sql",
+        "1254711b95557d1b231e21f9220ad3bd0581c40ab86983a644ceea0fc121e1085fa4b1d2b23943528f447cb879acff47",
+    ),
+    // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
+    (
+        "sqlite-ledger",
+        "0001_call_ledger.sql",
+        "14aebbde84824f607640f5296cbe5fdb52802249fc199ebe7da6bdc4be2bd8c0b21e6f8e6d2ea9f9481488ffc2ddb4f7",
+    ),
 ];
 
 fn root() -> &'static Path {
@@ -372,7 +388,7 @@ fn every_released_migration_keeps_its_text() {
             .unwrap_or_else(|_| panic!("{backend}/{file} was released and must not be removed"));
         assert_eq!(hex::encode(Sha384::digest(&text)), *released, "{backend}/{file} was edited after release");
     }
-    for backend in ["sqlite", "postgres"] {
+    for backend in ["sqlite", "postgres", "sqlite-ledger"] {
         for entry in std::fs::read_dir(root().join("migrations").join(backend)).unwrap() {
             let file = entry.unwrap().file_name().into_string().unwrap();
             assert!(
@@ -462,6 +478,49 @@ async fn a_database_from_before_the_edits_and_one_from_today_both_upgrade() {
         assert!(t.db.is_ready().await.is_ok());
         t.cleanup().await;
     }
+}
+
+/// A SQLite database of the release before the ledger had a file of its own (migrations up
+/// to 0035) keeps its guarded calls and their dedupe counts: `Db::migrate` copies them into
+/// the ledger's file, then 0036 drops them from the main one. A start interrupted between
+/// the copy and 0036 copies nothing twice.
+#[tokio::test]
+async fn sqlite_guarded_calls_move_into_the_ledger_file_of_their_own() {
+    use app::storage::{ledger, ledger_path, sql::Sql};
+    let t = TestDb::sqlite_at_version(35).await;
+    let db = &t.db;
+    db.execute(Sql::new(
+        "INSERT INTO call_ledger (id, idempotency_key, natural_key, run_id, step_index, tool, arguments, state, \
+         deduped, external_id, created_at, started_at, completed_at, updated_at) VALUES \
+         ('call_1', 'k-1', 'fd-k1', 'run-1', 1, 'send_email', '{}', 'succeeded', 2, 'msg_1', 1, 1, 2, 2), \
+         ('call_2', 'k-2', 'fd-k2', 'run-1', 2, 'charge_card', '{}', 'unknown', 0, NULL, 3, 3, NULL, 3)",
+    ))
+    .await
+    .unwrap();
+    db.execute(Sql::new("INSERT INTO call_ledger_hours (hour_ms, tool, deduped) VALUES (3600000, 'send_email', 2)"))
+        .await
+        .unwrap();
+    let Db::Sqlite(main, ledger_pool) = db else { unreachable!() };
+    // An interrupted start: the ledger's file migrated and the rows copied, 0036 not run.
+    app::storage::migrations::ledger_migrator().run(ledger_pool).await.unwrap();
+    assert_eq!(app::storage::migrations::move_ledger_into_its_file(main, ledger_pool).await.unwrap(), 2);
+    db.migrate().await.expect("the next start finishes the move");
+    assert!(db.is_ready().await.is_ok());
+    let (moved, _) = ledger::get(db, "call_1").await.unwrap().expect("the succeeded call is in the ledger's file");
+    assert_eq!((moved.external_id.as_deref(), moved.deduped), (Some("msg_1"), 2));
+    assert_eq!(ledger::for_run(db, "run-1").await.unwrap().len(), 2, "each entry once");
+    assert_eq!(ledger::deduped_hours(db, 0, 7_200_000).await.unwrap(), vec![(3_600_000, 2)]);
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'call_ledger%'")
+        .fetch_one(main)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the main file keeps no copy");
+    let main_file = main.connect_options().get_filename().to_path_buf();
+    assert_eq!(ledger_pool.connect_options().get_filename(), ledger_path(&main_file));
+    assert!(ledger_path(&main_file).to_string_lossy().ends_with("test.ledger.db"));
+    db.migrate().await.expect("a second start changes nothing");
+    assert_eq!(ledger::for_run(db, "run-1").await.unwrap().len(), 2);
+    t.cleanup().await;
 }
 
 #[tokio::test]

@@ -764,7 +764,7 @@ mod ingest_storage {
             retention::apply(db, 30, 7).await.unwrap();
             assert!(found(keys[3]).await.is_empty(), "{}", t.backend());
             assert_eq!(found(keys[0]).await, ["exact"]);
-            if matches!(db, app::storage::Db::Sqlite(_)) {
+            if matches!(db, app::storage::Db::Sqlite(..)) {
                 // The removed run's document went with it; the kept run's two stay.
                 let documents: i64 = app::storage::on_pool!(db, pool => {
                     sqlx::query_scalar("SELECT COUNT(*) FROM run_terms_fts").fetch_one(pool).await
@@ -1132,6 +1132,50 @@ mod ingest_storage {
     }
 }
 
+/// The ledger's file (SQLite) has no ingest writer to restart its log: the server's loop
+/// copies it and, once it is long, restarts it.
+#[tokio::test]
+async fn the_ledger_log_is_copied_and_restarted_once_long() {
+    use app::storage::{sql::Sql, wal};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let insert = |from: usize| {
+            let rows: Vec<String> = (from..from + 40)
+                .map(|i| {
+                    format!(
+                        "('call_{i}', 'k-{i}', 'fd-{i}', 'run-1', {i}, 'send_email', '{{}}', 'succeeded', 0, 1, 1, 1)"
+                    )
+                })
+                .collect();
+            Sql::new(format!(
+                "INSERT INTO call_ledger (id, idempotency_key, natural_key, run_id, step_index, tool, arguments, \
+                 state, deduped, created_at, started_at, updated_at) VALUES {}",
+                rows.join(", ")
+            ))
+        };
+        for batch in 0..5 {
+            db.ledger().execute(insert(batch * 40)).await.unwrap();
+        }
+        let copied = wal::checkpoint_ledger(db, i64::MAX).await.unwrap();
+        if t.backend() == "postgres" {
+            assert_eq!(copied, None);
+            t.cleanup().await;
+            continue;
+        }
+        let copied = copied.expect("SQLite reports the checkpoint");
+        assert!(copied.log_pages > 0, "the writes went to the ledger's log: {copied:?}");
+        assert_eq!((copied.busy, copied.checkpointed_pages), (false, copied.log_pages), "{copied:?}");
+        let restarted = wal::checkpoint_ledger(db, copied.log_pages).await.unwrap().unwrap();
+        assert_eq!((restarted.busy, restarted.checkpointed_pages), (false, restarted.log_pages), "{restarted:?}");
+        db.ledger().execute(insert(1_000)).await.unwrap();
+        let after = wal::checkpoint_ledger(db, i64::MAX).await.unwrap().unwrap();
+        assert!(after.log_pages < copied.log_pages, "the log started again: {after:?} after {copied:?}");
+        let entries = app::storage::ledger::for_run(db, "run-1").await.unwrap();
+        assert_eq!(entries.len(), 240, "moving pages lost no entry");
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_has_none() {
     use app::storage::{wal, Db};
@@ -1143,7 +1187,7 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
         let checkpoint = wal::checkpoint(db).await.unwrap();
         let writer = db.dedicated();
         match db {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, _) => {
                 let c = checkpoint.expect("SQLite reports its checkpoint");
                 assert!(c.log_pages > 0, "the writes went to the log first: {c:?}");
                 assert_eq!((c.busy, c.checkpointed_pages), (false, c.log_pages), "nothing held it back: {c:?}");
@@ -1160,7 +1204,7 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
                 // Only the writer's connection leaves checkpoints to it; every other keeps
                 // the automatic one as a safety net.
                 let auto = "PRAGMA wal_autocheckpoint";
-                let Db::Sqlite(writer_pool) = &writer else { unreachable!() };
+                let Db::Sqlite(writer_pool, _) = &writer else { unreachable!() };
                 let on_writer: i64 = sqlx::query_scalar(auto).fetch_one(writer_pool).await.unwrap();
                 let on_pool: i64 = sqlx::query_scalar(auto).fetch_one(pool).await.unwrap();
                 assert_eq!((on_writer, on_pool), (0, i64::from(wal::AUTOCHECKPOINT_PAGES)));
@@ -1186,6 +1230,8 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
 async fn a_one_statement_write_commits_before_it_returns_and_queues_behind_a_writer() {
     use app::storage::sql::{Sql, Tx};
     for t in TestDb::each_backend().await {
+        // The ledger's tables, where these writes go (its own file on SQLite).
+        let ledger = t.db.ledger();
         let insert = |hour: i64| {
             Sql::with_args(
                 "INSERT INTO call_ledger_hours (hour_ms, tool, deduped) VALUES ($1, 'send_email', 1) \
@@ -1193,14 +1239,14 @@ async fn a_one_statement_write_commits_before_it_returns_and_queues_behind_a_wri
                 vec![hour.into()],
             )
         };
-        let returned: Vec<(i64, i64)> = t.db.write_returning(insert(1)).await.unwrap();
+        let returned: Vec<(i64, i64)> = ledger.write_returning(insert(1)).await.unwrap();
         assert_eq!(returned, [(1, 1)]);
-        let seen: Vec<(i64,)> = t.db.fetch_all(Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
+        let seen: Vec<(i64,)> = ledger.fetch_all(Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
         assert_eq!(seen, [(1,)], "committed, on {}", t.backend());
         if t.backend() == "sqlite" {
-            let mut writer = Tx::begin_bulk_write(&t.db).await.unwrap();
+            let mut writer = Tx::begin_bulk_write(&ledger).await.unwrap();
             writer.execute(insert(2)).await.unwrap();
-            let db = t.db.clone();
+            let db = ledger.clone();
             let queued = tokio::spawn(async move { db.write_returning::<(i64, i64)>(insert(3)).await });
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             assert!(!queued.is_finished(), "it waits for the transaction in progress");

@@ -43,11 +43,12 @@ pub enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
     },
-    /// Copy the SQLite database to a new file while the server may keep running (for
-    /// PostgreSQL use pg_dump); restore by putting the copy in place of flightdeck.db with
-    /// the server stopped
+    /// Copy the SQLite database and its execution ledger to two new files while the server
+    /// may keep running (for PostgreSQL use pg_dump); restore by putting both copies in
+    /// place of flightdeck.db and flightdeck.ledger.db with the server stopped
     Backup {
-        /// The file to write; it must not exist yet
+        /// The file to write (the ledger's copy goes beside it: copy.db → copy.ledger.db);
+        /// neither may exist yet
         file: std::path::PathBuf,
     },
     /// Manage user accounts

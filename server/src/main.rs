@@ -46,8 +46,10 @@ fn main() -> ExitCode {
             Command::Backup { file } => {
                 // Not migrated first: a backup taken before an upgrade keeps the old schema.
                 let db = app::storage::Db::connect(&config.database_url).await?;
-                let bytes = app::storage::backup::sqlite_copy(&db, &file).await?;
-                eprintln!("backup written to {} ({:.1} MB)", file.display(), bytes as f64 / 1e6);
+                let copies = app::storage::backup::sqlite_copy(&db, &file).await?;
+                for (file, bytes) in [copies.main, copies.ledger] {
+                    eprintln!("backup written to {} ({:.1} MB)", file.display(), bytes as f64 / 1e6);
+                }
                 Ok(())
             }
             Command::Demo { runs, seed } => {

@@ -262,7 +262,7 @@ async fn every_rule_reads_its_window_and_fires() {
             "UPDATE call_ledger SET started_at = $1 WHERE idempotency_key = 'k-silent'",
             vec![(now - 11 * MINUTE_MS).into()],
         );
-        db.execute(backdate).await.unwrap();
+        db.ledger().execute(backdate).await.unwrap();
         // Rule 8: one failed replay test of one (with a minimum of 1 result).
         tune(db, AlertRule::ReplayPassRate, |s| s.min_samples = 1).await;
         let result = app::replay_results::ValidResult {

@@ -149,6 +149,41 @@ async fn of_concurrent_asks_through_two_servers_exactly_one_proceeds() {
     }
 }
 
+/// On SQLite the ledger is a file of its own (`Db::ledger`), so an agent's ask and report
+/// never wait for the main file's writer: here a write transaction on the main database
+/// stays open (as an ingest commit would) through a whole ask and report. With the ledger
+/// in the main file both waited for it, and this took the writer's 10 s gate timeout.
+#[tokio::test]
+async fn a_guarded_call_is_answered_while_the_main_database_is_being_written() {
+    for t in TestDb::each_backend().await {
+        let s = server(&t).await;
+        // The agent's token was used once already, so the request path writes nothing
+        // to the main database (its last-use time is throttled).
+        s.ask(email("run-warm", 1, "w")).await;
+        let mut writer = app::storage::sql::Tx::begin_bulk_write(&t.db).await.unwrap();
+        writer
+            .execute(app::storage::sql::Sql::with_args(
+                "UPDATE users SET roles = roles WHERE username = $1",
+                vec!["alice".into()],
+            ))
+            .await
+            .unwrap();
+        let round_trip = async {
+            let (status, asked) = s.ask(email("run-busy", 1, "b")).await;
+            assert_eq!((status, asked["answer"].as_str()), (StatusCode::OK, Some("proceed")), "{asked}");
+            let id = asked["call"]["id"].as_str().unwrap().to_string();
+            let (status, done) = s.complete(&id, json!({"outcome": "ok", "external_id": "msg_busy"})).await;
+            assert_eq!(status, StatusCode::OK, "{done}");
+            assert_eq!(done["state"], "succeeded");
+        };
+        tokio::time::timeout(Duration::from_secs(3), round_trip)
+            .await
+            .unwrap_or_else(|_| panic!("the guarded call waited for the main database's writer on {}", t.backend()));
+        writer.commit().await.unwrap();
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
     for t in TestDb::each_backend().await {
@@ -333,20 +368,23 @@ async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_o
                 vec![(app::storage::now_ms() - days * 86_400_000).into()],
             )
         };
-        t.db.execute(backdate(20)).await.unwrap();
+        t.db.ledger().execute(backdate(20)).await.unwrap();
         app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_some(), "inside the longest window (30 days)");
-        t.db.execute(backdate(31)).await.unwrap();
+        t.db.ledger().execute(backdate(31)).await.unwrap();
         let hour_back = app::storage::sql::Sql::with_args(
             "UPDATE call_ledger_hours SET hour_ms = hour_ms - $1",
             vec![(31 * 86_400_000_i64).into()],
         );
-        assert_eq!(t.db.execute(hour_back).await.unwrap(), 1);
+        assert_eq!(t.db.ledger().execute(hour_back).await.unwrap(), 1);
         app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_none(), "a settled call past every window goes");
         assert!(ledger::get(&t.db, &open_id).await.unwrap().is_some(), "a started call stays until settled");
         let hours: Vec<(i64,)> =
-            t.db.fetch_all(app::storage::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
+            t.db.ledger()
+                .fetch_all(app::storage::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours"))
+                .await
+                .unwrap();
         assert!(hours.is_empty(), "the hourly dedupe counts go with the entries: {hours:?}");
         t.cleanup().await;
     }

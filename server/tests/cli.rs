@@ -283,12 +283,31 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     let dir = tempfile::tempdir().unwrap();
     let out = flightdeck(dir.path()).args(["demo", "--runs", "12"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // A guarded call, kept in the ledger's file of its own (flightdeck.ledger.db).
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let call_id = runtime.block_on(async {
+        let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
+        let db = app::storage::Db::connect(&url).await.unwrap();
+        let call = app::ledger::request::ValidCall {
+            run_id: "run-backup".into(),
+            step_index: 1,
+            tool: "send_email".into(),
+            arguments: serde_json::json!({"to": "ana@example.com"}),
+            idempotency_key: None,
+        };
+        let rule = app::ledger::answer::CallRule::default();
+        let asked = app::storage::ledger::ask(&db, &call, "k-backup", &call.arguments, &rule, None).await.unwrap();
+        db.close().await;
+        asked.entry.id
+    });
     let (mut child, _) = serve_for_ingest(dir.path());
     let copy = dir.path().join("copy.db");
     let out = flightdeck(dir.path()).args(["backup", copy.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("backup written to"), "{stderr}");
+    assert!(stderr.contains("backup written to") && stderr.contains("copy.ledger.db"), "{stderr}");
+    let ledger_copy = dir.path().join("copy.ledger.db");
+    assert!(ledger_copy.exists(), "the ledger's file is copied beside the main one");
     let again = flightdeck(dir.path()).args(["backup", copy.to_str().unwrap()]).output().unwrap();
     assert!(!again.status.success(), "an existing file is never overwritten");
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists already"));
@@ -301,21 +320,24 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    // Restore: the copy in place of flightdeck.db of a new data directory, then serve.
+    // Restore: the two copies in place of flightdeck.db and flightdeck.ledger.db of a new
+    // data directory, then serve.
     let restored = tempfile::tempdir().unwrap();
     std::fs::copy(&copy, restored.path().join("flightdeck.db")).unwrap();
+    std::fs::copy(&ledger_copy, restored.path().join("flightdeck.ledger.db")).unwrap();
     let (mut child, _) = serve_for_ingest(restored.path());
     child.kill().unwrap();
     child.wait().unwrap();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let (runs, spans) = runtime.block_on(async {
+    let (runs, spans, call) = runtime.block_on(async {
         let url = format!("sqlite://{}", restored.path().join("flightdeck.db").display());
         let db = app::storage::Db::connect(&url).await.unwrap();
         let page = app::storage::runs::list(&db, &app::storage::runs::RunQuery { limit: 100, ..Default::default() })
             .await
             .unwrap();
-        (page.runs.len(), app::storage::spans::count(&db).await.unwrap())
+        let call = app::storage::ledger::get(&db, &call_id).await.unwrap();
+        (page.runs.len(), app::storage::spans::count(&db).await.unwrap(), call)
     });
     assert_eq!(runs, 12, "every run is in the restored database");
     assert!(spans > 12 * 3, "{spans} spans");
+    assert!(call.is_some_and(|(c, _)| c.idempotency_key == "k-backup"), "the guarded call is restored");
 }

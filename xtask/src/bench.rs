@@ -103,13 +103,13 @@ impl Store {
         self.postgres.as_ref().map(|(url, name)| with_database(url, name))
     }
 
-    /// Bytes the database takes on disk: the SQLite file with its WAL, or
-    /// `pg_database_size`.
+    /// Bytes the database takes on disk: the SQLite files (the main one and the ledger's)
+    /// with their logs, or `pg_database_size`.
     fn bytes(&self) -> Result<u64> {
         match &self.postgres {
             None => Ok(std::fs::read_dir(&self.data)?
                 .filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with("flightdeck.db"))
+                .filter(|e| e.file_name().to_string_lossy().starts_with("flightdeck."))
                 .filter_map(|e| e.metadata().ok())
                 .map(|m| m.len())
                 .sum()),

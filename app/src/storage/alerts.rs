@@ -135,8 +135,9 @@ pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
         .collect())
 }
 
-/// Guarded calls that started and never reported (rule 7).
+/// Guarded calls that started and never reported (rule 7), from the ledger's database.
 pub async fn silent_calls(db: &Db) -> StoreResult<Vec<crate::alerts::rules::SilentCall>> {
+    let db = &db.ledger();
     let sql = "SELECT id, run_id, tool, step_index, natural_key, started_at FROM call_ledger \
                WHERE state IN ('started', 'unknown') ORDER BY started_at LIMIT 1000";
     let rows: Vec<(String, String, String, i64, String, i64)> =
@@ -556,7 +557,7 @@ impl Leadership {
     /// Whether this instance leads now, taking the lead if nobody holds it.
     pub async fn lead(&mut self) -> bool {
         let pool = match &self.db {
-            Db::Sqlite(_) => return true,
+            Db::Sqlite(..) => return true,
             Db::Postgres(pool) => pool.clone(),
         };
         if let Some(conn) = self.held.as_mut() {

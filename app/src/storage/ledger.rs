@@ -4,6 +4,12 @@
 //! two instances asking for one key at once never both get `proceed`: the key is unique,
 //! the loser's insert does nothing, and it reads the winner's entry and is told
 //! `in_progress`.
+//!
+//! Every function takes the main [`Db`] and works on [`Db::ledger`]: on SQLite a file of
+//! its own with its own write lock, so no transaction here writes anything else. What the
+//! ledger reads from the main database (an approval's status) and writes there (a
+//! settlement's audit entry) goes through the main database, outside or beside the
+//! ledger's transaction, as each function says.
 
 use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, Db, StoreError, StoreResult};
@@ -105,7 +111,7 @@ pub async fn ask(
     token: Option<i64>,
 ) -> StoreResult<Asked> {
     let (insert, step) = insert_new(call, key, stored_arguments, rule, token, now_ms());
-    let inserted: Vec<Row> = db.write_returning(insert).await?;
+    let inserted: Vec<Row> = db.ledger().write_returning(insert).await?;
     if let Some(row) = inserted.into_iter().next() {
         let (entry, owner) = row.entry()?;
         return Ok(Asked { entry, step, owner });
@@ -124,7 +130,7 @@ async fn ask_known(
     token: Option<i64>,
 ) -> StoreResult<Asked> {
     let now = now_ms();
-    let mut tx = Tx::begin_write(db).await?;
+    let mut tx = Tx::begin_write(&db.ledger()).await?;
     let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE idempotency_key = $1{}", tx.lock_rows());
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![key.into()])).await?;
     let Some((found, _)) = found.map(Row::entry).transpose()? else {
@@ -139,8 +145,11 @@ async fn ask_known(
         let (entry, owner) = row.entry()?;
         return Ok(Asked { entry, step, owner });
     };
+    // Read from the main database beside this transaction: the entry is locked, so its
+    // approval cannot change here, and a decision on that approval changes no entry, so
+    // reading the status now or inside one transaction with the entry comes to the same.
     let approval = match &found.approval_id {
-        Some(id) => approval_status(&mut tx, id, now).await?,
+        Some(id) => approval_status(db, id, now).await?,
         None => None,
     };
     let facts = EntryFacts {
@@ -249,6 +258,7 @@ async fn count_dedupe_hour(tx: &mut Tx, tool: &str, now: i64) -> StoreResult<()>
 
 /// Dedupes per hour in `[from_ms, to_ms)`, all tools together: (hour start, count).
 pub async fn deduped_hours(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<Vec<(i64, i64)>> {
+    let db = &db.ledger();
     let sql =
         "SELECT hour_ms, CAST(SUM(deduped) AS BIGINT) FROM call_ledger_hours WHERE hour_ms >= $1 AND hour_ms < $2 \
                GROUP BY hour_ms ORDER BY hour_ms";
@@ -256,12 +266,12 @@ pub async fn deduped_hours(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<Vec
     Ok(rows)
 }
 
-/// The status of the approval `id`, an expired pending one read as expired.
-async fn approval_status(tx: &mut Tx, id: &str, now: i64) -> StoreResult<Option<ApprovalStatus>> {
-    let row: Option<(String, i64)> = tx
-        .fetch_optional(Sql::with_args("SELECT status, expires_at FROM approvals WHERE id = $1", vec![id.into()]))
-        .await?;
-    Ok(row.map(|(status, expires_at)| match ApprovalStatus::parse(&status) {
+/// The status of the approval `id` in the main database `db`, an expired pending one read
+/// as expired.
+async fn approval_status(db: &Db, id: &str, now: i64) -> StoreResult<Option<ApprovalStatus>> {
+    let rows: Vec<(String, i64)> =
+        db.fetch_all(Sql::with_args("SELECT status, expires_at FROM approvals WHERE id = $1", vec![id.into()])).await?;
+    Ok(rows.into_iter().next().map(|(status, expires_at)| match ApprovalStatus::parse(&status) {
         Some(ApprovalStatus::Pending) if expires_at <= now => ApprovalStatus::Expired,
         Some(s) => s,
         None => ApprovalStatus::Pending,
@@ -277,6 +287,7 @@ async fn read(tx: &mut Tx, id: &str) -> StoreResult<(LedgerEntry, Option<i64>)> 
 
 /// The entry `id` and the token that asked for it first.
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<(LedgerEntry, Option<i64>)>> {
+    let db = &db.ledger();
     let sql = Sql::with_args(format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1"), vec![id.into()]);
     let rows: Vec<Row> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().next().map(Row::entry).transpose()?)
@@ -284,6 +295,7 @@ pub async fn get(db: &Db, id: &str) -> StoreResult<Option<(LedgerEntry, Option<i
 
 /// A run's entries in step order.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<LedgerEntry>> {
+    let db = &db.ledger();
     let sql = Sql::with_args(
         format!("SELECT {COLUMNS} FROM call_ledger WHERE run_id = $1 ORDER BY step_index, created_at"),
         vec![run_id.into()],
@@ -294,6 +306,7 @@ pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<LedgerEntry>> {
 
 /// Records the approval request filed for a waiting entry.
 pub async fn link_approval(db: &Db, id: &str, approval_id: &str) -> StoreResult<()> {
+    let db = &db.ledger();
     let sql = Sql::with_args(
         "UPDATE call_ledger SET approval_id = $1, updated_at = $2 WHERE id = $3 AND state = 'awaiting_approval'",
         vec![approval_id.into(), now_ms().into(), id.into()],
@@ -304,6 +317,7 @@ pub async fn link_approval(db: &Db, id: &str, approval_id: &str) -> StoreResult<
 
 /// Records the escalation opened for an unknown outcome.
 pub async fn link_escalation(db: &Db, id: &str, escalation_id: &str) -> StoreResult<()> {
+    let db = &db.ledger();
     let sql = Sql::with_args(
         "UPDATE call_ledger SET escalation_id = $1, updated_at = $2 WHERE id = $3",
         vec![escalation_id.into(), now_ms().into(), id.into()],
@@ -343,11 +357,11 @@ pub async fn complete(
             id.into(),
         ],
     );
-    let updated: Vec<Row> = db.write_returning(update.clone()).await?;
+    let updated: Vec<Row> = db.ledger().write_returning(update.clone()).await?;
     if let Some(row) = updated.into_iter().next() {
         return Ok(row.entry()?.0);
     }
-    let mut tx = Tx::begin_write(db).await?;
+    let mut tx = Tx::begin_write(&db.ledger()).await?;
     let select = format!("SELECT {COLUMNS} FROM call_ledger WHERE id = $1{}", tx.lock_rows());
     let found: Option<Row> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
     let (entry, _) = found.ok_or_else(|| StoreError::NotFound(format!("no guarded call `{id}`")))?.entry()?;
@@ -382,7 +396,11 @@ pub async fn complete(
 
 /// A person settles an unknown outcome: it happened (with the external id when known), or
 /// it did not (the next ask runs the call again). `audit` is appended in the same
-/// transaction.
+/// transaction on PostgreSQL. On SQLite, where the ledger is a file of its own, the audit
+/// entry commits in the main file while the ledger's transaction is still open, and the
+/// settlement commits after it: no settlement is ever recorded without its audit entry.
+/// (A crash between the two commits leaves an audit entry for a settlement that did not
+/// happen; the call still shows as unknown and is settled again.)
 pub async fn settle(
     db: &Db,
     id: &str,
@@ -393,7 +411,7 @@ pub async fn settle(
 ) -> StoreResult<LedgerEntry> {
     let now = now_ms();
     let state = if happened { EntryState::Succeeded } else { EntryState::NotDone };
-    let mut tx = Tx::begin_write(db).await?;
+    let mut tx = Tx::begin_write(&db.ledger()).await?;
     let changed = tx
         .execute(Sql::with_args(
             "UPDATE call_ledger SET state = $1, external_id = COALESCE($2, external_id), settled_by = $3, \
@@ -403,7 +421,13 @@ pub async fn settle(
         .await?;
     if changed == 1 {
         if let Some(audit) = audit {
-            tx.execute(super::audit::insert(audit)).await?;
+            if db.ledger_is_separate() {
+                let mut main = Tx::begin_write(db).await?;
+                main.execute(super::audit::insert(audit)).await?;
+                main.commit().await?;
+            } else {
+                tx.execute(super::audit::insert(audit)).await?;
+            }
         }
     }
     let (entry, _) = read(&mut tx, id).await?;
@@ -416,6 +440,7 @@ pub async fn settle(
 
 /// Entries per tool and state, and asks answered already_done, for `/metrics`.
 pub async fn counts(db: &Db) -> StoreResult<Vec<(String, String, i64, i64)>> {
+    let db = &db.ledger();
     let sql = Sql::new("SELECT tool, state, COUNT(*), CAST(SUM(deduped) AS BIGINT) FROM call_ledger GROUP BY tool, state ORDER BY tool, state");
     let rows: Vec<(String, String, i64, Option<i64>)> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().map(|(t, s, n, d)| (t, s, n, d.unwrap_or(0))).collect())
@@ -426,6 +451,7 @@ pub async fn counts(db: &Db) -> StoreResult<Vec<(String, String, i64, i64)>> {
 /// approval stay until someone settles them. The caller keeps `before_ms` behind the
 /// longest window a policy may set, so no window is cut short.
 pub async fn prune(db: &Db, before_ms: i64) -> StoreResult<u64> {
+    let db = &db.ledger();
     let mut deleted = 0;
     loop {
         let sql = Sql::with_args(

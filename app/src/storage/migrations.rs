@@ -12,9 +12,11 @@
 use super::dialect::Backend;
 use super::{on_pool, Db};
 use sqlx::migrate::Migrator;
+use sqlx::SqlitePool;
 
 static SQLITE: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES: Migrator = sqlx::migrate!("../migrations/postgres");
+static SQLITE_LEDGER: Migrator = sqlx::migrate!("../migrations/sqlite-ledger");
 
 /// This build's migrations for `backend`.
 pub fn migrator(backend: Backend) -> &'static Migrator {
@@ -22,6 +24,57 @@ pub fn migrator(backend: Backend) -> &'static Migrator {
         Backend::Sqlite => &SQLITE,
         Backend::Postgres => &POSTGRES,
     }
+}
+
+/// The migrations of the execution ledger's own SQLite file (see `Db::ledger`); it keeps
+/// its own `_sqlx_migrations`. On PostgreSQL the ledger's tables are in the main
+/// migrations.
+pub fn ledger_migrator() -> &'static Migrator {
+    &SQLITE_LEDGER
+}
+
+/// The columns of `call_ledger`, as both files define them.
+const LEDGER_COLUMNS: &str = "id, idempotency_key, natural_key, run_id, step_index, tool, arguments, state, \
+    attempts, deduped, external_id, response, error, verified_by, approval_id, escalation_id, settled_by, \
+    requested_by_token, created_at, started_at, completed_at, updated_at";
+
+/// Copies the ledger's entries and hourly dedupe counts from the main SQLite file, where
+/// releases before 0.3 kept them, into the ledger's own file; the main file's migration
+/// 0036 then drops them there. Returns the entries copied; 0 once 0036 has run.
+///
+/// Copies on a connection of its own, the ledger's file attached only to it: a pooled
+/// connection with that file attached would take both files' write locks at every
+/// `BEGIN IMMEDIATE`. Idempotent (`INSERT OR IGNORE`), so a start interrupted between this
+/// copy and 0036 copies nothing twice.
+pub async fn move_ledger_into_its_file(main: &SqlitePool, ledger: &SqlitePool) -> Result<u64, sqlx::Error> {
+    use sqlx::{Connection, Executor};
+    let exists = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'call_ledger'";
+    if sqlx::query_scalar::<_, i64>(exists).fetch_one(main).await? == 0 {
+        return Ok(0);
+    }
+    let mut conn = sqlx::SqliteConnection::connect_with(main.connect_options().as_ref()).await?;
+    let file = ledger.connect_options().get_filename().to_string_lossy().into_owned();
+    sqlx::query("ATTACH DATABASE $1 AS ledger_file").bind(file).execute(&mut conn).await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let moved = tx
+        .execute(
+            format!(
+                "INSERT OR IGNORE INTO ledger_file.call_ledger ({LEDGER_COLUMNS}) \
+                 SELECT {LEDGER_COLUMNS} FROM main.call_ledger"
+            )
+            .as_str(),
+        )
+        .await?
+        .rows_affected();
+    tx.execute(
+        "INSERT OR IGNORE INTO ledger_file.call_ledger_hours (hour_ms, tool, deduped) \
+         SELECT hour_ms, tool, deduped FROM main.call_ledger_hours",
+    )
+    .await?;
+    tx.commit().await?;
+    conn.execute("DETACH DATABASE ledger_file").await?;
+    conn.close().await?;
+    Ok(moved)
 }
 
 /// Migrations edited after release: (backend, version, SHA-384 of the released text).

@@ -51,7 +51,9 @@ use std::time::Duration;
 /// A connection pool to whichever backend the deployment configured.
 #[derive(Debug, Clone)]
 pub enum Db {
-    Sqlite(SqlitePool),
+    /// The database file, and the pool on the execution ledger's file beside it (see
+    /// [`Db::ledger`]).
+    Sqlite(SqlitePool, SqlitePool),
     Postgres(PgPool),
 }
 
@@ -60,7 +62,7 @@ pub enum Db {
 macro_rules! on_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::storage::Db::Sqlite($pool) => $body,
+            $crate::storage::Db::Sqlite($pool, _) => $body,
             $crate::storage::Db::Postgres($pool) => $body,
         }
     };
@@ -111,6 +113,10 @@ fn sqlite_pool_options() -> SqlitePoolOptions {
     })
 }
 
+/// Connections to the ledger's SQLite file: its writers take turns anyway, and readers
+/// (the run page, `/metrics`) are few.
+const LEDGER_CONNECTIONS: u32 = 4;
+
 /// The ingest writer's SQLite page cache, MiB (the other connections keep SQLite's 2 MiB).
 /// Each run adds entries to indexes whose keys are random (run id, trace id, cost,
 /// duration), so once a database holds a few GB nearly every entry lands on a page of its
@@ -152,12 +158,25 @@ impl Db {
                 // channel; at the default 50 each 500-row read of a run page waited ten times for
                 // the task to be scheduled, which on a busy machine cost tens of ms.
                 .row_buffer_size(1024);
+            // The ledger's log is restarted by the server's loop at a length of its own (see
+            // `wal::checkpoint_ledger`), so its limits are its own too.
+            let ledger_options = options
+                .clone()
+                .filename(ledger_path(options.get_filename()))
+                .pragma("wal_autocheckpoint", wal::LEDGER_AUTOCHECKPOINT_PAGES.to_string())
+                .pragma("journal_size_limit", wal::LEDGER_LOG_FILE_LIMIT_BYTES.to_string());
             let pool = sqlite_pool_options()
                 .max_connections(8)
                 .connect_with(options)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot open SQLite database `{url}`: {e}"))?;
-            Ok(Db::Sqlite(pool))
+            let ledger =
+                sqlite_pool_options()
+                    .max_connections(LEDGER_CONNECTIONS)
+                    .connect_with(ledger_options)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot open the ledger's SQLite database beside `{url}`: {e}"))?;
+            Ok(Db::Sqlite(pool, ledger))
         } else {
             anyhow::bail!("unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB")
         }
@@ -173,19 +192,42 @@ impl Db {
     /// the shared pool.
     pub fn dedicated(&self) -> Db {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, ledger) => {
                 // A page cache of WRITER_CACHE_MIB instead of SQLite's 2 MiB: see there.
                 let options = (*pool.connect_options())
                     .clone()
                     .pragma("wal_autocheckpoint", "0")
                     .pragma("cache_size", format!("-{}", WRITER_CACHE_MIB * 1024));
-                Db::Sqlite(sqlite_pool_options().max_connections(1).min_connections(0).connect_lazy_with(options))
+                let writer = sqlite_pool_options().max_connections(1).min_connections(0).connect_lazy_with(options);
+                Db::Sqlite(writer, ledger.clone())
             }
             Db::Postgres(pool) => Db::Postgres(pool.clone()),
         }
     }
 
+    /// The database holding the execution ledger (`storage::ledger`). On SQLite a file of
+    /// its own beside the main one ([`ledger_path`]), with its own write lock: SQLite lets
+    /// one writer at a time into a file, so in the main file an agent's ask waited for the
+    /// ingest commit in progress (about 11 ms at 20,000 spans/s) and its p99 was 15-60 ms.
+    /// The ledger's transactions read and write nothing else, which is what makes the
+    /// split free of cross-file transactions (docs/adr/0011-ledger-file.md). On PostgreSQL,
+    /// whose writers lock rows, not the database, the same database.
+    pub fn ledger(&self) -> Db {
+        match self {
+            Db::Sqlite(_, ledger) => Db::Sqlite(ledger.clone(), ledger.clone()),
+            Db::Postgres(pool) => Db::Postgres(pool.clone()),
+        }
+    }
+
+    /// Whether the ledger is a database of its own ([`Db::ledger`]): a transaction on it
+    /// cannot also write the main database.
+    pub fn ledger_is_separate(&self) -> bool {
+        matches!(self, Db::Sqlite(..))
+    }
+
     /// Applies every pending migration of this backend, then prepares the session table.
+    /// On SQLite the ledger's file first, then the entries an older release kept in the
+    /// main file are copied into it, before the main file's migration 0036 drops them there.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         let accepted = migrations::accept_released_texts(self).await?;
         if accepted > 0 {
@@ -193,6 +235,13 @@ impl Db {
                 migrations = accepted,
                 "recorded today's text of migrations this database applied before they were edited"
             );
+        }
+        if let Db::Sqlite(pool, ledger) = self {
+            migrations::ledger_migrator().run(ledger).await?;
+            let moved = migrations::move_ledger_into_its_file(pool, ledger).await?;
+            if moved > 0 {
+                tracing::info!(entries = moved, "moved the execution ledger into its own file");
+            }
         }
         on_pool!(self, pool => migrations::migrator(self.backend()).run(pool).await)?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
@@ -220,22 +269,46 @@ impl Db {
         let sql = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
         let applied: Result<i64, sqlx::Error> = on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
         match applied {
-            Ok(n) if n >= expected => Ok(()),
-            Ok(n) => Err(format!("{n} of {expected} migrations applied")),
-            Err(e) => Err(format!("database unreachable: {e}")),
+            Ok(n) if n >= expected => {}
+            Ok(n) => return Err(format!("{n} of {expected} migrations applied")),
+            Err(e) => return Err(format!("database unreachable: {e}")),
         }
+        if let Db::Sqlite(_, ledger) = self {
+            let expected = migrations::ledger_migrator().iter().count() as i64;
+            match sqlx::query_scalar::<_, i64>(sql).fetch_one(ledger).await {
+                Ok(n) if n >= expected => {}
+                Ok(n) => return Err(format!("{n} of {expected} migrations of the ledger's file applied")),
+                Err(e) => return Err(format!("the ledger's database unreachable: {e}")),
+            }
+        }
+        Ok(())
     }
 
     pub fn backend_name(&self) -> &'static str {
         match self {
-            Db::Sqlite(_) => "sqlite",
+            Db::Sqlite(..) => "sqlite",
             Db::Postgres(_) => "postgres",
         }
     }
 
     pub async fn close(&self) {
+        if let Db::Sqlite(_, ledger) = self {
+            ledger.close().await;
+        }
         on_pool!(self, pool => pool.close().await)
     }
+}
+
+/// The execution ledger's SQLite file for the database file `main`: beside it, `.ledger`
+/// before the extension (`flightdeck.db` → `flightdeck.ledger.db`), so a copy of the pair
+/// under a new name keeps them paired.
+pub fn ledger_path(main: &std::path::Path) -> std::path::PathBuf {
+    let stem = main.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match main.extension() {
+        Some(ext) => format!("{stem}.ledger.{}", ext.to_string_lossy()),
+        None => format!("{stem}.ledger"),
+    };
+    main.with_file_name(name)
 }
 
 /// A JSON column this build wrote, read back. One that does not parse is corrupt data and

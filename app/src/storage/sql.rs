@@ -314,7 +314,7 @@ impl WriteGate {
 /// `None` on PostgreSQL.
 pub async fn hold_write_gate(db: &Db) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, sqlx::Error> {
     match db {
-        Db::Sqlite(pool) => Ok(Some(take_write_gate(pool, true).await?)),
+        Db::Sqlite(pool, _) => Ok(Some(take_write_gate(pool, true).await?)),
         Db::Postgres(_) => Ok(None),
     }
 }
@@ -363,7 +363,7 @@ impl Tx {
 
     async fn begin_write_as(db: &Db, bulk: bool) -> Result<Tx, sqlx::Error> {
         Ok(match db {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, _) => {
                 let guard = take_write_gate(pool, bulk).await?;
                 Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(guard))
             }
@@ -443,10 +443,18 @@ impl Db {
     /// read, so the statement runs to its end and commits before this returns.
     pub async fn write_returning<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, _) => {
+                let asked = std::time::Instant::now();
                 let _turn = take_write_gate(pool, false).await?;
+                let held = std::time::Instant::now();
                 let (text, args) = sql.into_sqlite()?;
-                sqlx::query_as_with(&text, args).fetch_all(pool).await
+                let rows = sqlx::query_as_with(&text, args).fetch_all(pool).await;
+                tracing::debug!(
+                    gate_us = (held - asked).as_micros() as u64,
+                    statement_us = held.elapsed().as_micros() as u64,
+                    "one-statement write"
+                );
+                rows
             }
             Db::Postgres(pool) => {
                 let (text, args) = sql.into_postgres()?;
@@ -461,17 +469,17 @@ impl Db {
     /// PostgreSQL, whose writers do not wait for one another's commits.
     pub fn interactive_writes_within(&self, window: std::time::Duration) -> bool {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, ledger) => [pool, ledger].into_iter().any(|pool| {
                 let last = write_gate(pool).last_interactive_ms.load(std::sync::atomic::Ordering::Relaxed);
                 last > 0 && super::now_ms() - last <= window.as_millis() as i64
-            }
+            }),
             Db::Postgres(_) => false,
         }
     }
 
     pub fn backend(&self) -> Backend {
         match self {
-            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Sqlite(..) => Backend::Sqlite,
             Db::Postgres(_) => Backend::Postgres,
         }
     }
@@ -479,7 +487,7 @@ impl Db {
     /// Runs a statement outside any transaction; returns the number of rows it changed.
     pub async fn execute(&self, sql: Sql) -> Result<u64, sqlx::Error> {
         Ok(match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_with(&text, args).execute(pool).await?.rows_affected()
             }
@@ -492,7 +500,7 @@ impl Db {
 
     pub async fn fetch_all<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
-            Db::Sqlite(pool) => {
+            Db::Sqlite(pool, _) => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_all(pool).await
             }

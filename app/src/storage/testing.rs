@@ -25,6 +25,11 @@ impl TestDb {
         Self::sqlite_at(None).await
     }
 
+    /// A SQLite database migrated up to `version` only (see [`Db::migrate_up_to`]).
+    pub async fn sqlite_at_version(version: i64) -> TestDb {
+        Self::sqlite_at(Some(version)).await
+    }
+
     /// Migrated up to `version` only (see [`Db::migrate_up_to`]), or fully with `None`.
     async fn sqlite_at(version: Option<i64>) -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");

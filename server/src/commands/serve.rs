@@ -88,6 +88,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(announce_escalations(db.clone(), Arc::new(config.webhooks.clone()))),
         tokio::spawn(approval_hub.clone().listen(db.clone())),
         tokio::spawn(checkpoint_wal(db.clone())),
+        tokio::spawn(checkpoint_ledger_wal(db.clone())),
         tokio::spawn(refresh_trends(db.clone(), trends)),
         tokio::spawn(train_chunk_dictionary(db.clone())),
     ];
@@ -327,7 +328,7 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
 /// writer's restarts of the log find little left to copy. Runs until dropped; returns at
 /// once on PostgreSQL.
 pub async fn checkpoint_wal(db: Db) {
-    if !matches!(db, Db::Sqlite(_)) {
+    if !matches!(db, Db::Sqlite(..)) {
         return;
     }
     let mut every = tokio::time::interval(Duration::from_millis(50));
@@ -338,6 +339,32 @@ pub async fn checkpoint_wal(db: Db) {
             Ok(Some(c)) if c.log_pages > 0 => tracing::trace!(?c, "checkpoint"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not checkpoint the SQLite log"),
+        }
+    }
+}
+
+/// How often the execution ledger's log is copied into its file (and restarted once
+/// long, see `storage::wal::checkpoint_ledger`). Seldom, unlike the main file's: a copy
+/// that catches up with every commit lets the next commit start the log again, and
+/// that commit then syncs the log's new header, about 1 ms beside heavy ingest. Every
+/// 50 ms, at 20 guarded calls/s nearly every ask paid it (p50 2.9 ms where 500 calls/s
+/// gave 1.5).
+const LEDGER_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Keeps the execution ledger's SQLite log short (`storage::wal::checkpoint_ledger`).
+/// Runs until dropped; returns at once on PostgreSQL.
+pub async fn checkpoint_ledger_wal(db: Db) {
+    if !matches!(db, Db::Sqlite(..)) {
+        return;
+    }
+    let mut every = tokio::time::interval(LEDGER_CHECKPOINT_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match wal::checkpoint_ledger(&db, wal::LEDGER_RESTART_AT_PAGES).await {
+            Ok(Some(c)) if c.log_pages > 0 => tracing::trace!(?c, "ledger checkpoint"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not checkpoint the ledger's SQLite log"),
         }
     }
 }

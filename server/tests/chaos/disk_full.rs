@@ -78,9 +78,11 @@ async fn a_full_disk_is_answered_503_and_writes_resume_once_space_is_freed() {
 
     let path = disk.dir.path().join("flightdeck.db");
     let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-    let Db::Sqlite(pool) = &db else { unreachable!() };
-    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check").fetch_one(pool).await.unwrap();
-    assert_eq!(integrity, "ok", "no corruption after the disk filled up");
+    let Db::Sqlite(pool, ledger_pool) = &db else { unreachable!() };
+    for pool in [pool, ledger_pool] {
+        let integrity: String = sqlx::query_scalar("PRAGMA integrity_check").fetch_one(pool).await.unwrap();
+        assert_eq!(integrity, "ok", "no corruption after the disk filled up");
+    }
     let v = super::verify::stored_exactly_once(&db, &work, &ledger.acknowledged(), true, "sqlite disk full").await;
     db.close().await;
     let refused = ledger.statuses().get(&503).copied().unwrap_or(0);
