@@ -1132,6 +1132,21 @@ mod ingest_storage {
     }
 }
 
+/// The ledger file's connections are all opened when the database is (by the thread that
+/// opens it, whose priority SQLite's threads for them take) and kept.
+#[tokio::test]
+async fn the_ledger_file_connections_are_opened_with_the_database_and_kept() {
+    use app::storage::{Db, LEDGER_CONNECTIONS};
+    for t in TestDb::each_backend().await {
+        if let Db::Sqlite(_, ledger) = &t.db {
+            assert_eq!(ledger.size(), LEDGER_CONNECTIONS, "all open");
+            assert_eq!(ledger.options().get_idle_timeout(), None, "none closed for idling");
+            assert_eq!(ledger.options().get_max_lifetime(), None, "none closed for age");
+        }
+        t.cleanup().await;
+    }
+}
+
 /// The ledger's file (SQLite) has no ingest writer to restart its log: the server's loop
 /// copies it and, once it is long, restarts it.
 #[tokio::test]
