@@ -68,8 +68,8 @@ pub async fn restart_log(db: &Db) -> StoreResult<Option<Checkpoint>> {
 /// file on SQLite, see [`Db::ledger`]): 32 MiB at 4 KiB pages. A restart holds the
 /// ledger's turn for a sync (1-16 ms measured beside 20,000 spans/s of ingest), and the
 /// ask after it syncs the log's new header; at 500 guarded calls/s the log grows about
-/// 2,500 pages a second, a restart every 3 s or so. (At 32,768 pages, restarting four
-/// times less often, p99 was no better: 8-24 ms in six runs, 11 ms or less in half of them, as at 8,192.)
+/// 2,500 pages a second, a restart every 3 s or so. (Restarting four times less often,
+/// at 32,768 pages, gave no better a p99: 8-24 ms in six runs.)
 pub const LEDGER_RESTART_AT_PAGES: i64 = 8_192;
 
 /// The ledger file's automatic checkpoint, the safety net for processes that do not run

@@ -344,11 +344,11 @@ pub async fn checkpoint_wal(db: Db) {
 }
 
 /// How often the execution ledger's log is copied into its file (and restarted once
-/// long, see `storage::wal::checkpoint_ledger`). Seldom, unlike the main file's: a copy
-/// that catches up with every commit lets the next commit start the log again, and
-/// that commit then syncs the log's new header, about 1 ms beside heavy ingest. Every
-/// 50 ms, at 20 guarded calls/s nearly every ask paid it (p50 2.9 ms where 500 calls/s
-/// gave 1.5).
+/// long, see `storage::wal::checkpoint_ledger`). Seldom, unlike the main file's: each
+/// copy syncs on the disk ingest is writing to, and a copy that catches up with every
+/// commit lets the next commit start the log again and sync its new header. Every 50 ms,
+/// one run in three at 500 guarded calls/s beside 20,000 spans/s had a p99 of 60 ms
+/// (docs/benchmarks.md).
 const LEDGER_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// Keeps the execution ledger's SQLite log short (`storage::wal::checkpoint_ledger`).
