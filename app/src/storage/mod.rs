@@ -219,7 +219,8 @@ impl Db {
     /// The database holding the execution ledger (`storage::ledger`). On SQLite a file of
     /// its own beside the main one ([`ledger_path`]), with its own write lock: SQLite lets
     /// one writer at a time into a file, so in the main file an agent's ask waited for the
-    /// ingest commit in progress (about 11 ms at 20,000 spans/s) and its p99 was 15-60 ms.
+    /// ingest commit in progress (7-10 ms at 20,000 spans/s) and the p99 of an ask and its
+    /// report was 16-25 ms.
     /// The ledger's transactions read and write nothing else, which is what makes the
     /// split free of cross-file transactions (docs/adr/0011-ledger-file.md). On PostgreSQL,
     /// whose writers lock rows, not the database, the same database.

@@ -464,9 +464,13 @@ impl Db {
     }
 
     /// Whether an interactive writer (see [`WriteGate`]) asked for this SQLite database's
-    /// write lock within `window`. The ingest writer then commits smaller batches, so that
-    /// such a writer never waits long for the one in progress. Always false on
-    /// PostgreSQL, whose writers do not wait for one another's commits.
+    /// write lock within `window`, or its ledger's file's. The ingest writer then commits
+    /// smaller batches, so that such a writer never waits long for the one in progress.
+    /// The ledger's writers no longer wait for the main file's commits, but they still
+    /// share the cores and the disk with them: counting only the main file, ask +
+    /// complete p99 was 10.2 and 7.1 ms against 8.4 and 6.6 ms in alternating runs beside
+    /// 20,000 spans/s. Always false on PostgreSQL, whose writers do not wait for one
+    /// another's commits.
     pub fn interactive_writes_within(&self, window: std::time::Duration) -> bool {
         match self {
             Db::Sqlite(pool, ledger) => [pool, ledger].into_iter().any(|pool| {
