@@ -11,6 +11,9 @@
 //!     place of each ask and complete: the round trip's floor on the machine, beside the
 //!     same ingest)
 //!   FLIGHTDECK_BENCH_RUST_LOG=app::storage=debug FLIGHTDECK_BENCH_SERVER_LOG=/tmp/server.log
+//!   FLIGHTDECK_BENCH_SAMPLES=/tmp/samples.txt (each round trip: start in µs since the epoch,
+//!     ask µs, ask + complete µs; to lay the slow ones beside the server's log)
+//!   FLIGHTDECK_BENCH_DATA_DIR=/dev/shm (where the databases go; default the temp folder)
 
 use app::access::Scope;
 use app::auth::secrets;
@@ -48,7 +51,12 @@ async fn measure(label: &str, database_url: Option<&str>) {
     );
     // FLIGHTDECK_BENCH_FLOOR=1 measures the floor instead: see below.
     let floor = setting("FLIGHTDECK_BENCH_FLOOR", 0) == 1;
-    let dir = tempfile::tempdir().unwrap();
+    // FLIGHTDECK_BENCH_DATA_DIR puts the databases under another folder (e.g. /dev/shm, to
+    // see what the disk's syncs cost).
+    let dir = match std::env::var("FLIGHTDECK_BENCH_DATA_DIR") {
+        Ok(parent) => tempfile::tempdir_in(parent).unwrap(),
+        Err(_) => tempfile::tempdir().unwrap(),
+    };
     let (web, otlp) = (free_port(), free_port());
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
     cmd.env_clear()
@@ -125,6 +133,9 @@ async fn measure(label: &str, database_url: Option<&str>) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(256).build().unwrap();
     let base = format!("http://127.0.0.1:{web}");
     let samples: Arc<Mutex<(Vec<Duration>, Vec<Duration>)>> = Arc::default();
+    // FLIGHTDECK_BENCH_SAMPLES=/path writes each round trip as "start (µs since the epoch)
+    // ask_µs trip_µs", to lay slow ones beside the server's log.
+    let timeline: Arc<Mutex<Vec<(u128, Duration, Duration)>>> = Arc::default();
     let failures = Arc::new(Mutex::new(0usize));
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -134,11 +145,12 @@ async fn measure(label: &str, database_url: Option<&str>) {
         while sent < due {
             sent += 1;
             let floor = floor;
-            let (http, base, secret, samples, failures) =
-                (http.clone(), base.clone(), secret.clone(), samples.clone(), failures.clone());
+            let (http, base, secret, samples, failures, timeline) =
+                (http.clone(), base.clone(), secret.clone(), samples.clone(), failures.clone(), timeline.clone());
             let n = sent;
             tasks.spawn(async move {
                 let t0 = Instant::now();
+                let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
                 if floor {
                     // Two requests that each read the database once and write nothing:
                     // what a round trip costs on this machine whatever the ledger does.
@@ -172,6 +184,7 @@ async fn measure(label: &str, database_url: Option<&str>) {
                 if !done.is_ok_and(|r| r.status().is_success()) || answer["answer"] != "proceed" {
                     return *failures.lock().unwrap() += 1;
                 }
+                timeline.lock().unwrap().push((wall.as_micros(), ask, t0.elapsed()));
                 let mut s = samples.lock().unwrap();
                 s.0.push(ask);
                 s.1.push(t0.elapsed());
@@ -185,6 +198,15 @@ async fn measure(label: &str, database_url: Option<&str>) {
     loadgen.shutdown_background();
     let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
     let _ = server.wait();
+    if let Ok(path) = std::env::var("FLIGHTDECK_BENCH_SAMPLES") {
+        let lines: Vec<String> = timeline
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(at, ask, trip)| format!("{at} {} {}", ask.as_micros(), trip.as_micros()))
+            .collect();
+        std::fs::write(path, lines.join("\n")).unwrap();
+    }
     let (mut asks, mut trips) = samples.lock().unwrap().clone();
     asks.sort_unstable();
     trips.sort_unstable();
