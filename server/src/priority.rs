@@ -1,5 +1,6 @@
-//! Thread priorities: when `serve` runs on SQLite, the runtime's threads run at a lower
-//! priority than the ingest writer's.
+//! Thread priorities: when `serve` runs on SQLite, the shared runtime's threads (the
+//! OTLP receivers, which decode exports, and the background jobs) run at a lower
+//! priority than the ingest writer's and the web server's.
 //!
 //! Ingest is a pipeline with one serial stage. Decoding and normalizing exports run on
 //! as many threads as there are exports in flight, but every span then passes through
@@ -11,6 +12,10 @@
 //! no privilege (raising the writer's would); it only matters when the cores are
 //! contended, and then a thread of lower priority still gets a share of them. On
 //! PostgreSQL the database server does the serial work, so nothing is lowered.
+//!
+//! The web server (pages, the agent API and guarded calls) has a runtime of its own at
+//! normal priority ([`own_runtime`]): people and agents wait on each of its answers,
+//! while an export's decoding can fall behind and catch up.
 
 /// Runs the future `make` returns on an OS thread of its own named `name`, with a
 /// single-threaded runtime, at the priority of the calling thread (which for the SQLite
@@ -25,6 +30,35 @@ where
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     std::thread::Builder::new().name(name.to_string()).spawn(move || runtime.block_on(async move { make().await }))?;
     Ok(())
+}
+
+/// A multi-threaded runtime of its own for work that answers people and agents waiting
+/// on it (the web server: pages, the agent API, guarded calls), at the priority of the
+/// calling thread, which in `serve` is the main thread's. On the shared runtime these
+/// requests ran lowered beside the decoding of exports, so an ask queued for a core
+/// behind decoding, and while it held the ledger's turn so did every ask after it.
+/// Dropping the handle shuts the runtime down without waiting, so it can be dropped
+/// inside another runtime.
+pub fn own_runtime(name: &str) -> std::io::Result<OwnRuntime> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().thread_name(name).enable_all().build()?;
+    Ok(OwnRuntime(Some(runtime)))
+}
+
+/// See [`own_runtime`].
+pub struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl OwnRuntime {
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        self.0.as_ref().expect("the runtime is only taken on drop").handle()
+    }
+}
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 /// How much lower: `nice` 10 against the writer's 0, a weight of 110 against 1024 when
@@ -57,6 +91,28 @@ mod tests {
         // SAFETY: plain system call; -1 is a valid nice value, and errors cannot happen
         // for the calling thread.
         unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    #[test]
+    fn an_own_runtime_keeps_the_starting_threads_priority_and_drops_inside_another() {
+        let before = nice();
+        let shared = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .on_thread_start(lower_this_thread)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Made from this thread, as `serve` makes the web runtime from the main thread,
+        // then used and dropped from a lowered runtime's task.
+        let web = super::own_runtime("web-test").unwrap();
+        let (on_web, on_shared) = shared.block_on(async move {
+            let on_web = web.handle().spawn(async { nice() }).await.unwrap();
+            let on_shared = tokio::spawn(async { nice() }).await.unwrap();
+            drop(web);
+            (on_web, on_shared)
+        });
+        assert_eq!(on_web, before);
+        assert_eq!(on_shared, (before + NICE_INCREMENT).min(19));
     }
 
     #[test]

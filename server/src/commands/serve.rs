@@ -119,8 +119,20 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let ui = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(until_stopped());
+    // The web server (pages and the agent API) runs on a runtime of its own at the main
+    // thread's priority, the receivers and background jobs on the shared one, lowered on
+    // SQLite (see `priority`).
+    let web_runtime = crate::priority::own_runtime("web")?;
+    let listener = listener.into_std()?;
+    let ui = web_runtime.handle().spawn({
+        let stopped = until_stopped();
+        async move {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+    });
     let http_receiver =
         axum::serve(otlp_http, crate::otlp::http::router(ingest.clone())).with_graceful_shutdown(until_stopped());
     let grpc_receiver = crate::otlp::grpc::transport()
@@ -150,7 +162,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         "flightdeck is serving"
     );
     let (ui, http_receiver, grpc_receiver) = tokio::join!(ui, http_receiver, grpc_receiver);
-    ui.context("web server error")?;
+    ui.context("web server stopped unexpectedly")?.context("web server error")?;
     http_receiver.context("OTLP/HTTP receiver error")?;
     grpc_receiver.context("OTLP/gRPC receiver error")?;
     for task in background {
