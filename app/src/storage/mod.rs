@@ -180,13 +180,17 @@ impl Db {
                 .map_err(|e| anyhow::anyhow!("cannot open the ledger's SQLite database beside `{url}`: {e}"))?;
             // Every connection opened now, by the caller, and kept: each starts SQLite's
             // thread of its own from the caller's thread, at its priority. In `serve`
-            // that is the main thread, which keeps its priority while the runtime's
-            // threads, decoding exports, run lower (the server's `priority`); opened later
-            // by a request, the ledger's threads would queue behind that decoding like
-            // them. Measured beside 20,000 spans/s: p99 7.1, 9.1, 11.6 ms against 7.8,
-            // 10.3, 25.1 ms in alternating runs (docs/benchmarks.md).
-            let (a, b, c, d) = tokio::join!(ledger.acquire(), ledger.acquire(), ledger.acquire(), ledger.acquire());
-            drop((a?, b?, c?, d?));
+            // that is the main thread, which keeps its priority while the shared
+            // runtime's threads, decoding exports, run lower (the server's `priority`);
+            // opened later by whichever task first needed one (a background job on that
+            // runtime, say), a ledger thread could queue behind that decoding like them.
+            // Measured beside 20,000 spans/s: p99 7.1, 9.1, 11.6 ms against 7.8, 10.3,
+            // 25.1 ms in alternating runs (docs/benchmarks.md).
+            let mut held = Vec::with_capacity(LEDGER_CONNECTIONS as usize);
+            for _ in 0..LEDGER_CONNECTIONS {
+                held.push(ledger.acquire().await?);
+            }
+            drop(held);
             Ok(Db::Sqlite(pool, ledger))
         } else {
             anyhow::bail!("unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB")
