@@ -339,6 +339,58 @@ async fn two_people_must_approve_the_same_hash_and_the_runs_own_user_cannot() {
         assert_eq!(status, StatusCode::CONFLICT);
         assert!(body.contains("enduser.id"), "{body}");
         assert_eq!(poll(&s, id).await["approvals_given"], 0);
+        // OpenTelemetry also allows enduser.id on the resource: it counts the same.
+        common::spans::ingest_with_resource(
+            &t.db,
+            vec![span_at(10, 1, None, "agent.run", now, vec![kv("run.id", "run-own-resource")])],
+            vec![kv("service.name", "billing"), kv("enduser.id", "carol")],
+        )
+        .await;
+        let created = file(&s, refund("run-own-resource", "k4", 10)).await;
+        let (id, sha) = (created["id"].as_str().unwrap(), created["payload_sha256"].as_str().unwrap());
+        let (status, body) = decide(&carol, id, "approve", sha, &[]).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert!(body.contains("enduser.id"), "{body}");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn the_second_approver_sees_the_first_ones_edit_and_the_history_names_both() {
+    for t in TestDb::each_backend().await {
+        policy(&t, |_| {}).await;
+        let mut two = rule("two", "true", RuleAction::RequireApproval, RuleMode::Enforce);
+        two.approvers = 2;
+        approval_rules::upsert(&t.db, &two, "admin").await.unwrap();
+        let s = live(&t, Overrides::default()).await;
+        let (alice, bob) = (s.person("alice").await, s.person("bob").await);
+        let body = json!({"run_id": "run-edit2", "step_index": 1, "tool": "refund", "idempotency_key": "e2",
+                          "arguments": {"order": "o-1", "amount": 10, "archive_first": false}});
+        let created = file(&s, body).await;
+        let (id, sha) = (created["id"].as_str().unwrap(), created["payload_sha256"].as_str().unwrap());
+        let edited = r#"{"order": "o-1", "amount": 10, "archive_first": true}"#;
+        let (status, said) = decide(&alice, id, "approve", sha, &[("arguments", edited)]).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        let a = approvals::get(&t.db, id).await.unwrap().unwrap();
+        assert_eq!(a.status.as_str(), "pending", "one of two");
+        assert_eq!(a.edits.len(), 1);
+        assert_eq!(a.edits[0].username, "alice");
+        assert!(a.edits[0].changes.contains("archive_first"), "{:?}", a.edits);
+        // Bob's page says, before the payload, that alice changed it, and what the agent asked.
+        let page = bob.page(&format!("/approvals/{id}")).await;
+        let history = page.find("data-testid=\"edit-history\"").expect("the edit is shown");
+        let payload = page.find("data-testid=\"payload\"").unwrap();
+        assert!(history < payload, "the edit comes before the payload");
+        assert!(page[history..payload].contains("alice"), "who changed it");
+        assert!(page[history..payload].contains("archive_first"), "what changed");
+        assert!(page.contains("original-arguments"), "what the agent asked for");
+        let (status, said) = decide(&bob, id, "approve", &a.payload_sha256, &[]).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        let a = approvals::get(&t.db, id).await.unwrap().unwrap();
+        assert_eq!(a.status.as_str(), "approved_with_changes");
+        assert_eq!(a.approved_by, vec!["alice".to_string(), "bob".to_string()]);
+        let decided = bob.page(&format!("/approvals/{id}")).await;
+        assert!(decided.contains("Approved with changes by alice and bob"), "every approver is named");
         t.cleanup().await;
     }
 }
@@ -411,7 +463,7 @@ async fn a_guarded_call_gets_the_edited_arguments_and_the_approvers_message() {
         let s = live(&t, Overrides::default()).await;
         let ask =
             json!({"run_id": "run-g", "step_index": 2, "tool": "refund", "arguments": {"order": "o-9", "amount": 900}});
-        let (_, first) = s.api(reqwest::Method::POST, "/api/v1/calls", Some(ask), &s.agent).await;
+        let (_, first) = s.api(reqwest::Method::POST, "/api/v1/calls", Some(ask.clone()), &s.agent).await;
         assert_eq!(first["answer"], "approval_required", "{first}");
         let call_id = first["call"]["id"].as_str().unwrap();
         let approval = approvals::get(&t.db, first["call"]["approval_id"].as_str().unwrap()).await.unwrap().unwrap();
@@ -426,7 +478,10 @@ async fn a_guarded_call_gets_the_edited_arguments_and_the_approvers_message() {
         )
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        let (_, answer) = s.api(reqwest::Method::GET, &format!("/api/v1/calls/{call_id}?wait=5"), None, &s.agent).await;
+        // A read starts nothing: the agent asks again to be told to proceed.
+        let (_, read) = s.api(reqwest::Method::GET, &format!("/api/v1/calls/{call_id}?wait=5"), None, &s.agent).await;
+        assert_eq!(read["answer"], "ask_again", "{read}");
+        let (_, answer) = s.api(reqwest::Method::POST, "/api/v1/calls", Some(ask), &s.agent).await;
         assert_eq!(answer["answer"], "proceed", "{answer}");
         assert_eq!(answer["approved_arguments"], json!({"order": "o-9", "amount": 90}));
         assert_eq!(answer["message"], "90, not 900");

@@ -221,7 +221,7 @@ async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
         let (status, _) = victor.call("settle_call", &[("id", &id), ("happened", "yes")]).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "settling needs the operator role");
         let (status, said) =
-            olga.call("settle_call", &[("id", &id), ("happened", "yes"), ("external_id", "ch_9")]).await;
+            olga.call("settle_call", &[("id", &id), ("happened", "yes"), ("external_id", "ch_9"), ("confirm", "yes")]).await;
         assert_eq!(status, StatusCode::OK, "{said}");
         let settled = ledger::get(&t.db, &id).await.unwrap().unwrap().0;
         assert_eq!(settled.state, EntryState::Succeeded);
@@ -233,7 +233,7 @@ async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
         let (_, after) = s.ask(body).await;
         assert_eq!(after["answer"], "already_done");
         assert_eq!(after["call"]["external_id"], "ch_9");
-        let (status, _) = olga.call("settle_call", &[("id", &id), ("happened", "no")]).await;
+        let (status, _) = olga.call("settle_call", &[("id", &id), ("happened", "no"), ("confirm", "yes")]).await;
         assert_eq!(status, StatusCode::CONFLICT, "only an unknown outcome is settled");
         t.cleanup().await;
     }
@@ -254,10 +254,13 @@ async fn a_call_that_needs_approval_waits_for_it_and_uses_it_once() {
         let (status, early) = s.complete(&id, json!({"outcome": "ok"})).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "not started: {early}");
 
+        // The agent repeats its ask with a wait; a read meanwhile says the same and starts nothing.
         let waiter = {
-            let (http, url, agent) = (s.http.clone(), format!("{}/api/v1/calls/{id}?wait=20", s.base), s.agent.clone());
+            let (http, url, agent) = (s.http.clone(), format!("{}/api/v1/calls", s.base), s.agent.clone());
+            let mut waiting = body.clone();
+            waiting["wait"] = json!(20);
             tokio::spawn(async move {
-                http.get(url).bearer_auth(agent).send().await.unwrap().json::<Value>().await.unwrap()
+                http.post(url).bearer_auth(agent).json(&waiting).send().await.unwrap().json::<Value>().await.unwrap()
             })
         };
         let approval = app::storage::approvals::get(&t.db, &approval_id).await.unwrap().unwrap();
@@ -268,6 +271,7 @@ async fn a_call_that_needs_approval_waits_for_it_and_uses_it_once() {
         assert_eq!(status, StatusCode::OK, "{decided}");
         let woken = tokio::time::timeout(Duration::from_secs(15), waiter).await.expect("woken").unwrap();
         assert_eq!(woken["answer"], "proceed", "the approval turns into proceed: {woken}");
+        assert_eq!(woken["call"]["attempts"], 1, "{woken}");
         let (_, again) = s.ask(body.clone()).await;
         assert_eq!(again["answer"], "in_progress", "the approval is used once");
 
@@ -286,6 +290,103 @@ async fn a_call_that_needs_approval_waits_for_it_and_uses_it_once() {
         assert_eq!(alice.call("decide_approval", &form).await.0, StatusCode::OK);
         let (_, denied) = s.ask(other).await;
         assert_eq!(denied["answer"], "denied");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_read_never_changes_the_ledger_and_waits_answer_as_soon_as_the_answer_changes() {
+    for t in TestDb::each_backend().await {
+        let s = server(&t).await;
+        let policy =
+            ToolPolicy { call_timeout_seconds: Some(1), ..ToolPolicy::class("charge_card", SideEffect::Irreversible) };
+        policies::upsert(&t.db, &policy).await.unwrap();
+        let s = &s;
+        let get = |id: &str, wait: u64| {
+            let path = format!("/api/v1/calls/{id}?wait={wait}");
+            async move { s.api(Method::GET, &path, None, &s.agent).await }
+        };
+        let charge = |step: i64| json!({"run_id": "run-9", "step_index": step, "tool": "charge_card", "arguments": {"amount": step}});
+
+        // A read's wait on a started call ends when its timeout passes, not with the wait.
+        let (_, first) = s.ask(charge(1)).await;
+        let id = first["call"]["id"].as_str().unwrap().to_string();
+        let started = std::time::Instant::now();
+        let (status, read) = get(&id, 30).await;
+        assert_eq!(status, StatusCode::OK, "{read}");
+        assert_eq!(read["answer"], "outcome_unknown", "{read}");
+        assert!(started.elapsed() < Duration::from_secs(10), "answered when the answer changed: {:?}", started.elapsed());
+        let entry = ledger::get(&t.db, &id).await.unwrap().unwrap().0;
+        assert_eq!((entry.state, entry.escalation_id), (EntryState::Started, None), "a read records nothing");
+        // An ask's wait likewise: in progress, then unknown once the timeout passes.
+        let (_, second) = s.ask(charge(2)).await;
+        let second_id = second["call"]["id"].as_str().unwrap().to_string();
+        let mut waiting = charge(2);
+        waiting["wait"] = json!(30);
+        let started = std::time::Instant::now();
+        let (_, unknown) = s.ask(waiting).await;
+        assert_eq!(unknown["answer"], "outcome_unknown", "{unknown}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        let escalation = unknown["call"]["escalation_id"].as_str().expect("the ask opened the escalation").to_string();
+
+        // The first call joins the run's escalation with an item of its own.
+        let (_, joined) = s.ask(charge(1)).await;
+        assert_eq!(joined["call"]["escalation_id"], escalation.as_str(), "{joined}");
+        let e = escalations::get(&t.db, &escalation).await.unwrap().unwrap();
+        let items: Vec<Option<&str>> = e.what_remains.iter().map(|i| i.call_id.as_deref()).collect();
+        assert_eq!(items, vec![Some(second_id.as_str()), Some(id.as_str())], "{:?}", e.what_remains);
+
+        // "It did not" with an external id contradicts itself and is refused.
+        let olga = s.person("olga").await;
+        let (status, said) =
+            olga.call("settle_call", &[("id", &id), ("happened", "no"), ("external_id", "ch_1"), ("confirm", "yes")]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{said}");
+        assert_eq!(ledger::get(&t.db, &id).await.unwrap().unwrap().0.state, EntryState::Unknown, "nothing stored");
+        // The tool cannot be undone: settling needs the operator's confirmation.
+        let (status, said) = olga.call("settle_call", &[("id", &id), ("happened", "no")]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{said}");
+        assert!(said.contains("cannot be undone"), "{said}");
+
+        // An agent waiting on the unknown call is answered when a person settles it.
+        let waiter = {
+            let (http, url, agent) = (s.http.clone(), format!("{}/api/v1/calls", s.base), s.agent.clone());
+            let mut waiting = charge(1);
+            waiting["wait"] = json!(30);
+            tokio::spawn(async move {
+                http.post(url).bearer_auth(agent).json(&waiting).send().await.unwrap().json::<Value>().await.unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (status, said) = olga.call("settle_call", &[("id", &id), ("happened", "no"), ("confirm", "yes")]).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").unwrap();
+        assert_eq!(woken["answer"], "proceed", "{woken}");
+        assert_eq!(woken["call"]["attempts"], 2, "the waiting ask started the next attempt: {woken}");
+        let e = escalations::get(&t.db, &escalation).await.unwrap().unwrap();
+        let ticked = e.what_remains.iter().find(|i| i.call_id.as_deref() == Some(id.as_str())).unwrap();
+        assert!(ticked.done && ticked.done_by.as_deref() == Some("olga"), "settling ticks its item: {ticked:?}");
+        assert!(!e.what_remains[0].done, "the other call's item stays open");
+
+        // A call settled "it did not happen" is read as ask_again, however often: only an ask starts it.
+        let (_, third) = s.ask(charge(3)).await;
+        let third_id = third["call"]["id"].as_str().unwrap().to_string();
+        let (status, lost) = s
+            .complete(&third_id, json!({"outcome": "unknown", "error": "the tool's process died after sending"}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{lost}");
+        assert_eq!(lost["state"], "unknown");
+        assert!(lost["escalation_id"].is_string(), "a lost call opens (or joins) the escalation: {lost}");
+        let (status, said) = olga.call("settle_call", &[("id", &third_id), ("happened", "no"), ("confirm", "yes")]).await;
+        assert_eq!(status, StatusCode::OK, "{said}");
+        for _ in 0..3 {
+            let (_, read) = get(&third_id, 0).await;
+            assert_eq!(read["answer"], "ask_again", "{read}");
+            assert_eq!(read["call"]["attempts"], 1, "{read}");
+            assert_eq!(read["call"]["state"], "not_done");
+        }
+        let (_, asked) = s.ask(charge(3)).await;
+        assert_eq!(asked["answer"], "proceed", "{asked}");
+        assert_eq!(asked["call"]["attempts"], 2);
         t.cleanup().await;
     }
 }

@@ -149,6 +149,31 @@ pub fn required_id(field: &str, value: Option<String>) -> Result<String, String>
     Ok(value)
 }
 
+/// The agent's display fields checked: at most [`MAX_DISPLAY_FIELDS`], each labelled, values
+/// other than strings as pretty JSON, argument paths of a sane length. Shared by approval
+/// requests and guarded calls.
+pub fn display_fields(input: Option<Vec<DisplayInput>>) -> Result<Vec<DisplayField>, String> {
+    let display_in = input.unwrap_or_default();
+    if display_in.len() > MAX_DISPLAY_FIELDS {
+        return Err(format!("`display` may have at most {MAX_DISPLAY_FIELDS} fields, got {}", display_in.len()));
+    }
+    let mut display = Vec::with_capacity(display_in.len());
+    for (i, field) in display_in.into_iter().enumerate() {
+        if field.label.trim().is_empty() {
+            return Err(format!("`display[{i}].label` must not be empty"));
+        }
+        let value = match field.value {
+            Value::String(text) => text,
+            other => serde_json::to_string_pretty(&other).unwrap_or_default(),
+        };
+        if let Some(path) = field.argument.as_deref().filter(|p| p.is_empty() || p.len() > MAX_ID_LEN) {
+            return Err(format!("`display[{i}].argument` must have 1 to {MAX_ID_LEN} characters, got {}", path.len()));
+        }
+        display.push(DisplayField { label: field.label, value, argument: field.argument });
+    }
+    Ok(display)
+}
+
 impl ApprovalRequest {
     /// Checks every field; the error names the field and what was wrong with it.
     pub fn validate(self) -> Result<ValidRequest, String> {
@@ -165,27 +190,7 @@ impl ApprovalRequest {
         if let Some(secs) = self.expires_in.filter(|s| !(1..=MAX_EXPIRES_IN_SECONDS).contains(s)) {
             return Err(format!("`expires_in` must be between 1 and {MAX_EXPIRES_IN_SECONDS} seconds, got {secs}"));
         }
-        let display_in = self.display.unwrap_or_default();
-        if display_in.len() > MAX_DISPLAY_FIELDS {
-            return Err(format!("`display` may have at most {MAX_DISPLAY_FIELDS} fields, got {}", display_in.len()));
-        }
-        let mut display = Vec::with_capacity(display_in.len());
-        for (i, field) in display_in.into_iter().enumerate() {
-            if field.label.trim().is_empty() {
-                return Err(format!("`display[{i}].label` must not be empty"));
-            }
-            let value = match field.value {
-                Value::String(text) => text,
-                other => serde_json::to_string_pretty(&other).unwrap_or_default(),
-            };
-            if let Some(path) = field.argument.as_deref().filter(|p| p.is_empty() || p.len() > MAX_ID_LEN) {
-                return Err(format!(
-                    "`display[{i}].argument` must have 1 to {MAX_ID_LEN} characters, got {}",
-                    path.len()
-                ));
-            }
-            display.push(DisplayField { label: field.label, value, argument: field.argument });
-        }
+        let display = display_fields(self.display)?;
         let agent = self.agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
         Ok(ValidRequest {
             run_id,

@@ -119,7 +119,7 @@ fn remaining_items(v: serde_json::Value) -> Vec<RemainingItem> {
         .filter_map(|item| {
             let description =
                 item.as_str().map(str::to_string).or_else(|| item["description"].as_str().map(str::to_string))?;
-            Some(RemainingItem { description, done: false, done_by: None })
+            Some(RemainingItem { description, done: false, done_by: None, call_id: None })
         })
         .collect()
 }

@@ -114,6 +114,10 @@ pub struct RemainingItem {
     pub done: bool,
     #[serde(default)]
     pub done_by: Option<String>,
+    /// The guarded call this item asks a person to settle (set by Flightdeck, never by an
+    /// agent): settling the call ticks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

@@ -134,7 +134,7 @@ impl EscalationRequest {
             };
             let description = text(&format!("what_remains[{i}]"), Some(description), MAX_TEXT)?
                 .ok_or_else(|| format!("`what_remains[{i}]` must not be empty"))?;
-            what_remains.push(RemainingItem { description, done: false, done_by: None });
+            what_remains.push(RemainingItem { description, done: false, done_by: None, call_id: None });
         }
         Ok(ValidEscalation {
             run_id,

@@ -51,6 +51,9 @@ pub struct EscalationView {
     /// and succeeded calls (evidence of what was done).
     #[serde(default)]
     pub calls: Vec<crate::ledger::LedgerEntry>,
+    /// The unknown calls whose tool is irreversible: settling one asks to confirm.
+    #[serde(default)]
+    pub irreversible_calls: Vec<String>,
 }
 
 /// One page of the queue ([`PAGE_SIZE`]), after the cursor `after` from the page before.
@@ -107,13 +110,21 @@ pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
     let observed = run.as_ref().map(|r| observed_side_effects(&r.tool_call_list)).unwrap_or_default();
     let evidence = compare(&escalation.what_was_done, &observed);
     let timeline = escalations::timeline(&db, &id).await?;
-    let calls = crate::storage::ledger::for_run(&db, &escalation.run_id)
+    let calls: Vec<crate::ledger::LedgerEntry> = crate::storage::ledger::for_run(&db, &escalation.run_id)
         .await?
         .into_iter()
         .filter(|c| matches!(c.state, crate::ledger::EntryState::Unknown | crate::ledger::EntryState::Succeeded))
         .collect();
+    let mut irreversible_calls = Vec::new();
+    for call in calls.iter().filter(|c| c.state == crate::ledger::EntryState::Unknown) {
+        let policy = crate::storage::policies::for_tool(&db, &call.tool).await?;
+        if policy.is_some_and(|p| p.side_effect == crate::canonical::SideEffect::Irreversible) {
+            irreversible_calls.push(call.id.clone());
+        }
+    }
     Ok(EscalationView {
         calls,
+        irreversible_calls,
         can_act: me.can(crate::access::Role::Operator),
         can_override: me.can(crate::access::Role::Operator) && me.can(crate::access::Role::Admin),
         me: me.username,

@@ -42,17 +42,21 @@ pub async fn load_run_calls(run_id: String) -> Result<Vec<RunCall>, AppError> {
 
 /// Settles a guarded call whose outcome is unknown: `happened` is "yes" (with the
 /// external id when known; later asks get `already_done`) or "no" (the next ask runs the
-/// call). Needs the operator role; audited with the change, and noted on the escalation.
+/// call; an external id then contradicts the answer and is refused). Needs the operator
+/// role; audited with the change, noted on the escalation, whose checklist item for the
+/// call is ticked; the waiting agent is woken.
 #[server(prefix = "/fn", endpoint = "settle_call")]
 pub async fn settle_call(
     id: String,
     happened: String,
     #[server(default)] external_id: Option<String>,
+    #[server(default)] confirm: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::storage::{audit, escalations, ledger};
     let me = ssr::require(crate::access::Role::Operator)?;
-    let db = ssr::db()?;
+    let state = ssr::state()?;
+    let db = state.db.clone();
     let happened = match happened.as_str() {
         "yes" => true,
         "no" => false,
@@ -61,6 +65,24 @@ pub async fn settle_call(
     let external_id = external_id.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
     if external_id.as_ref().is_some_and(|e| e.len() > 200) {
         return ssr::fail(AppError::Invalid("an external id has at most 200 characters".into()));
+    }
+    if let (false, Some(ext)) = (happened, &external_id) {
+        return ssr::fail(AppError::Invalid(format!(
+            "an external id ({ext}) says the call created something, but you answered that it did not happen; \
+             clear the external id, or answer that it happened"
+        )));
+    }
+    // A call that cannot be undone is settled only on purpose: "it did not happen" lets
+    // the agent run it again, "it happened" stops it for good.
+    if let Some((entry, _)) = ledger::get(&db, &id).await? {
+        let policy = crate::storage::policies::for_tool(&db, &entry.tool).await?;
+        let irreversible = policy.is_some_and(|p| p.side_effect == crate::canonical::SideEffect::Irreversible);
+        if irreversible && confirm.as_deref() != Some("yes") {
+            return ssr::fail(AppError::Invalid(format!(
+                "{} cannot be undone: confirm that you checked whether it happened before settling it",
+                entry.tool
+            )));
+        }
     }
     let detail = match (happened, &external_id) {
         (true, Some(ext)) => format!("call {id} happened (external id {ext})"),
@@ -83,6 +105,8 @@ pub async fn settle_call(
     };
     if let Some(escalation) = &settled.escalation_id {
         escalations::event(&db, escalation, Some(&me.username), "note", Some(&detail)).await?;
+        escalations::tick_call_item(&db, escalation, &id, &me.username).await?;
     }
+    state.approvals.announce(&db, &id).await;
     Ok(())
 }

@@ -56,6 +56,11 @@ vocabulary! {
         ApprovalRequired = "approval_required",
         /// Refused: do not run it.
         Denied = "denied",
+        /// Only from a read (`GET /api/v1/calls/{id}`), which never changes the ledger:
+        /// an ask now would start an attempt (after a failure, a settled "it did not
+        /// happen", an approval granted and not yet used). Ask (`POST /api/v1/calls`) to
+        /// be told `proceed`.
+        AskAgain = "ask_again",
     }
 }
 
@@ -86,20 +91,4 @@ pub struct LedgerEntry {
     pub created_at: DateTime<Utc>,
     pub started_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
-}
-
-impl LedgerEntry {
-    /// The answer the entry's state gives without changing it (what a read or a wait
-    /// reports; an ask may also change the entry first).
-    pub fn standing_answer(&self) -> Answer {
-        match self.state {
-            EntryState::AwaitingApproval => Answer::ApprovalRequired,
-            EntryState::Started => Answer::InProgress,
-            EntryState::Succeeded => Answer::AlreadyDone,
-            EntryState::Unknown => Answer::OutcomeUnknown,
-            EntryState::Denied => Answer::Denied,
-            // The next ask starts a new attempt.
-            EntryState::Failed | EntryState::NotDone => Answer::Proceed,
-        }
-    }
 }

@@ -2,8 +2,12 @@
 //! it (`POST /api/v1/calls/{id}/complete`), each checked field by field with an error that
 //! names the field. Sizes are capped so one agent cannot fill the ledger.
 
-use crate::approvals::payload::{canonical_json, required_id};
+use crate::approvals::payload::{canonical_json, display_fields, required_id, DisplayInput};
+use crate::approvals::DisplayField;
 use serde_json::Value;
+
+/// The longest an ask may ask to be held (`wait`); agents ask again for longer.
+pub const MAX_WAIT_SECONDS: u64 = 60;
 
 /// Largest canonical JSON of a call's arguments.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
@@ -24,6 +28,16 @@ pub struct CallRequest {
     /// The agent's own key; when absent Flightdeck derives one from run, step, tool and
     /// the stable arguments (see docs/ledger.md).
     pub idempotency_key: Option<String>,
+    /// Seconds (at most 60) to hold the ask while its answer is one to wait on
+    /// (approval_required, in_progress, outcome_unknown): it is answered as soon as the
+    /// answer changes. Repeat the same ask to wait longer.
+    pub wait: Option<u64>,
+    /// The agent's own description of the call for an approver (ordered `{label, value,
+    /// argument}` fields, as for approval requests).
+    #[serde(default)]
+    pub display: Option<Vec<DisplayInput>>,
+    /// The agent's name, for an approval request filed before the run's spans arrive.
+    pub agent: Option<String>,
 }
 
 /// An ask that passed the checks.
@@ -36,8 +50,17 @@ pub struct ValidCall {
     pub idempotency_key: Option<String>,
 }
 
+/// An ask that passed the checks, with what the gate needs besides the call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidAsk {
+    pub call: ValidCall,
+    pub display: Vec<DisplayField>,
+    pub agent: Option<String>,
+    pub wait_seconds: u64,
+}
+
 impl CallRequest {
-    pub fn validate(self) -> Result<ValidCall, String> {
+    pub fn validate(self) -> Result<ValidAsk, String> {
         let run_id = required_id("run_id", self.run_id)?;
         let tool = required_id("tool", self.tool)?;
         let step_index = self.step_index.ok_or("`step_index` is required (the step of the run making the call)")?;
@@ -53,7 +76,12 @@ impl CallRequest {
             Some(key) => Some(required_id("idempotency_key", Some(key))?),
             None => None,
         };
-        Ok(ValidCall { run_id, step_index, tool, arguments, idempotency_key })
+        // Longer waits are held for the longest, as `GET ...?wait=` does.
+        let wait_seconds = self.wait.unwrap_or(0).min(MAX_WAIT_SECONDS);
+        let display = display_fields(self.display)?;
+        let agent = self.agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
+        let call = ValidCall { run_id, step_index, tool, arguments, idempotency_key };
+        Ok(ValidAsk { call, display, agent, wait_seconds })
     }
 }
 
@@ -63,6 +91,9 @@ impl CallRequest {
 pub enum Outcome {
     Ok,
     Error,
+    /// The caller lost track of the call after sending it (its connection or the tool's
+    /// process died): it may or may not have happened. A person settles it.
+    Unknown,
 }
 
 /// The report after the call.
@@ -95,7 +126,7 @@ pub const VERIFIED_BY: &[&str] = &["read_before_write"];
 
 impl Completion {
     pub fn validate(self) -> Result<ValidCompletion, String> {
-        let outcome = self.outcome.ok_or("`outcome` is required: ok or error")?;
+        let outcome = self.outcome.ok_or("`outcome` is required: ok, error or unknown")?;
         let external_id = match self.external_id {
             Some(id) => Some(required_id("external_id", Some(id))?),
             None => None,
@@ -121,7 +152,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ask(v: Value) -> Result<ValidCall, String> {
+    fn ask(v: Value) -> Result<ValidAsk, String> {
         serde_json::from_value::<CallRequest>(v).map_err(|e| e.to_string())?.validate()
     }
 
@@ -141,11 +172,30 @@ mod tests {
     }
 
     #[test]
+    fn an_ask_may_wait_carry_a_description_and_name_its_agent() {
+        let full = ask(json!({"run_id": "r", "step_index": 1, "tool": "t", "arguments": {"to": "a"}, "wait": 600,
+            "display": [{"label": "To", "value": "a", "argument": "to"}, {"label": "N", "value": 3}],
+            "agent": " mailer "}))
+        .unwrap();
+        assert_eq!(full.wait_seconds, MAX_WAIT_SECONDS, "a longer wait is held for the longest");
+        assert_eq!(full.display.len(), 2);
+        assert_eq!(full.display[1].value, "3");
+        assert_eq!(full.agent.as_deref(), Some("mailer"));
+        let plain = ask(json!({"run_id": "r", "step_index": 1, "tool": "t", "arguments": {}})).unwrap();
+        assert_eq!((plain.wait_seconds, plain.display.len(), plain.agent), (0, 0, None));
+        let err = ask(json!({"run_id": "r", "step_index": 1, "tool": "t", "arguments": {},
+            "display": [{"label": " ", "value": "x"}]}))
+        .unwrap_err();
+        assert!(err.contains("display[0].label"), "{err}");
+    }
+
+    #[test]
     fn completions_need_an_outcome_and_a_bounded_response() {
         let done = |v: Value| serde_json::from_value::<Completion>(v).map_err(|e| e.to_string())?.validate();
         assert_eq!(done(json!({"outcome": "ok", "external_id": "msg_1"})).unwrap().outcome, Outcome::Ok);
         assert!(done(json!({"external_id": "msg_1"})).unwrap_err().contains("outcome"));
         assert!(done(json!({"outcome": "maybe"})).is_err());
+        assert_eq!(done(json!({"outcome": "unknown", "error": "the tool's process died"})).unwrap().outcome, Outcome::Unknown);
         let big = "x".repeat(MAX_RESPONSE_BYTES);
         assert!(done(json!({"outcome": "ok", "response": {"body": big}})).unwrap_err().contains("cache less"));
         assert!(done(json!({"outcome": "ok", "verified_by": "hope"})).unwrap_err().contains("read_before_write"));

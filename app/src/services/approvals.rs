@@ -194,6 +194,7 @@ async fn escalate(db: &Db, id: &str) -> StoreResult<()> {
             ),
             done: false,
             done_by: None,
+            call_id: None,
         }],
         blocking_fact: Some(format!("nobody decided request {} before it expired", a.id)),
         idempotency_key: Some(format!("approval-expired:{}", a.id)),

@@ -6,4 +6,6 @@ pub mod alert_evaluation;
 pub mod alert_test;
 pub mod approval_hub;
 pub mod approvals;
+pub mod calls;
+pub mod long_poll;
 pub mod trends_cache;

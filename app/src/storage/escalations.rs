@@ -386,6 +386,75 @@ pub async fn set_item(
     current(db, id).await
 }
 
+/// Adds `item` to an open escalation's checklist unless an item for the same guarded
+/// call is there already, with `note` on the timeline (a second call of unknown outcome
+/// joining the run's escalation).
+pub async fn add_call_item(db: &Db, id: &str, item: RemainingItem, note: &str) -> StoreResult<()> {
+    let call = item.call_id.clone();
+    let changed = change_items(db, id, ("flightdeck ledger", "note", Some(note)), |items| {
+        if items.iter().any(|i| i.call_id.is_some() && i.call_id == call) {
+            return false;
+        }
+        items.push(item.clone());
+        true
+    })
+    .await?;
+    if !changed {
+        event(db, id, None, "note", Some(note)).await?;
+    }
+    Ok(())
+}
+
+/// Ticks the checklist item that asks to settle guarded call `call_id`, as done by `user`
+/// (settling the call did what the item asked). No such item: nothing changes.
+pub async fn tick_call_item(db: &Db, id: &str, call_id: &str, user: &str) -> StoreResult<()> {
+    let description = get(db, id)
+        .await?
+        .and_then(|e| e.what_remains.into_iter().find(|i| i.call_id.as_deref() == Some(call_id)))
+        .map(|i| i.description);
+    change_items(db, id, (user, "item_done", description.as_deref()), |items| {
+        let Some(item) = items.iter_mut().find(|i| i.call_id.as_deref() == Some(call_id) && !i.done) else {
+            return false;
+        };
+        item.done = true;
+        item.done_by = Some(user.to_string());
+        true
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Applies `change` to the checklist of escalation `id` and stores it with `entry` on the
+/// timeline, unless `change` says nothing changed. The update is conditional on the list
+/// read, so two changes at once never lose one: the loser reads again and reapplies.
+/// Returns whether the list changed.
+async fn change_items(
+    db: &Db,
+    id: &str,
+    entry: (&str, &str, Option<&str>),
+    change: impl Fn(&mut Vec<RemainingItem>) -> bool,
+) -> StoreResult<bool> {
+    for _ in 0..8 {
+        let read = Sql::with_args("SELECT what_remains FROM escalations WHERE id = $1", vec![id.into()]);
+        let stored: Vec<(String,)> = db.fetch_all(read).await?;
+        let Some((stored,)) = stored.into_iter().next() else {
+            return Err(StoreError::NotFound(format!("escalation {id}")));
+        };
+        let mut items: Vec<RemainingItem> = super::stored_json(&stored)?;
+        if !change(&mut items) {
+            return Ok(false);
+        }
+        let update = Sql::with_args(
+            "UPDATE escalations SET what_remains = $1 WHERE id = $2 AND what_remains = $3",
+            vec![json(&items).into(), id.into(), stored.into()],
+        );
+        if change_with_entry(db, id, update, entry, None).await? {
+            return Ok(true);
+        }
+    }
+    Err(StoreError::Conflict("the escalation's checklist kept changing meanwhile; try again".into()))
+}
+
 /// Resolves an open escalation. Only the holder of its claim may, so two people never
 /// finish the same task; `override_claim` (an administrator's explicit choice, audited by
 /// the caller) resolves it whoever holds it, or while nobody does.

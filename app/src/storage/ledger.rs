@@ -339,13 +339,16 @@ pub async fn complete(
     let reported = match report.outcome {
         Outcome::Ok => EntryState::Succeeded,
         Outcome::Error => EntryState::Failed,
+        Outcome::Unknown => EntryState::Unknown,
     };
+    // An outcome the caller lost track of has not completed; a person settles it.
+    let completed_at = (reported != EntryState::Unknown).then_some(now);
     // The usual report, of a started call: one statement, an update that returns the entry
     // (see `insert_new` for why one). Anything else is read under a lock below.
     let update = Sql::with_args(
         format!(
             "UPDATE call_ledger SET state = $1, external_id = $2, response = $3, error = $4, verified_by = $5, \
-             completed_at = $6, updated_at = $6 WHERE id = $7 AND state IN ('started', 'unknown') RETURNING {COLUMNS}"
+             completed_at = $6, updated_at = $7 WHERE id = $8 AND state IN ('started', 'unknown') RETURNING {COLUMNS}"
         ),
         vec![
             reported.as_str().into(),
@@ -353,6 +356,7 @@ pub async fn complete(
             stored_response.map(canonical_json).into(),
             report.error.clone().into(),
             report.verified_by.clone().into(),
+            completed_at.into(),
             now.into(),
             id.into(),
         ],

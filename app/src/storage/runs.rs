@@ -625,15 +625,18 @@ pub async fn agent_and_cost(db: &Db, run_id: &str) -> StoreResult<Option<(Option
 }
 
 /// The `enduser.id` a run's spans carry (the person the agent acts for), if any: that
-/// person may not approve the run's requests.
+/// person may not approve the run's requests. OpenTelemetry allows it on a span or on the
+/// resource; a span's own attribute wins.
 pub async fn enduser_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
-    for span in super::spans::of_run(db, run_id).await? {
-        let attributes: serde_json::Value = serde_json::from_str(span.attributes.get()).unwrap_or_default();
-        if let Some(user) = attributes.get("enduser.id").and_then(|v| v.as_str()) {
-            return Ok(Some(user.to_string()));
-        }
-    }
-    Ok(None)
+    let spans = super::spans::of_run(db, run_id).await?;
+    let enduser = |json: &str| -> Option<String> {
+        let value: serde_json::Value = serde_json::from_str(json).ok()?;
+        value.get("enduser.id").and_then(|v| v.as_str()).map(str::to_string)
+    };
+    Ok(spans
+        .iter()
+        .find_map(|s| enduser(s.attributes.get()))
+        .or_else(|| spans.iter().find_map(|s| enduser(s.resource.get()))))
 }
 
 /// The models without a price that runs started since `since_ns` used (at most 100).

@@ -10,6 +10,7 @@ use app::approvals::payload::ApprovalRequest;
 use app::approvals::{Approval, ApprovalStatus};
 use app::ingest::redact::Redactor;
 use app::services::approval_hub::ApprovalHub;
+use app::services::long_poll::{self, Check, Watch};
 use app::storage::{approvals, now_ms, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -19,7 +20,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 /// The longest a single `GET ...?wait=` holds the connection; agents loop for longer.
@@ -170,33 +170,20 @@ pub async fn get(
     wait_for_final(&db, &hub, &id, Instant::now() + wait).await.map(|a| Json(a.into()))
 }
 
-/// The request once final, or as it stands at `deadline`. Subscribes before reading so a
-/// decision between the read and the wait is not missed.
+/// The request once final, or as it stands at `deadline`.
 async fn wait_for_final(db: &Db, hub: &ApprovalHub, id: &str, deadline: Instant) -> Result<Approval, ApiError> {
-    let mut changes = hub.subscribe();
-    let mut closing = hub.closing();
-    loop {
+    long_poll::hold(hub, deadline, || async move {
         let approval = current(db, hub, id).await?;
-        let now = Instant::now();
-        if approval.status.is_final() || now >= deadline || *closing.borrow() {
-            return Ok(approval);
+        if approval.status.is_final() {
+            return Ok(Check::Done(approval));
         }
-        // Wake at the deadline, at expiry, or at the next safety re-read, whichever is first.
-        let to_expiry = (approval.expires_at.timestamp_millis() - now_ms()).max(0) as u64;
-        let wake = deadline.min(now + Duration::from_millis(to_expiry)).min(now + hub.recheck());
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(wake) => break,
-                _ = closing.changed() => break,
-                received = changes.recv() => match received {
-                    Ok(changed) if changed == id => break,
-                    Ok(_) => continue,
-                    Err(RecvError::Lagged(_)) => break,
-                    Err(RecvError::Closed) => return Ok(approval),
-                },
-            }
-        }
-    }
+        let watch = Watch {
+            ids: vec![id.to_string()],
+            wake_at: Some(long_poll::instant_at(approval.expires_at.timestamp_millis())),
+        };
+        Ok(Check::Wait(approval, watch))
+    })
+    .await
 }
 
 /// The request, expiring it first if its time has passed (the expiry job may not have run yet).

@@ -70,8 +70,11 @@ pub fn router<S: Clone + Send + Sync + 'static>(
     rules: app::storage::rules::RulesCache,
 ) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
-    let calls =
-        calls::CallContext { hub: approval_hub.clone(), webhooks: webhooks.clone(), redactor: redactor.clone() };
+    let calls = app::services::calls::CallsContext {
+        hub: approval_hub.clone(),
+        webhooks: webhooks.clone(),
+        redactor: redactor.clone(),
+    };
     let authenticated = table()
         .into_iter()
         .fold(Router::new(), |router, (_, path, _, handler)| router.route(path, handler))

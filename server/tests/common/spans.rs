@@ -48,8 +48,20 @@ pub fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
 
 /// Stores `spans` as one export would, asserting every span was accepted.
 pub async fn ingest(db: &Db, spans: Vec<Span>) {
+    ingest_request(db, request(spans)).await
+}
+
+/// [`ingest`] with attributes on the export's resource (`service.name`, `enduser.id`...).
+pub async fn ingest_with_resource(db: &Db, spans: Vec<Span>, resource: Vec<KeyValue>) {
+    let mut export = request(spans);
+    export.resource_spans[0].resource =
+        Some(opentelemetry_proto::tonic::resource::v1::Resource { attributes: resource, ..Default::default() });
+    ingest_request(db, export).await
+}
+
+async fn ingest_request(db: &Db, export: ExportTraceServiceRequest) {
     let settings = IngestSettings::default();
-    let prepared = prepare(&request(spans), &settings, &[]);
+    let prepared = prepare(&export, &settings, &[]);
     assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
     app::storage::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
 }

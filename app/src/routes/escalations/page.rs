@@ -6,6 +6,7 @@
 use super::{backlog_age, reason_text};
 use crate::canonical::ToolCallView;
 use crate::components::badges::Tag;
+use crate::components::payload::ExactText;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
 use crate::escalations::{DoneItem, Resolution};
@@ -14,7 +15,7 @@ use crate::functions::escalations::{
     TickEscalationItem,
 };
 use crate::functions::ledger::SettleCall;
-use crate::ledger::EntryState;
+use crate::ledger::{EntryState, LedgerEntry};
 use crate::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -73,11 +74,15 @@ fn Body(view: EscalationView, actions: Actions) -> impl IntoView {
     let e = view.escalation.clone();
     let mine = e.claimed_by.as_deref() == Some(view.me.as_str());
     let status = if e.open { "open" } else { "resolved" };
+    let unknown: Vec<LedgerEntry> = view.calls.iter().filter(|c| c.state == EntryState::Unknown).cloned().collect();
     view! {
         <p class="breadcrumb"><a href="/escalations">"Escalations"</a> " / " <code>{e.id.clone()}</code></p>
         <h1>"Run " <code>{e.run_id.clone()}</code> " needs a person " <Tag kind="escalation" value=status/></h1>
         <section class="callout danger blocking" data-testid="blocking">
-            <p class="big">{e.blocking_fact.clone().unwrap_or_else(|| "The agent gave no blocking fact.".into())}</p>
+            {(!unknown.is_empty()).then(|| view! {
+                <p class="big" data-testid="unknown-headline">{unknown_headline(&unknown)}</p>
+            })}
+            <p class:big=unknown.is_empty()>{e.blocking_fact.clone().unwrap_or_else(|| "The agent gave no blocking fact.".into())}</p>
             <p>"Reason: " <strong>{reason_text(&e)}</strong></p>
             <p class="muted small">
                 {format!("Opened {} ({} ago) · agent {} · reported by {}",
@@ -145,9 +150,10 @@ fn Claim(view: EscalationView, actions: Actions) -> impl IntoView {
     })
 }
 
-/// The run's guarded calls: unknown outcomes first, in red, each with its settle action
-/// (for an operator); then what the ledger shows was done, with external ids, as
-/// evidence beside what the agent claims below.
+/// The run's guarded calls: unknown outcomes first, in red, each with its arguments and
+/// its own settle form (keyed by the call, so nothing typed for one call can end up in
+/// another's form when the list changes); then what the ledger shows was done, with
+/// external ids, as evidence beside what the agent claims below.
 #[component]
 fn LedgerCalls(view: EscalationView, actions: Actions) -> impl IntoView {
     if view.calls.is_empty() {
@@ -155,31 +161,19 @@ fn LedgerCalls(view: EscalationView, actions: Actions) -> impl IntoView {
     }
     let (unknown, done): (Vec<_>, Vec<_>) = view.calls.into_iter().partition(|c| c.state == EntryState::Unknown);
     let can_act = view.can_act;
+    let irreversible = view.irreversible_calls;
+    let count = unknown.len();
     Some(view! {
         <section class="panel" data-testid="ledger-calls">
             <h2>"From the execution ledger"</h2>
             {(!unknown.is_empty()).then(|| view! {
                 <div class="callout danger" data-testid="unknown-outcomes">
-                    <h3>{format!("{} call(s) of unknown outcome: did they happen?", unknown.len())}</h3>
+                    <h3>{format!("{count} call{} of unknown outcome: did {} happen?", if count == 1 { "" } else { "s" }, if count == 1 { "it" } else { "they" })}</h3>
                     <p class="small">"Each started and never reported. Look for its natural key in the system it calls, then settle it: the agent is told already_done if it happened, and may run it again if it did not."</p>
-                    <ul>
-                        {unknown.into_iter().map(|c| {
-                            let id = c.id.clone();
-                            view! {
-                                <li data-testid="unknown-call">
-                                    <code>{c.tool.clone()}</code> " step " {c.step_index} " · natural key " <code>{c.natural_key.clone()}</code>
-                                    " · started " {format_utc(&c.started_at)}
-                                    {can_act.then(|| view! {
-                                        <ActionForm action=actions.settle attr:class="settle-form">
-                                            <input type="hidden" name="id" value=id.clone()/>
-                                            <input type="text" name="external_id" placeholder="external id, if known" maxlength="200"/>
-                                            <button type="submit" name="happened" value="yes" class="primary">"It happened"</button>
-                                            <button type="submit" name="happened" value="no">"It did not"</button>
-                                        </ActionForm>
-                                    })}
-                                </li>
-                            }
-                        }).collect_view()}
+                    <ul class="unknown-calls">
+                        <For each=move || unknown.clone() key=|c| c.id.clone() let:c>
+                            <UnknownCall irreversible=irreversible.contains(&c.id) c can_act settle=actions.settle/>
+                        </For>
                     </ul>
                     <ActionError value=actions.settle.value()/>
                 </div>
@@ -206,6 +200,61 @@ fn LedgerCalls(view: EscalationView, actions: Actions) -> impl IntoView {
             })}
         </section>
     })
+}
+
+/// One call of unknown outcome: what it was asked to do, and, for an operator, the two
+/// answers. The external id belongs to "It happened" only; a call that cannot be undone
+/// asks the operator to confirm they checked.
+#[component]
+fn UnknownCall(c: LedgerEntry, irreversible: bool, can_act: bool, settle: ServerAction<SettleCall>) -> impl IntoView {
+    let arguments = serde_json::to_string_pretty(&c.arguments).unwrap_or_default();
+    let (id, id2) = (c.id.clone(), c.id.clone());
+    view! {
+        <li data-testid="unknown-call" data-call=c.id.clone()>
+            <p>
+                <code>{c.tool.clone()}</code> " step " {c.step_index} " · natural key " <code>{c.natural_key.clone()}</code>
+                " · started " {format_utc(&c.started_at)}
+                {irreversible.then(|| view! { " " <Tag kind="effect" value="irreversible"/> })}
+            </p>
+            <details class="call-arguments" open>
+                <summary>"Arguments"</summary>
+                <ExactText text=arguments testid="unknown-call-arguments"/>
+            </details>
+            {can_act.then(|| view! {
+                <div class="settle-forms">
+                    <ActionForm action=settle attr:class="settle-form" attr:data-testid="settle-happened">
+                        <input type="hidden" name="id" value=id/>
+                        <input type="hidden" name="happened" value="yes"/>
+                        <label>"External id, if known"
+                            <input type="text" name="external_id" placeholder="e.g. msg_42" maxlength="200" autocomplete="off"/>
+                        </label>
+                        {irreversible.then(|| view! {
+                            <label class="check"><input type="checkbox" name="confirm" value="yes" required/>
+                                " I checked: it happened (the agent will not run it again)"</label>
+                        })}
+                        <button type="submit" class="primary">"It happened"</button>
+                    </ActionForm>
+                    <ActionForm action=settle attr:class="settle-form" attr:data-testid="settle-not-done">
+                        <input type="hidden" name="id" value=id2/>
+                        <input type="hidden" name="happened" value="no"/>
+                        {irreversible.then(|| view! {
+                            <label class="check"><input type="checkbox" name="confirm" value="yes" required/>
+                                " I checked: it did not happen (the agent may run it again, and it cannot be undone)"</label>
+                        })}
+                        <button type="submit">"It did not"</button>
+                    </ActionForm>
+                </div>
+            })}
+        </li>
+    }
+}
+
+/// Every call of unknown outcome, in one line: "2 calls of unknown outcome: send_email
+/// (step 3), charge_card (step 4)".
+fn unknown_headline(unknown: &[LedgerEntry]) -> String {
+    let calls: Vec<String> = unknown.iter().map(|c| format!("{} (step {})", c.tool, c.step_index)).collect();
+    let n = calls.len();
+    format!("{n} call{} of unknown outcome to settle: {}", if n == 1 { "" } else { "s" }, calls.join(", "))
 }
 
 fn done_row(item: &DoneItem) -> impl IntoView {
