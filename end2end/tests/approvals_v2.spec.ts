@@ -49,7 +49,8 @@ test('an approver edits the arguments, the schema refuses a bad edit, and the ag
   await page.getByTestId('respond-approve').fill('Approved 50, not 500.');
   await page.getByRole('button', { name: 'Approve this exact payload' }).click();
   await expect(page.getByTestId('outcome')).toContainText('Approved with changes by alice');
-  await expect(page.getByTestId('changes')).toContainText('~ /amount: 500 → 50');
+  await expect(page.getByTestId('edit-changes')).toContainText('~ /amount: 500 → 50');
+  await expect(page.getByTestId('edit-by')).toHaveText('alice');
   await expect(page.getByTestId('respond')).toContainText('Approved 50, not 500.');
 
   const seen = await (await request.get(`/api/v1/approvals/${created.id}`, { headers: auth() })).json();

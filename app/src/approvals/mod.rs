@@ -152,9 +152,13 @@ pub struct Approval {
     /// How many distinct people must approve the current payload.
     #[serde(default = "one")]
     pub required_approvals: i64,
-    /// The people who approved the current payload so far.
+    /// The people who approved the current payload so far, in order.
     #[serde(default)]
     pub approved_by: Vec<String>,
+    /// Every change approvers made to the arguments before approving, oldest first: what
+    /// the agent asked for is `original_arguments`, what will run is `arguments`.
+    #[serde(default)]
+    pub edits: Vec<ApprovalEdit>,
     /// What happens when nobody decides in time: `deny` or `escalate`.
     #[serde(default)]
     pub on_expiry: OnExpiry,
@@ -167,6 +171,18 @@ pub struct Approval {
     /// The Flightdeck user the run acts for (its `enduser.id`), who may not approve it.
     #[serde(default)]
     pub requester_user: Option<String>,
+}
+
+/// One approver's change to a request's arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalEdit {
+    pub username: String,
+    pub at: DateTime<Utc>,
+    /// The readable diff from the arguments before this change.
+    pub changes: String,
+    /// The arguments after it (canonical JSON) and their payload hash.
+    pub arguments: String,
+    pub payload_sha256: String,
 }
 
 fn one() -> i64 {

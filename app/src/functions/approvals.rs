@@ -174,20 +174,20 @@ pub struct BulkView {
 pub async fn load_bulk(ids: String) -> Result<BulkView, AppError> {
     use super::ssr;
     use crate::approvals::display::differing_paths;
-    use crate::approvals::ApprovalStatus;
     let me = ssr::require(crate::access::Role::Viewer)?;
     let ids: Vec<String> = ids.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).take(200).collect();
     let requests = crate::storage::approvals::several(&ssr::db()?, &ids).await?;
     let tools: std::collections::BTreeSet<&str> = requests.iter().map(|a| a.tool.as_str()).collect();
+    // Requests decided since they were picked (by this very page, or by someone else) are
+    // shown with their status, not as a problem: only pending ones are decided together.
     let problem = if requests.is_empty() {
         Some("pick at least one pending request on the inbox".to_string())
     } else if tools.len() > 1 {
         Some(format!(
-            "a bulk decision takes requests of one tool; these are for {}",
+            "a bulk decision takes requests of one tool; these are for {} tools: {}",
+            tools.len(),
             tools.into_iter().collect::<Vec<_>>().join(", ")
         ))
-    } else if let Some(done) = requests.iter().find(|a| a.status != ApprovalStatus::Pending) {
-        Some(format!("request {} is already {}; pick pending requests only", done.id, done.status))
     } else {
         None
     };

@@ -2,7 +2,7 @@
 //! WHERE status = 'pending'`, so of two simultaneous decisions exactly one wins on either
 //! backend, and the loser is told who decided first.
 
-use super::sql::{Sql, Tx};
+use super::sql::{cacheable_chunks, Sql, Tx, IDS_PER_QUERY};
 use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::approvals::check::{self, ApprovalFacts};
@@ -11,7 +11,7 @@ use crate::approvals::payload::{
     arguments_sha256, canonical_json, expiry_seconds, payload_sha256, ValidRequest, DEFAULT_USE_WITHIN_SECONDS,
 };
 use crate::approvals::rules::Filing;
-use crate::approvals::{Approval, ApprovalStatus, OnExpiry, Violation, ViolationKind};
+use crate::approvals::{Approval, ApprovalEdit, ApprovalStatus, OnExpiry, Violation, ViolationKind};
 use crate::canonical::{RunDetail, SideEffect};
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::normalize::NormalizedSpan;
@@ -97,6 +97,7 @@ impl TryFrom<ApprovalRow> for Approval {
             respond: r.respond,
             required_approvals: r.required_approvals,
             approved_by: Vec::new(),
+            edits: Vec::new(),
             on_expiry: OnExpiry::parse(&r.on_expiry).unwrap_or_default(),
             escalation_id: r.escalation_id,
             rule_name: r.rule_name,
@@ -270,11 +271,32 @@ pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {
 /// Sets `approved_by` on the requests that need more than one approver (the others are
 /// decided by their one vote, which `decided_by` already names).
 async fn fill_votes(db: &Db, list: &mut [Approval]) -> StoreResult<()> {
-    for a in list.iter_mut().filter(|a| a.required_approvals > 1) {
-        let sql =
-            "SELECT username FROM approval_votes WHERE approval_id = $1 AND payload_sha256 = $2 ORDER BY at, username";
-        a.approved_by =
-            on_pool!(db, pool => sqlx::query_scalar(sql).bind(&a.id).bind(&a.payload_sha256).fetch_all(pool).await)?;
+    if list.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = list.iter().map(|a| a.id.as_str()).collect();
+    let mut votes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut edits: BTreeMap<String, Vec<ApprovalEdit>> = BTreeMap::new();
+    for chunk in cacheable_chunks(&ids, IDS_PER_QUERY) {
+        let mut sql = Sql::new("SELECT approval_id, payload_sha256, username FROM approval_votes WHERE approval_id IN ");
+        sql.list(chunk.iter().copied()).push(" ORDER BY at, username");
+        let rows: Vec<(String, String, String)> = db.fetch_all(sql).await?;
+        for (id, hash, user) in rows {
+            votes.entry((id, hash)).or_default().push(user);
+        }
+        let mut sql = Sql::new(
+            "SELECT approval_id, username, at, changes, arguments, payload_sha256 FROM approval_edits \
+             WHERE approval_id IN ",
+        );
+        sql.list(chunk.iter().copied()).push(" ORDER BY approval_id, seq");
+        let rows: Vec<(String, String, i64, String, String, String)> = db.fetch_all(sql).await?;
+        for (id, username, at, changes, arguments, payload_sha256) in rows {
+            edits.entry(id).or_default().push(ApprovalEdit { username, at: from_ms(at), changes, arguments, payload_sha256 });
+        }
+    }
+    for a in list.iter_mut() {
+        a.approved_by = votes.remove(&(a.id.clone(), a.payload_sha256.clone())).unwrap_or_default();
+        a.edits = edits.remove(&a.id).unwrap_or_default();
     }
     Ok(())
 }
@@ -428,6 +450,19 @@ pub async fn decide(
                     edit.changes.as_str().into(),
                     by.respond.into(),
                     id.into(),
+                ],
+            ))
+            .await?;
+            tx.execute(Sql::with_args(
+                "INSERT INTO approval_edits (approval_id, seq, username, at, arguments, payload_sha256, changes) \
+                 SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6 FROM approval_edits WHERE approval_id = $1",
+                vec![
+                    id.into(),
+                    by.username.into(),
+                    now.into(),
+                    canonical_json(&edit.arguments).into(),
+                    hash.as_str().into(),
+                    edit.changes.as_str().into(),
                 ],
             ))
             .await?;

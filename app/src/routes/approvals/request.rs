@@ -59,11 +59,46 @@ fn Request(
         </h1>
         <Facts a=a.clone() view=view.clone()/>
         <Outcome a=a.clone()/>
+        <EditHistory a=a.clone()/>
         <Payload a=a.clone()/>
         <AgentDescription a=a.clone()/>
         {pending.then(|| view! { <Decide a=a.clone() view=view.clone() decide/> })}
         {(pending && view.can_cancel).then(|| view! { <CancelRequest id=a.id.clone() cancel/> })}
     }
+}
+
+/// What approvers changed before approving, each change with who made it, and what the
+/// agent asked for: whoever approves after an edit must see that they approve a person's
+/// change, not the agent's request.
+#[component]
+fn EditHistory(a: Approval) -> impl IntoView {
+    let original = a.original_arguments.clone()?;
+    let pending = a.status == ApprovalStatus::Pending;
+    let edits = a.edits.clone();
+    let legacy = a.changes.clone().filter(|_| edits.is_empty());
+    Some(view! {
+        <section class="card callout warn edit-history" data-testid="edit-history">
+            <h2>{if pending {
+                "Changed by an approver: what will run is not what the agent asked for"
+            } else {
+                "Changed by an approver before it was approved"
+            }}</h2>
+            <ol class="edits">
+                {edits.into_iter().map(|e| view! {
+                    <li data-testid="edit">
+                        <strong data-testid="edit-by">{e.username.clone()}</strong> " changed it " <Timestamp at=e.at/> ":"
+                        <ExactText text=e.changes.clone() testid="edit-changes"/>
+                    </li>
+                }).collect_view()}
+                {legacy.map(|changes| view! { <li data-testid="edit"><ExactText text=changes testid="edit-changes"/></li> })}
+            </ol>
+            <details class="small">
+                <summary>"What the agent asked for"</summary>
+                <ExactText text=pretty_json(&original) testid="original-arguments"/>
+                <p class="muted small">"Payload SHA-256 as asked: " <code>{a.original_payload_sha256.clone().unwrap_or_default()}</code></p>
+            </details>
+        </section>
+    })
 }
 
 /// What the hash binds: the tool and its arguments, first and complete.
@@ -222,6 +257,16 @@ fn time_left(expires_at: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<
     }
 }
 
+/// Everyone who approved the payload that runs, in order ("alice and bob"), or the one
+/// decider recorded when no votes were kept.
+fn approvers(a: &Approval, decided_by: &str) -> String {
+    match a.approved_by.as_slice() {
+        [] => decided_by.to_string(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// The decision, once there is one.
 #[component]
 fn Outcome(a: Approval) -> impl IntoView {
@@ -229,11 +274,8 @@ fn Outcome(a: Approval) -> impl IntoView {
     let who = a.decided_by.clone().unwrap_or_default();
     let text = match a.status {
         ApprovalStatus::Pending => return None,
-        ApprovalStatus::Approved if a.required_approvals > 1 => {
-            format!("Approved by {} at {when}.", a.approved_by.join(" and "))
-        }
-        ApprovalStatus::Approved => format!("Approved by {who} at {when}."),
-        ApprovalStatus::ApprovedWithChanges => format!("Approved with changes by {who} at {when}."),
+        ApprovalStatus::Approved => format!("Approved by {} at {when}.", approvers(&a, &who)),
+        ApprovalStatus::ApprovedWithChanges => format!("Approved with changes by {} at {when}.", approvers(&a, &who)),
         ApprovalStatus::Denied => format!("Denied by {who} at {when}."),
         ApprovalStatus::Expired => format!("Expired at {when} without a decision."),
         ApprovalStatus::Cancelled if who.starts_with("user:") => {
@@ -248,13 +290,6 @@ fn Outcome(a: Approval) -> impl IntoView {
             {a.reason.clone().map(|r| view! {
                 <p>"Reason:"</p>
                 <ExactText text=r testid="decision-reason"/>
-            })}
-            {a.changes.clone().map(|changes| view! {
-                <p>"Changed from what the agent asked:"</p>
-                <ExactText text=changes testid="changes"/>
-                {a.original_arguments.clone().map(|orig| view! {
-                    <details class="small"><summary>"The arguments as asked"</summary><ExactText text=pretty_json(&orig) testid="original-arguments"/></details>
-                })}
             })}
             {a.respond.clone().map(|r| view! { <p>"Message to the agent:"</p><ExactText text=r testid="respond"/> })}
             {a.rule_name.clone().filter(|_| a.decided_by.as_deref().is_some_and(|d| d.starts_with("rule:"))).map(|r| view! {
