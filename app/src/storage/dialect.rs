@@ -12,15 +12,11 @@
 //!   once, by [`crate::ingest::record::terms_of`]; the backends only store them.
 
 pub use super::sql::Backend;
-use super::sql::{cacheable_chunks, Sql, Tx};
+use super::sql::{cacheable_chunks, Sql, Tx, IDS_PER_QUERY, ROWS_PER_INSERT};
 use super::{corrupt, terms};
 use crate::ingest::record;
 use std::collections::BTreeSet;
 
-/// Ids per `IN (...)` list.
-const IDS_PER_QUERY: usize = 500;
-/// Rows per multi-row INSERT.
-const ROWS_PER_INSERT: usize = 400;
 
 impl Backend {
     /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.

@@ -6,14 +6,12 @@
 //! took each new run's entry on a random page (migration 0016 says more). Readers of a
 //! run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
-use super::sql::{cacheable_chunks, Sql};
+use super::sql::{cacheable_chunks, Sql, IDS_PER_QUERY};
 use super::{corrupt, on_pool, Db, StoreResult};
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::record::{self, StoredSpan};
 use std::collections::BTreeMap;
 
-/// Ids per `IN (...)` list.
-const IDS_PER_QUERY: usize = 500;
 
 /// Every stored span of a run, whole, in no particular order (readers sort as they need).
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {

@@ -516,6 +516,11 @@ impl Db {
     }
 }
 
+/// Ids per `IN (...)` list.
+pub const IDS_PER_QUERY: usize = 500;
+/// Rows per multi-row INSERT: well under SQLite's variable limit for every table here.
+pub const ROWS_PER_INSERT: usize = 400;
+
 /// `items` in slices of `max`, then of descending powers of two: a statement's text
 /// depends on its row count, and with these few counts every statement the writer sends
 /// is prepared once per connection and then found in its cache, instead of a slice of

@@ -42,10 +42,7 @@ pub struct WriteOutcome {
     pub runs: Vec<String>,
 }
 
-/// Rows per multi-row INSERT: well under SQLite's variable limit for every table here.
-pub(crate) const ROWS_PER_INSERT: usize = 400;
-/// Ids per `IN (...)` list.
-pub(crate) const IDS_PER_QUERY: usize = 500;
+pub(crate) use super::sql::{IDS_PER_QUERY, ROWS_PER_INSERT};
 
 /// Stores spans, assigns their traces to runs, and recomputes the touched runs with the
 /// shipped prices and no tool policies (tests; the server uses [`commit_with`]).
