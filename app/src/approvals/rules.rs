@@ -184,13 +184,45 @@ mod eval {
         // take the request down.
         let parsed = std::panic::catch_unwind(|| cel::Program::compile(expression))
             .map_err(|_| "the expression could not be parsed".to_string())?;
-        parsed.map_err(|errors| {
+        let program = parsed.map_err(|errors| {
             let first = errors.errors.first();
             match first {
                 Some(e) => format!("at line {}, column {}: {}", e.pos.0, e.pos.1, e.msg),
                 None => "the expression could not be parsed".into(),
             }
-        })
+        })?;
+        // An unknown name parses, then fails on every request: refuse it when saved.
+        let bound = macro_variables(expression);
+        let references = program.references();
+        let mut unknown: Vec<&str> = references
+            .variables()
+            .into_iter()
+            .filter(|v| !VARIABLES.iter().any(|(name, _)| name == v) && !bound.iter().any(|b| b == v))
+            .collect();
+        unknown.sort_unstable();
+        if let Some(name) = unknown.first() {
+            let known: Vec<&str> = VARIABLES.iter().map(|(n, _)| *n).collect();
+            let hint = known
+                .iter()
+                .find(|k| k.eq_ignore_ascii_case(name))
+                .map(|k| format!(" (did you mean `{k}`? names are case-sensitive)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`{name}` is not a variable a rule can read{hint}; rules read {}",
+                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        Ok(program)
+    }
+
+    /// The names CEL's macros bind (`items.all(x, x.price < 10)` binds `x`), which the
+    /// expression may read besides [`VARIABLES`].
+    fn macro_variables(expression: &str) -> Vec<String> {
+        static MACRO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+                .expect("a valid pattern")
+        });
+        MACRO.captures_iter(expression).map(|c| c[1].to_string()).collect()
     }
 
     impl ApprovalRule {
@@ -439,6 +471,19 @@ mod tests {
         assert!(many.validate().unwrap_err().contains("approvers"));
         assert!(rule("bad name", "true", RuleAction::AutoApprove, RuleMode::Enforce).validate().is_err());
         assert!(rule("ok-1", "args.amount < 100", RuleAction::AutoApprove, RuleMode::Enforce).validate().is_ok());
+    }
+
+    #[test]
+    fn a_name_no_rule_can_read_is_refused_when_saved() {
+        let upper = rule("r", "ARGS.amount < 100", RuleAction::AutoApprove, RuleMode::Enforce).validate().unwrap_err();
+        assert!(upper.contains("`ARGS` is not a variable"), "{upper}");
+        assert!(upper.contains("did you mean `args`"), "{upper}");
+        let typo = rule("r", "args.amount < limit", RuleAction::AutoApprove, RuleMode::Enforce).validate().unwrap_err();
+        assert!(typo.contains("`limit`"), "{typo}");
+        // Names a macro binds are fine, as are every documented variable.
+        let all = "args.items.all(item, item.price < 10) && tool == 'refund' && agent != '' && run_cost < 1.0 \
+                   && hour < 24 && weekday < 7 && args.tags.exists(t, t == 'vip')";
+        assert_eq!(rule("r", all, RuleAction::AutoApprove, RuleMode::Enforce).validate(), Ok(()));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub struct SpanOutcome<'a> {
     pub parent_span_id: Option<&'a str>,
     pub name: &'a str,
     pub start_ns: i64,
+    pub end_ns: i64,
     pub status_code: i32,
     pub status_message: Option<&'a str>,
     /// The span's stored events (a JSON array of `{name, attributes}`).
@@ -27,29 +28,38 @@ struct Event {
 
 const STATUS_ERROR: i32 = 2;
 
-/// The failure of the latest trace: of its spans with an error status, the one where the
-/// failure began (an erroring span none of whose children erred, earliest first), with its
-/// exception; the root when nothing else says more.
+/// The failure that ended the latest trace. Failures nest (a tool's error fails its step,
+/// which fails the run), and a run may have failed and recovered earlier: so the chain is
+/// followed from the erring span that ended last and had no erring parent (the root, when
+/// it erred), down through the erring child that ended last at each level. Of that chain
+/// the deepest span with an exception says what failed, else the deepest with a status
+/// message, else the deepest span.
 pub fn failure_of(spans: &[SpanOutcome<'_>], latest_trace: &str) -> Option<Failure> {
     let erred: Vec<&SpanOutcome> =
         spans.iter().filter(|s| s.trace_id == latest_trace && s.status_code == STATUS_ERROR).collect();
+    let erring_parent = |s: &SpanOutcome| erred.iter().any(|p| Some(p.span_id) == s.parent_span_id);
+    let mut at = last_ended(erred.iter().copied().filter(|s| !erring_parent(s)))?;
+    let mut chain = vec![at];
+    while let Some(next) = last_ended(erred.iter().copied().filter(|c| c.parent_span_id == Some(at.span_id))) {
+        if chain.iter().any(|c| c.span_id == next.span_id) {
+            break; // a cycle in agent-supplied parent ids
+        }
+        at = next;
+        chain.push(at);
+    }
     let exception = |s: &SpanOutcome| -> Option<(Option<String>, Option<String>)> {
         let events: Vec<Event> = serde_json::from_str(s.events).ok()?;
         let e = events.into_iter().find(|e| e.name == "exception")?;
         let text = |k: &str| e.attributes.get(k).and_then(|v| v.as_str()).map(str::to_string);
         Some((text("exception.type"), text("exception.message")))
     };
-    let has_erring_child = |s: &SpanOutcome| erred.iter().any(|c| c.parent_span_id == Some(s.span_id));
-    let mut origins: Vec<&&SpanOutcome> = erred.iter().filter(|s| !has_erring_child(s)).collect();
-    origins.sort_by_key(|s| s.start_ns);
-    // An exception says most; then a span inside the run over the root, whose message
-    // usually only repeats that something below failed.
-    let with_exception = origins.iter().copied().copied().find(|s| exception(s).is_some());
-    let inner = origins.iter().copied().copied().find(|s| s.parent_span_id.is_some() && s.status_message.is_some());
-    let chosen = with_exception
-        .or(inner)
-        .or_else(|| erred.iter().copied().filter(|s| s.status_message.is_some()).min_by_key(|s| s.start_ns))
-        .or_else(|| erred.iter().copied().min_by_key(|s| s.start_ns))?;
+    let deepest = chain.iter().rev();
+    let chosen = deepest
+        .clone()
+        .find(|s| exception(s).is_some())
+        .or_else(|| deepest.clone().find(|s| s.status_message.is_some()))
+        .copied()
+        .unwrap_or(at);
     let (exception_type, exception_message) = exception(chosen).unwrap_or_default();
     Some(Failure {
         span_id: chosen.span_id.to_string(),
@@ -59,14 +69,20 @@ pub fn failure_of(spans: &[SpanOutcome<'_>], latest_trace: &str) -> Option<Failu
     })
 }
 
+fn last_ended<'s, 'a: 's>(candidates: impl Iterator<Item = &'s SpanOutcome<'a>>) -> Option<&'s SpanOutcome<'a>> {
+    candidates.max_by_key(|s| (s.end_ns, s.start_ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[allow(clippy::too_many_arguments)]
     fn s<'a>(
         id: &'a str,
         parent: Option<&'a str>,
         start: i64,
+        end: i64,
         code: i32,
         msg: Option<&'a str>,
         events: &'a str,
@@ -77,22 +93,27 @@ mod tests {
             parent_span_id: parent,
             name: id,
             start_ns: start,
+            end_ns: end,
             status_code: code,
             status_message: msg,
             events,
         }
     }
 
+    fn exception(kind: &str, message: &str) -> String {
+        format!(r#"[{{"name":"exception","attributes":{{"exception.type":"{kind}","exception.message":"{message}"}}}}]"#)
+    }
+
     #[test]
     fn the_innermost_failure_with_its_exception_is_the_reason() {
-        let exc = r#"[{"name":"exception","attributes":{"exception.type":"TimeoutError","exception.message":"db timed out"}}]"#;
+        let exc = exception("TimeoutError", "db timed out");
         let spans = [
-            s("root", None, 0, 2, Some("run failed"), "[]"),
-            s("step", Some("root"), 1, 2, None, "[]"),
-            s("tool", Some("step"), 2, 2, Some("error"), exc),
-            s("ok", Some("root"), 3, 0, None, "[]"),
-            // A failed span beside the chain, not under an erring parent: the exception wins.
-            s("other", Some("ok"), 1, 2, Some("flaky"), "[]"),
+            s("root", None, 0, 100, 2, Some("run failed"), "[]"),
+            s("step", Some("root"), 1, 90, 2, None, "[]"),
+            s("tool", Some("step"), 2, 80, 2, Some("error"), &exc),
+            s("ok", Some("root"), 3, 50, 0, None, "[]"),
+            // A failure the run recovered from, under a span that did not fail.
+            s("other", Some("ok"), 4, 10, 2, Some("flaky"), "[]"),
         ];
         let f = failure_of(&spans, "t").unwrap();
         assert_eq!(f.span_name, "tool");
@@ -101,11 +122,50 @@ mod tests {
     }
 
     #[test]
+    fn the_failure_that_ended_the_run_is_the_reason_not_an_earlier_one() {
+        // Step 1's get_ticket timed out (with an exception) and step 1 failed; the agent went
+        // on, and step 2's get_current_time failed last, ending the run.
+        let early = exception("TimeoutError", "get_ticket timed out");
+        let late = exception("ValueError", "unknown timezone Mars/Olympus");
+        let spans = [
+            s("run", None, 0, 100, 2, Some("agent failed"), "[]"),
+            s("step1", Some("run"), 1, 40, 2, None, "[]"),
+            s("get_ticket", Some("step1"), 2, 30, 2, Some("timeout"), &early),
+            s("step2", Some("run"), 50, 95, 2, None, "[]"),
+            s("get_current_time", Some("step2"), 60, 90, 2, None, &late),
+        ];
+        let f = failure_of(&spans, "t").unwrap();
+        assert_eq!(f.span_name, "get_current_time");
+        assert_eq!(f.message.as_deref(), Some("unknown timezone Mars/Olympus"));
+        // With the root not failing, the failure that ended last still wins.
+        let spans = [
+            s("run", None, 0, 100, 0, None, "[]"),
+            s("get_ticket", Some("run"), 2, 30, 2, Some("timeout"), &early),
+            s("get_current_time", Some("run"), 60, 90, 2, Some("bad zone"), "[]"),
+        ];
+        assert_eq!(failure_of(&spans, "t").unwrap().span_name, "get_current_time");
+    }
+
+    #[test]
     fn the_root_message_when_nothing_inside_says_more() {
-        let spans = [s("root", None, 0, 2, Some("max retries"), "[]"), s("step", Some("root"), 1, 2, None, "not json")];
+        let spans =
+            [s("root", None, 0, 10, 2, Some("max retries"), "[]"), s("step", Some("root"), 1, 5, 2, None, "not json")];
         let f = failure_of(&spans, "t").unwrap();
         assert_eq!((f.span_name.as_str(), f.message.as_deref()), ("root", Some("max retries")));
         assert_eq!(failure_of(&spans, "other"), None, "only the latest trace counts");
-        assert_eq!(failure_of(&[s("root", None, 0, 0, None, "[]")], "t"), None);
+        assert_eq!(failure_of(&[s("root", None, 0, 1, 0, None, "[]")], "t"), None);
+    }
+
+    #[test]
+    fn parent_ids_that_loop_end_the_walk() {
+        let spans = [s("a", Some("b"), 0, 10, 2, Some("a failed"), "[]"), s("b", Some("a"), 1, 9, 2, None, "[]")];
+        // Every span has an erring parent: no chain starts, and nothing is invented.
+        assert_eq!(failure_of(&spans, "t"), None);
+        let spans = [
+            s("root", None, 0, 10, 2, None, "[]"),
+            s("a", Some("root"), 1, 9, 2, Some("a failed"), "[]"),
+            s("b", Some("a"), 2, 8, 2, None, "[]"),
+        ];
+        assert_eq!(failure_of(&spans, "t").unwrap().span_name, "a");
     }
 }

@@ -489,6 +489,7 @@ pub async fn waterfall_and_failure(
                 parent_span_id: s.parent_span_id.as_deref(),
                 name: &s.name,
                 start_ns: s.start_ns,
+                end_ns: s.end_ns,
                 status_code: s.status_code,
                 status_message: s.status_message.as_deref(),
                 events: s.events.get(),
