@@ -64,6 +64,39 @@ pub fn natural_key(idempotency_key: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The vectors the Python and TypeScript clients' tests read too: the server derives
+    /// byte for byte the same canonical text and key.
+    #[test]
+    fn the_shared_test_vectors_derive_the_same_text_and_key() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../clients/testdata/idempotency-keys.json");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let default: Vec<String> =
+            serde_json::from_value(file["default_volatile_fields"].clone()).unwrap();
+        assert_eq!(default, KeyRule::default().volatile_fields, "the clients' default volatile fields");
+        let vectors = file["vectors"].as_array().unwrap();
+        assert!(vectors.len() >= 20, "{}", vectors.len());
+        for v in vectors {
+            let name = v["name"].as_str().unwrap();
+            let rule = KeyRule {
+                volatile_fields: match v.get("volatile_fields") {
+                    Some(list) => serde_json::from_value(list.clone()).unwrap(),
+                    None => default.clone(),
+                },
+                run_wide: v["run_wide"].as_bool().unwrap_or(false),
+            };
+            let (run, step, tool) =
+                (v["run_id"].as_str().unwrap(), v["step_index"].as_i64().unwrap(), v["tool"].as_str().unwrap());
+            let args = stable_arguments(&v["arguments"], &rule);
+            let material = if rule.run_wide {
+                json!({"run": run, "tool": tool, "args": args})
+            } else {
+                json!({"run": run, "step": step, "tool": tool, "args": args})
+            };
+            assert_eq!(canonical_json(&material), v["canonical"].as_str().unwrap(), "{name}: canonical text");
+            assert_eq!(derive_key(run, step, tool, &v["arguments"], &rule), v["key"].as_str().unwrap(), "{name}: key");
+        }
+    }
+
     #[test]
     fn volatile_fields_and_key_order_do_not_change_the_key() {
         let rule = KeyRule::default();
