@@ -41,13 +41,15 @@ test('an approver edits the arguments, the schema refuses a bad edit, and the ag
   const input = page.getByTestId('arguments-input');
   await expect(input).toHaveValue(/"amount": 500/);
   await input.fill('{"order": "o-1", "amount": 5000}');
-  await page.getByRole('button', { name: 'Approve this exact payload' }).click();
+  // The button says what it approves once the arguments are edited.
+  await expect(page.getByTestId('approve-button')).toHaveText('Approve the edited payload');
+  await page.getByRole('button', { name: 'Approve the edited payload' }).click();
   await expect(page.getByTestId('decide')).toContainText('do not match the tool\'s schema');
   await expect(page.getByTestId('approval-status')).toContainText('pending');
 
   await input.fill('{"order": "o-1", "amount": 50}');
   await page.getByTestId('respond-approve').fill('Approved 50, not 500.');
-  await page.getByRole('button', { name: 'Approve this exact payload' }).click();
+  await page.getByRole('button', { name: 'Approve the edited payload' }).click();
   await expect(page.getByTestId('outcome')).toContainText('Approved with changes by alice');
   await expect(page.getByTestId('edit-changes')).toContainText('~ /amount: 500 → 50');
   await expect(page.getByTestId('edit-by')).toHaveText('alice');

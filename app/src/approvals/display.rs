@@ -6,8 +6,12 @@
 //! A display field names the argument it describes with `argument` (a key, a dotted path
 //! `message.to`, or a JSON pointer `/message/to`); without one it is matched by its label
 //! (`Recipient` does not match `to`, `To` does) and, failing that, by its value. Every
-//! argument no field covers is listed as unshown; every covered argument whose text
-//! differs from the field's is listed as differing.
+//! argument no field covers is listed as unshown (information, not a contradiction);
+//! a covered argument whose value the field contradicts is listed as differing. Text is
+//! compared exactly, since one invisible character can change a recipient; amounts are
+//! compared as numbers, so `€500.00` shown for `500` agrees and `50` shown for `5000`
+//! does not, and a currency the field names must be the one a `currency` argument beside
+//! the amount holds.
 
 use super::DisplayField;
 use serde_json::Value;
@@ -110,7 +114,8 @@ pub fn compare(arguments: &Value, display: &[DisplayField]) -> DisplayReport {
         match matched {
             Some((path, value)) => {
                 let actual = as_text(&value);
-                if actual != field.value {
+                let currency = sibling_currency(arguments, &path);
+                if !agrees(&field.value, &actual, currency.as_deref()) {
                     report.differing.push(Difference {
                         label: field.label.clone(),
                         path: path.clone(),
@@ -127,6 +132,77 @@ pub fn compare(arguments: &Value, display: &[DisplayField]) -> DisplayReport {
         |path: &str| covered.iter().any(|c| path == c || path.starts_with(&format!("{c}.")) || c.is_empty());
     report.unshown = all.into_iter().filter(|(p, _)| !is_covered(p)).map(|(p, v)| (p, as_text(&v))).collect();
     report
+}
+
+/// Whether a display field's text says what the argument's text says: the same text, or
+/// the same amount however it is written (currency sign or code, thousands separators,
+/// trailing zeros). A currency the field names must match the argument's own (`500 EUR`)
+/// and the `currency` argument beside it, when there is one.
+pub fn agrees(shown: &str, actual: &str, sibling_currency: Option<&str>) -> bool {
+    if shown == actual {
+        return true;
+    }
+    let (Some(shown), Some(actual)) = (Amount::parse(shown), Amount::parse(actual)) else { return false };
+    let currencies_agree = match (&shown.currency, &actual.currency.as_deref().or(sibling_currency)) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+        _ => true,
+    };
+    shown.value == actual.value && currencies_agree
+}
+
+/// A number as people write amounts: `500`, `500.00`, `€500.00`, `USD 1,234.50`,
+/// `1 234,5 €`.
+#[derive(Debug, PartialEq)]
+struct Amount {
+    value: f64,
+    currency: Option<String>,
+}
+
+impl Amount {
+    fn parse(text: &str) -> Option<Amount> {
+        let text = text.trim();
+        let (mut currency, mut rest) = (None, text);
+        for (sign, code) in [("€", "EUR"), ("$", "USD"), ("£", "GBP"), ("¥", "JPY")] {
+            if let Some(r) = rest.strip_prefix(sign).or_else(|| rest.strip_suffix(sign)) {
+                currency = Some(code.to_string());
+                rest = r.trim();
+            }
+        }
+        let is_code = |w: &str| w.len() == 3 && w.chars().all(|c| c.is_ascii_uppercase());
+        if currency.is_none() {
+            if let Some((code, r)) = rest.split_once(' ').filter(|(c, _)| is_code(c)) {
+                currency = Some(code.to_string());
+                rest = r.trim();
+            } else if let Some((r, code)) = rest.rsplit_once(' ').filter(|(_, c)| is_code(c)) {
+                currency = Some(code.to_string());
+                rest = r.trim();
+            }
+        }
+        let digits: String = rest.chars().filter(|c| !matches!(c, ' ' | '\u{00A0}' | '\u{202F}' | '_' | '\'')).collect();
+        let normal = match (digits.rfind('.'), digits.rfind(',')) {
+            // `1,234.50`: commas group thousands.
+            (Some(dot), Some(comma)) if comma < dot => digits.replace(',', ""),
+            // `1.234,50`: dots group thousands, the comma is the decimal point.
+            (Some(_), Some(_)) => digits.replace('.', "").replace(',', "."),
+            // `1,234` or `1,234,567` groups thousands; `12,5` is a decimal comma.
+            (None, Some(comma)) if digits.len() - comma == 4 => digits.replace(',', ""),
+            (None, Some(_)) => digits.replace(',', "."),
+            _ => digits,
+        };
+        let well_formed = !normal.is_empty()
+            && normal.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-')
+            && normal.chars().any(|c| c.is_ascii_digit());
+        let value: f64 = if well_formed { normal.parse().ok()? } else { return None };
+        value.is_finite().then_some(Amount { value, currency })
+    }
+}
+
+/// The `currency` argument beside the one at `path` (`amount` → `currency`,
+/// `payment.amount` → `payment.currency`), when it is a string.
+fn sibling_currency(arguments: &Value, path: &str) -> Option<String> {
+    let parent = path.rsplit_once('.').map(|(p, _)| p).unwrap_or("");
+    let currency_path = if parent.is_empty() { "currency".to_string() } else { format!("{parent}.currency") };
+    at(arguments, &currency_path).and_then(|v| v.as_str()).map(str::to_string)
 }
 
 fn top_level_keys(arguments: &Value) -> Vec<String> {
@@ -224,6 +300,24 @@ mod tests {
         let report = compare(&args, &[field("Amount", "100", None)]);
         assert_eq!(report.differing[0].actual, "10");
         assert_eq!(report.unshown.len(), 2, "message.to and message.cc.0");
+    }
+
+    #[test]
+    fn amounts_agree_however_they_are_written_and_contradictions_do_not() {
+        let args = json!({"amount": 500, "currency": "EUR", "fee": "1,234.50", "count": 5000});
+        for (label, shown) in [("Amount", "€500.00"), ("Amount", "500 EUR"), ("Amount", "500"), ("Fee", "1234.5")] {
+            assert!(compare(&args, &[field(label, shown, None)]).differing.is_empty(), "{label}: {shown}");
+        }
+        let shows_50 = compare(&args, &[field("Count", "50", None)]);
+        assert_eq!(shows_50.differing.len(), 1, "50 shown, 5000 runs");
+        let wrong_currency = compare(&args, &[field("Amount", "$500.00", None)]);
+        assert_eq!(wrong_currency.differing.len(), 1, "USD shown, EUR runs");
+        assert!(agrees("1.234,50 €", "1234.5", None));
+        assert!(agrees("12,5", "12.5", None));
+        assert!(!agrees("ana@example.com", "ana@exam\u{200B}ple.com", None), "text is exact");
+        assert!(!agrees("five hundred", "500", None));
+        assert!(!agrees("500 USD", "500 EUR", None));
+        assert!(!agrees("-", "0", None));
     }
 
     #[test]

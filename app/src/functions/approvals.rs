@@ -16,6 +16,9 @@ pub struct InboxView {
     pub tools: Vec<String>,
     /// The server's clock, for ages that match between server render and hydration.
     pub now: DateTime<Utc>,
+    /// The signed-in user's roles: a request needing another role says so.
+    #[serde(default)]
+    pub my_roles: Vec<crate::access::Role>,
 }
 
 /// One request as its page shows it.
@@ -46,12 +49,13 @@ fn filter_text(value: Option<String>) -> Option<String> {
 pub async fn load_inbox(agent: Option<String>, tool: Option<String>) -> Result<InboxView, AppError> {
     use super::ssr;
     use crate::storage::approvals::{self, ApprovalFilter};
-    ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
     let filter = ApprovalFilter { agent: filter_text(agent), tool: filter_text(tool), ..Default::default() };
     let pending = approvals::pending(&db, &filter, 500).await?;
     let (agents, tools) = approvals::pending_facets(&db).await?;
-    Ok(InboxView { pending, agents, tools, now: Utc::now() })
+    let my_roles = crate::access::Role::ALL.iter().copied().filter(|r| me.can(*r)).collect();
+    Ok(InboxView { pending, agents, tools, now: Utc::now(), my_roles })
 }
 
 #[server(prefix = "/fn", endpoint = "load_approval_history")]

@@ -26,6 +26,17 @@ fn headline(a: &Approval) -> String {
     a.display.first().map(|f| format!("{}: {}", f.label, f.value)).unwrap_or_else(|| a.arguments.clone())
 }
 
+/// "in 12 min", "in 2 h 5 min", or "expired" for a pending request's expiry.
+fn expires_in(expires_at: &chrono::DateTime<chrono::Utc>, now: &chrono::DateTime<chrono::Utc>) -> String {
+    match (*expires_at - *now).num_seconds() {
+        s if s <= 0 => "expired".into(),
+        s if s < 60 => format!("in {s} s"),
+        s if s < 3600 => format!("in {} min", s / 60),
+        s if s < 86_400 => format!("in {} h {} min", s / 3600, (s % 3600) / 60),
+        s => format!("in {} d", s / 86_400),
+    }
+}
+
 /// At most `n` characters of a one-line preview; the request page shows everything.
 fn preview(text: &str, n: usize) -> String {
     let line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
@@ -108,6 +119,7 @@ fn InboxTable(view: InboxView, agent: Option<String>, tool: Option<String>) -> i
     }
     let now = view.now;
     let count = view.pending.len();
+    let my_roles = view.my_roles.clone();
     view! {
         <form method="get" action="/approvals" class="filters" data-testid="approval-filters">
             <label>"Agent" <select name="agent"><option value="">"any"</option>{options(view.agents, agent)}</select></label>
@@ -119,26 +131,33 @@ fn InboxTable(view: InboxView, agent: Option<String>, tool: Option<String>) -> i
         // Ticking requests and "Decide selected together" is a plain GET form: it works
         // without JavaScript and the bulk page shows exactly what was picked.
         <form method="get" action="/approvals/bulk" data-testid="bulk-pick">
-        <div class="table-scroll">
-        <table class="grid approvals" data-testid="approval-table">
+        <div class="table-scroll stack-scroll">
+        <table class="grid approvals stack" data-testid="approval-table">
             <thead>
-                <tr><th><span class="visually-hidden">"Pick"</span></th><th>"Waiting"</th><th>"Agent"</th><th>"Run"</th><th>"Tool"</th><th>"Side effect"</th><th>"What"</th><th>"Approvals"</th><th></th></tr>
+                <tr><th><span class="visually-hidden">"Pick"</span></th><th>"Waiting"</th><th>"Expires"</th><th>"Agent"</th><th>"Run"</th><th>"Tool"</th><th>"Side effect"</th><th>"What"</th><th>"Approvals"</th><th></th></tr>
             </thead>
             <tbody>
                 {view.pending.into_iter().map(|a| {
                     let href = approval_href(&a.id);
                     let what = preview(&headline(&a), 120);
+                    let may_decide = my_roles.contains(&a.required_role);
                     view! {
                         <tr data-approval=a.id.clone()>
-                            <td><input type="checkbox" name="id" value=a.id.clone() aria-label=format!("pick {}", a.id)/></td>
-                            <td title=format_utc(&a.created_at)>{ago(&a.created_at, &now)}</td>
-                            <td>{a.agent.clone().unwrap_or_else(|| "—".into())}</td>
-                            <td><a href=run_href(&a.run_id)><code>{a.run_id.clone()}</code></a></td>
-                            <td><code>{a.tool.clone()}</code></td>
-                            <td><Tag kind="effect" value=a.side_effect.as_str()/></td>
-                            <td class="preview">{what}</td>
-                            <td>{(a.required_approvals > 1).then(|| format!("{} of {}", a.approved_by.len(), a.required_approvals))}</td>
-                            <td><a href=href class="button primary small">"Review"</a></td>
+                            <td data-label="Pick"><input type="checkbox" name="id" value=a.id.clone() aria-label=format!("pick {}", a.id)/></td>
+                            <td data-label="Waiting" title=format_utc(&a.created_at)>{ago(&a.created_at, &now)}</td>
+                            <td data-label="Expires" title=format_utc(&a.expires_at) data-testid="expires">{expires_in(&a.expires_at, &now)}</td>
+                            <td data-label="Agent">{a.agent.clone().unwrap_or_else(|| "—".into())}</td>
+                            <td data-label="Run"><a href=run_href(&a.run_id)><code>{a.run_id.clone()}</code></a></td>
+                            <td data-label="Tool"><code>{a.tool.clone()}</code></td>
+                            <td data-label="Side effect"><Tag kind="effect" value=a.side_effect.as_str()/></td>
+                            <td class="preview" data-label="What">{what}</td>
+                            <td data-label="Approvals">{(a.required_approvals > 1).then(|| format!("{} of {}", a.approved_by.len(), a.required_approvals))}</td>
+                            <td class="actions">
+                                <a href=href class="button primary small">{if may_decide { "Review" } else { "View" }}</a>
+                                {(!may_decide).then(|| view! {
+                                    <span class="muted small" data-testid="needs-role">{format!(" needs the {} role", a.required_role)}</span>
+                                })}
+                            </td>
                         </tr>
                     }
                 }).collect_view()}
@@ -194,7 +213,7 @@ fn History() -> impl IntoView {
                                     <tr data-approval=a.id.clone()>
                                         <td>{a.decided_at.map(|t| format_utc(&t)).unwrap_or_default()}</td>
                                         <td><Tag kind="approval" value=a.status.as_str()/></td>
-                                        <td>{a.decided_by.clone().unwrap_or_else(|| "—".into())}</td>
+                                        <td data-testid="decided-by">{if a.approved_by.len() > 1 { a.approved_by.join(", ") } else { a.decided_by.clone().unwrap_or_else(|| "—".into()) }}</td>
                                         <td><code>{a.tool.clone()}</code></td>
                                         <td><a href=run_href(&a.run_id)><code>{a.run_id.clone()}</code></a></td>
                                         <td class="preview">{a.reason.clone().map(|r| preview(&r, 160)).unwrap_or_default()}</td>

@@ -101,12 +101,17 @@ fn EditHistory(a: Approval) -> impl IntoView {
     })
 }
 
-/// What the hash binds: the tool and its arguments, first and complete.
+/// What the hash binds: the tool and its arguments, first and complete. Each argument is a
+/// field of its own (the ones the agent's description names first, in its order, then
+/// short values, then long ones), its text verbatim with its line breaks; the exact JSON
+/// the hash covers is one click away.
 #[component]
 fn Payload(a: Approval) -> impl IntoView {
     let pending = a.status == ApprovalStatus::Pending;
     let redacted = a.arguments.contains(crate::canonical::REDACTED);
     let hidden = crate::components::payload::has_hidden_characters(&a.arguments);
+    let arguments: serde_json::Value = serde_json::from_str(&a.arguments).unwrap_or(serde_json::Value::Null);
+    let fields = argument_fields(&arguments, &a.display);
     view! {
         <section class="card payload" data-testid="payload">
             <h2>{if pending { "Exactly what will run" } else { "The payload this decision is bound to" }}</h2>
@@ -122,21 +127,69 @@ fn Payload(a: Approval) -> impl IntoView {
                     "Read every marked value before deciding."
                 </p>
             })}
-            <h3>"Tool"</h3>
-            <pre class="exact" data-testid="tool"><ExactInline text=a.tool.clone()/></pre>
-            <h3>"Arguments"</h3>
-            <ExactText text=pretty_json(&a.arguments) testid="arguments"/>
+            <dl class="arguments" data-testid="argument-fields">
+                <dt>"Tool"</dt>
+                <dd><code data-testid="tool"><ExactInline text=a.tool.clone()/></code></dd>
+                {match fields {
+                    Some(fields) => fields.into_iter().map(|(name, value)| view! {
+                        <dt data-testid="argument-name"><ExactInline text=name/></dt>
+                        <dd data-testid="argument-value"><ExactText text=value/></dd>
+                    }).collect_view().into_any(),
+                    // Not an object: the arguments as one value.
+                    None => view! {
+                        <dt>"Arguments"</dt>
+                        <dd><ExactText text=pretty_json(&a.arguments)/></dd>
+                    }.into_any(),
+                }}
+            </dl>
             {redacted.then(|| view! {
                 <p class="muted small" data-testid="redacted-note">
                     "Values shown as [REDACTED] held a credential. Flightdeck does not store it; "
                     "the hash below binds the value the agent sent."
                 </p>
             })}
+            <details class="exact-json">
+                <summary>"The exact JSON the hash covers"</summary>
+                <ExactText text=pretty_json(&a.arguments) testid="arguments"/>
+            </details>
             <p class="muted small">
                 "Payload SHA-256 (tool and arguments): " <code data-testid="payload-sha">{a.payload_sha256.clone()}</code>
             </p>
         </section>
     }
+}
+
+/// The arguments of an object as (name, text) fields in reading order: those the agent's
+/// description names, in its order; then short one-line values; then the long ones.
+/// Strings are shown as they are (line breaks kept), anything else as pretty JSON. `None`
+/// when the arguments are not an object.
+fn argument_fields(
+    arguments: &serde_json::Value,
+    display: &[crate::approvals::DisplayField],
+) -> Option<Vec<(String, String)>> {
+    let map = arguments.as_object()?;
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    };
+    let named: Vec<&str> = display
+        .iter()
+        .filter_map(|f| f.argument.as_deref())
+        .map(|p| p.trim_start_matches('/').split(['.', '/']).next().unwrap_or(p))
+        .chain(display.iter().map(|f| f.label.as_str()))
+        .collect();
+    let rank = |key: &str, value: &str| -> (usize, usize) {
+        let said = named.iter().position(|n| n.eq_ignore_ascii_case(key));
+        match said {
+            Some(at) => (0, at),
+            None if value.chars().count() <= 80 && !value.contains('\n') => (1, 0),
+            None => (2, 0),
+        }
+    };
+    let mut fields: Vec<(String, String)> = map.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+    // A stable sort keeps the canonical (alphabetical) order within each group.
+    fields.sort_by_key(|(k, v)| rank(k, v));
+    Some(fields)
 }
 
 /// The agent's own summary of the call, apart from what runs and held against it.
@@ -165,21 +218,17 @@ fn AgentDescription(a: Approval) -> impl IntoView {
     })
 }
 
+/// What the agent's description leaves out or gets wrong. A value it contradicts (after
+/// reading amounts as numbers) is a danger; a field that describes no argument is a
+/// warning; arguments it does not show are listed plainly, since a summary rarely shows
+/// every field and the arguments above are what runs.
 #[component]
 fn DisplayWarnings(report: crate::approvals::display::DisplayReport) -> impl IntoView {
     view! {
-        <div class="callout danger" data-testid="display-warnings">
-            <h3>"The description does not match the arguments"</h3>
-            {(!report.unshown.is_empty()).then(|| view! {
-                <p>"Arguments the description does not show:"</p>
-                <ul data-testid="unshown-arguments">
-                    {report.unshown.iter().map(|(path, value)| view! {
-                        <li><code><ExactInline text=path.clone()/></code> ": " <ExactInline text=value.clone()/></li>
-                    }).collect_view()}
-                </ul>
-            })}
-            {(!report.differing.is_empty()).then(|| view! {
-                <p>"Values shown differently from the arguments:"</p>
+        <div class="display-report" data-testid="display-warnings">
+        {(!report.differing.is_empty()).then(|| view! {
+            <div class="callout danger" data-testid="contradictions">
+                <h3>"The description contradicts the arguments"</h3>
                 <ul data-testid="differing-values">
                     {report.differing.iter().map(|d| view! {
                         <li>
@@ -190,13 +239,33 @@ fn DisplayWarnings(report: crate::approvals::display::DisplayReport) -> impl Int
                         </li>
                     }).collect_view()}
                 </ul>
-            })}
-            {(!report.unmatched.is_empty()).then(|| view! {
-                <p>"Fields that describe no argument: "
-                    {report.unmatched.iter().map(|l| view! { <code><ExactInline text=l.clone()/></code> " " }).collect_view()}
-                </p>
-            })}
+            </div>
+        })}
+        {(!report.unmatched.is_empty()).then(|| view! {
+            <p class="callout warn" data-testid="unmatched-fields">"Fields of the description that match no argument: "
+                {report.unmatched.iter().map(|l| view! { <code><ExactInline text=l.clone()/></code> " " }).collect_view()}
+            </p>
+        })}
+        {(!report.unshown.is_empty()).then(|| view! {
+            <div class="unshown" data-testid="unshown-arguments">
+                <p class="muted small">"Also in the arguments, not in the description:"</p>
+                <ul class="small">
+                    {report.unshown.iter().map(|(path, value)| view! {
+                        <li><code><ExactInline text=path.clone()/></code> ": " <ExactInline text=preview_text(value)/></li>
+                    }).collect_view()}
+                </ul>
+            </div>
+        })}
         </div>
+    }
+}
+
+/// A value on one line, cut after 120 characters (the payload above shows all of it).
+fn preview_text(value: &str) -> String {
+    let line: String = value.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    match line.char_indices().nth(120) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
 }
 
@@ -303,13 +372,17 @@ fn Outcome(a: Approval) -> impl IntoView {
     })
 }
 
+/// The decision: Approve and Deny in a bar that stays on the screen while the approver
+/// reads. Approve submits the approve form, with the arguments as they stand in its editor
+/// (unchanged: the payload as asked), and says which it approves; Deny needs a reason
+/// and goes to the deny form. Someone who may not approve is told why, in the bar.
 #[component]
 fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>) -> impl IntoView {
     if !view.can_decide {
+        let why = format!("Deciding this request needs the {} role, which your account does not have.", a.required_role);
         return view! {
-            <p class="card notice" data-testid="cannot-decide">
-                {format!("Deciding this request needs the {} role, which your account does not have.", a.required_role)}
-            </p>
+            <p class="card notice" data-testid="cannot-decide">{why.clone()}</p>
+            <div class="decision-bar" data-testid="decision-bar"><span class="why">{why}</span></div>
         }
         .into_any();
     }
@@ -317,6 +390,8 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
     let (id2, sha2) = (a.id.clone(), a.payload_sha256.clone());
     let editable = !a.arguments.contains(crate::canonical::REDACTED);
     let pretty = pretty_json(&a.arguments);
+    let original = pretty.clone();
+    let edited = RwSignal::new(false);
     let blocked = if view.own_run {
         Some("This run acts for you (its enduser.id): another person must approve it. You may deny it.")
     } else if view.already_approved {
@@ -324,8 +399,14 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
     } else {
         None
     };
+    let changed_by = a.edits.last().map(|e| e.username.clone());
+    let approve_label = move || match (edited.get(), &changed_by) {
+        (true, _) => "Approve the edited payload".to_string(),
+        (false, Some(by)) => format!("Approve the payload as {by} changed it"),
+        (false, None) => "Approve this exact payload".to_string(),
+    };
     view! {
-        <section class="card decide" data-testid="decide">
+        <section class="card decide" data-testid="decide" id="decide">
             <h2>"Decision"</h2>
             {(a.required_approvals > 1).then(|| view! {
                 <p data-testid="approvals-needed">
@@ -340,7 +421,7 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
             </div>
             <div class="decide-forms">
                 {blocked.is_none().then(|| view! {
-                    <ActionForm action=decide attr:class="form" attr:data-testid="approve-form">
+                    <ActionForm action=decide attr:class="form" attr:data-testid="approve-form" attr:id="approve-form">
                         <input type="hidden" name="id" value=id/>
                         <input type="hidden" name="payload_sha256" value=sha/>
                         <input type="hidden" name="decision" value="approve"/>
@@ -352,7 +433,8 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
                                         "Change the JSON below and approve: the agent gets the edited arguments and must run "
                                         "exactly those (their own hash). Left unchanged, this approves the payload as asked."
                                     </p>
-                                    <textarea name="arguments" rows="8" spellcheck="false" class="mono" data-testid="arguments-input">{pretty}</textarea>
+                                    <textarea name="arguments" rows="8" spellcheck="false" class="mono" data-testid="arguments-input"
+                                        on:input=move |ev| edited.set(event_target_value(&ev).trim() != original.trim())>{pretty}</textarea>
                                     {view.arguments_schema.clone().map(|schema| view! {
                                         <details class="small"><summary>"The schema edits must match"</summary><pre class="exact">{schema}</pre></details>
                                     })}
@@ -364,15 +446,14 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
                         } else {
                             view! { <p class="muted small">"These arguments hold a credential Flightdeck does not store, so they cannot be edited here."</p> }.into_any()
                         }}
-                        <button type="submit" class="primary">"Approve this exact payload"</button>
                     </ActionForm>
                 })}
-                <ActionForm action=decide attr:class="form" attr:data-testid="deny-form">
+                <ActionForm action=decide attr:class="form" attr:data-testid="deny-form" attr:id="deny-form">
                     <input type="hidden" name="id" value=id2/>
                     <input type="hidden" name="payload_sha256" value=sha2/>
                     <input type="hidden" name="decision" value="deny"/>
                     <label>"Reason (required to deny; the agent reads it)"
-                        <textarea name="reason" required maxlength="2000" rows="2"></textarea>
+                        <textarea name="reason" required maxlength="2000" rows="2" id="deny-reason"></textarea>
                     </label>
                     <label>"What the agent should do instead (optional)"
                         <textarea name="respond" maxlength="2000" rows="2"></textarea>
@@ -381,6 +462,15 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
                 </ActionForm>
             </div>
         </section>
+        <div class="decision-bar" data-testid="decision-bar">
+            {match blocked {
+                None => view! {
+                    <button type="submit" form="approve-form" class="primary" data-testid="approve-button">{approve_label}</button>
+                }.into_any(),
+                Some(why) => view! { <span class="why">{why}</span> }.into_any(),
+            }}
+            <a href="#deny-reason" class="button" data-testid="deny-link">"Deny…"</a>
+        </div>
     }
     .into_any()
 }
