@@ -29,7 +29,7 @@ fn python() -> Option<&'static str> {
 async fn the_python_client_and_the_example_agent_work_against_a_real_flightdeck() {
     let Some(python) = python() else { return };
     let t = TestDb::sqlite().await;
-    let s = common::live(&t, &[], &[Scope::Calls]).await;
+    let s = common::live(&t, &[], &[Scope::Calls, Scope::Approvals, Scope::Escalations]).await;
     // Approvals for `wire_money` expire after a second: the client must see a denial.
     let policy = ToolPolicy {
         requires_approval: true,
@@ -52,7 +52,8 @@ async fn the_python_client_and_the_example_agent_work_against_a_real_flightdeck(
     .unwrap();
     let log = String::from_utf8_lossy(&tests.stderr);
     assert!(tests.status.success(), "the Python client's tests:\n{log}");
-    assert!(log.contains("Ran 8 tests"), "{log}");
+    assert!(log.contains("Ran 16 tests"), "{log}");
+    assert!(!log.contains("skipped"), "every test ran: {log}");
 
     let dir = tempfile::tempdir().unwrap();
     let outbox = dir.path().join("outbox.txt");

@@ -283,6 +283,17 @@ fn test() -> Result<()> {
     tests.env("FLIGHTDECK_BIN", &binary);
     check_within(&mut tests, TEST_RUN_LIMIT)?;
 
+    step("the TypeScript client and its adapters against the server (clients/typescript/run-tests.sh)");
+    check_within(
+        Command::new("sh").arg(workspace_root().join("clients/typescript/run-tests.sh")).env("FLIGHTDECK_BIN", &binary),
+        TEST_RUN_LIMIT,
+    )?;
+    step("the Python adapters against the server (clients/python/run-tests.sh)");
+    check_within(
+        Command::new("bash").arg(workspace_root().join("clients/python/run-tests.sh")).env("FLIGHTDECK_BIN", &binary),
+        TEST_RUN_LIMIT,
+    )?;
+
     match chromium() {
         None => missing("Chromium", "install it with `apt-get install -y chromium` or set FLIGHTDECK_CHROMIUM")?,
         Some(browser) => {
