@@ -317,6 +317,38 @@ pub struct RunView {
     pub span_pages: i64,
     pub total_spans: i64,
     pub has_bodies: bool,
+    /// Errors and side effects in start order, each with its page, for the waterfall's
+    /// previous / next.
+    #[serde(default)]
+    pub marks: Vec<SpanMark>,
+    /// The search in the trace: what was asked, the first hits and how many there are.
+    #[serde(default)]
+    pub query: Option<String>,
+    #[serde(default)]
+    pub matches: Vec<SpanMark>,
+    #[serde(default)]
+    pub match_count: i64,
+    /// The span whose subtree alone is shown, when zoomed.
+    #[serde(default)]
+    pub zoomed: Option<SpanMark>,
+}
+
+/// A span the waterfall can jump to: `trace:span`, its name and the page it is on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanMark {
+    pub key: String,
+    pub name: String,
+    pub page: i64,
+    pub kind: MarkKind,
+}
+
+/// Why a span is marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkKind {
+    Error,
+    SideEffect,
+    Match,
 }
 
 /// Everything about one span, for its panel; JSON is pretty-printed text, shown as text.

@@ -44,6 +44,8 @@ pub mod state;
 #[cfg(feature = "ssr")]
 pub mod storage;
 #[cfg(feature = "ssr")]
+pub mod trace_view;
+#[cfg(feature = "ssr")]
 pub mod webhook_body;
 
 /// The browser entry point: attaches the interactive app to the server-rendered page.

@@ -27,10 +27,20 @@ pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
     Ok(RunListView { runs: page.runs, counts, next_cursor: page.next.map(|c| c.encode()), now })
 }
 
+/// One run's page: its detail and one page of its waterfall. `focus` (`trace:span`) opens
+/// the page that span is on; `zoom` shows only that span's subtree; `q` searches span
+/// names and attribute values and lists where the hits are.
 #[server(prefix = "/fn", endpoint = "load_run")]
-pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppError> {
+pub async fn load_run(
+    run_id: String,
+    page: Option<i64>,
+    #[server(default)] focus: Option<String>,
+    #[server(default)] zoom: Option<String>,
+    #[server(default)] q: Option<String>,
+) -> Result<RunView, AppError> {
     use super::ssr;
     use crate::storage::runs;
+    use crate::trace_view::{view, ViewRequest};
     ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
     let rules = ssr::rules()?;
@@ -55,13 +65,20 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
             || c.side_effect == crate::canonical::SideEffect::Unknown
             || c.credential_in_arguments
     });
-    let page = page.unwrap_or(1).max(1);
     let failed = detail.run.terminal_reason == crate::canonical::TerminalReason::Error;
     let latest = detail.run.trace_ids.last().filter(|_| failed).cloned();
-    let (mut spans, total, failure) =
-        runs::waterfall_and_failure(&db, &run_id, (page - 1) * SPANS_PER_PAGE, SPANS_PER_PAGE, latest.as_deref())
-            .await?;
-    for s in &mut spans {
+    let (all, failure) = runs::waterfall_and_failure(&db, &run_id, latest.as_deref()).await?;
+    let text = |v: Option<String>| v.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+    let (focus, zoom, query) = (text(focus), text(zoom), text(q).map(|q| q.chars().take(200).collect::<String>()));
+    let request = ViewRequest {
+        page: page.unwrap_or(1).max(1),
+        per_page: SPANS_PER_PAGE,
+        focus,
+        zoom,
+        query: query.clone(),
+    };
+    let mut shown = view(all, &request);
+    for s in &mut shown.spans {
         if let Some(index) = step_of_span.get(&s.span_id) {
             s.step_index = Some(*index);
         }
@@ -74,11 +91,16 @@ pub async fn load_run(run_id: String, page: Option<i64>) -> Result<RunView, AppE
         detail,
         failure,
         steps,
-        spans,
-        span_page: page,
-        span_pages: ((total + SPANS_PER_PAGE - 1) / SPANS_PER_PAGE).max(1),
-        total_spans: total,
+        spans: shown.spans,
+        span_page: shown.page,
+        span_pages: shown.pages,
+        total_spans: shown.total,
         has_bodies,
+        marks: shown.marks,
+        query,
+        matches: shown.matches,
+        match_count: shown.match_count,
+        zoomed: shown.zoomed,
     })
 }
 

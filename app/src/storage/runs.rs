@@ -466,20 +466,24 @@ impl From<StoredSpan> for WaterfallSpan {
 /// paged so a 5,000-span run never becomes a multi-megabyte page. (The run's spans are
 /// read whole either way: they are stored together, see `span_record`.)
 pub async fn waterfall(db: &Db, run_id: &str, offset: i64, limit: i64) -> StoreResult<(Vec<WaterfallSpan>, i64)> {
-    let (page, total, _) = waterfall_and_failure(db, run_id, offset, limit, None).await?;
+    let (mut spans, _) = waterfall_and_failure(db, run_id, None).await?;
+    spans.sort_by(|a, b| {
+        (a.row.start_ns, &a.row.trace_id, &a.row.span_id).cmp(&(b.row.start_ns, &b.row.trace_id, &b.row.span_id))
+    });
+    let total = spans.len() as i64;
+    let page = spans.into_iter().skip(offset.max(0) as usize).take(limit.max(0) as usize).map(|s| s.row).collect();
     Ok((page, total))
 }
 
-/// A page of the waterfall, the run's span count, and why the run failed when
-/// `latest_trace` (its latest attempt) is given.
+/// Every span of a run as the waterfall's view needs it, and why the run failed when
+/// `latest_trace` (its latest attempt) is given. The run's spans are stored together
+/// (see `span_record`), so they are read whole whatever page is shown.
 pub async fn waterfall_and_failure(
     db: &Db,
     run_id: &str,
-    offset: i64,
-    limit: i64,
     latest_trace: Option<&str>,
-) -> StoreResult<(Vec<WaterfallSpan>, i64, Option<RunFailure>)> {
-    let mut spans = spans::of_run(db, run_id).await?;
+) -> StoreResult<(Vec<crate::trace_view::ViewSpan>, Option<RunFailure>)> {
+    let spans = spans::of_run(db, run_id).await?;
     let failure = latest_trace.and_then(|trace| {
         let outcomes: Vec<SpanOutcome> = spans
             .iter()
@@ -497,10 +501,14 @@ pub async fn waterfall_and_failure(
             .collect();
         failure_of(&outcomes, trace)
     });
-    spans.sort_by(|a, b| (a.start_ns, &a.trace_id, &a.span_id).cmp(&(b.start_ns, &b.trace_id, &b.span_id)));
-    let total = spans.len() as i64;
-    let page = spans.into_iter().skip(offset.max(0) as usize).take(limit.max(0) as usize).map(Into::into).collect();
-    Ok((page, total, failure))
+    let view = spans
+        .into_iter()
+        .map(|s| {
+            let attributes = s.attributes.get().to_string();
+            crate::trace_view::ViewSpan { row: s.into(), attributes }
+        })
+        .collect();
+    Ok((view, failure))
 }
 
 fn pretty(json: &str) -> String {

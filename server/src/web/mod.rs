@@ -63,7 +63,11 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         .layer(from_fn(fn_status::from_error))
         .layer(from_fn(page_guard::require_page_role))
         .layer(from_fn_with_state(state.db.clone(), current_user::load))
-        .layer(sessions);
+        .layer(sessions)
+        // Pages and server functions' answers are text that gzip shrinks to a fifth or
+        // less (a 5,000-span run's page and its hydration copy); files under /pkg are
+        // precompressed and served apart.
+        .layer(tower_http::compression::CompressionLayer::new().gzip(true));
 
     Router::new()
         .nest(

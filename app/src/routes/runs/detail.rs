@@ -3,7 +3,8 @@
 //! on one time axis. Everything an agent sent is rendered as text.
 
 use crate::canonical::{
-    RunDetail, RunFailure, RunView, SideEffect, SpanPanel, TerminalReason, ToolCallView, WaterfallSpan,
+    MarkKind, RunDetail, RunFailure, RunView, SideEffect, SpanMark, SpanPanel, TerminalReason, ToolCallView,
+    WaterfallSpan,
 };
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::status::ErrorBox;
@@ -15,17 +16,68 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 use std::collections::HashMap;
 
+/// The waterfall's place in a run, as its URL says: the page, the subtree zoomed into, the
+/// search, whether the tree starts collapsed. Links keep all of it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraceParams {
+    pub page: Option<i64>,
+    pub zoom: Option<String>,
+    pub q: Option<String>,
+    pub collapsed: bool,
+}
+
+impl TraceParams {
+    /// The run's URL with these params, on `page`, with `span` selected.
+    pub fn href(&self, run: &str, page: Option<i64>, span: Option<&str>) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(p) = page.filter(|p| *p > 1) {
+            parts.push(format!("page={p}"));
+        }
+        if let Some(z) = &self.zoom {
+            parts.push(format!("zoom={}", encode(z)));
+        }
+        if let Some(q) = &self.q {
+            parts.push(format!("q={}", encode(q)));
+        }
+        if self.collapsed {
+            parts.push("tree=collapsed".into());
+        }
+        if let Some(span) = span {
+            parts.push(format!("span={}", encode(span)));
+        }
+        let base = run_href(run);
+        if parts.is_empty() {
+            base
+        } else {
+            format!("{base}?{}", parts.join("&"))
+        }
+    }
+}
+
 #[component]
 pub fn RunDetailPage() -> impl IntoView {
     let query = use_query_map();
     // From the path, decoded once (see `url::path_id`).
     let run_id = crate::url::path_id("/runs/");
+    let text = move |name: &str| query.with(|q| q.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
     // Page 1 is the same with or without `?page=1`: selecting a span (whose link names the
     // page) must not reload the run, which empties the page for a moment and scrolls it
     // to the top.
-    let page = Memo::new(move |_| query.with(|q| q.get("page").and_then(|p| p.parse::<i64>().ok()).filter(|p| *p > 1)));
+    let params = Memo::new(move |_| TraceParams {
+        page: text("page").and_then(|p| p.parse::<i64>().ok()).filter(|p| *p > 1),
+        zoom: text("zoom"),
+        q: text("q"),
+        collapsed: text("tree").as_deref() == Some("collapsed"),
+    });
+    let focus = Memo::new(move |_| text("focus"));
     let selected = Memo::new(move |_| query.with(|q| q.get("span")));
-    let run = Resource::new(move || (run_id.get(), page.get()), |(id, page)| load_run(id, page));
+    let run = Resource::new(
+        move || {
+            let p = params.get();
+            (run_id.get(), p.page, focus.get(), p.zoom, p.q)
+        },
+        |(id, page, focus, zoom, q)| load_run(id, page, focus, zoom, q),
+    );
     let span = Resource::new(
         move || (run_id.get(), selected.get()),
         |(id, selected)| async move {
@@ -35,6 +87,19 @@ pub fn RunDetailPage() -> impl IntoView {
             }
         },
     );
+    // Escape closes the selected span, as the panel's own link does.
+    #[cfg(feature = "hydrate")]
+    {
+        let navigate = leptos_router::hooks::use_navigate();
+        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+            if ev.key() == "Escape" && selected.get_untracked().is_some() {
+                let p = params.get_untracked();
+                let href = p.href(&run_id.get_untracked(), p.page, None);
+                navigate(&href, leptos_router::NavigateOptions { scroll: false, ..Default::default() });
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
     // Created here, beside the run's own resource, so the server's async render knows
     // every resource of the page before it starts.
     let escalations = Resource::new(move || run_id.get(), crate::functions::escalations::load_run_escalations);
@@ -49,7 +114,7 @@ pub fn RunDetailPage() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
             {move || Suspend::new(async move {
                 match run.await {
-                    Ok(view) => view! { <RunTop view/> }.into_any(),
+                    Ok(view) => view! { <RunTop view params=params.get_untracked()/> }.into_any(),
                     Err(error) => view! { <ErrorBox error/> }.into_any(),
                 }
             })}
@@ -59,13 +124,21 @@ pub fn RunDetailPage() -> impl IntoView {
                 // The run's error is shown once, above; here it leaves the grid empty.
                 {move || Suspend::new(async move {
                     match run.await {
-                        Ok(view) => view! { <RunTrace view selected/> }.into_any(),
+                        Ok(view) => view! { <RunTrace view selected params/> }.into_any(),
                         Err(_) => ().into_any(),
                     }
                 })}
             </Suspense>
-            <SelectedSpan span run_id=run_id/>
+            <SelectedSpan span run_id=run_id params/>
         </div>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match run.await {
+                    Ok(view) => view! { <super::cost::CostSection detail=view.detail steps=view.steps/> }.into_any(),
+                    Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
         <super::calls_panel::RunCalls data=calls/>
         <super::approvals_panel::RunApprovals data=approvals/>
     }
@@ -76,14 +149,16 @@ pub fn RunDetailPage() -> impl IntoView {
 fn SelectedSpan(
     span: Resource<Option<Result<SpanPanel, crate::errors::AppError>>>,
     run_id: Memo<String>,
+    params: Memo<TraceParams>,
 ) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <aside class="span-panel placeholder"><p class="loading">"Loading span…"</p></aside> }>
             {move || {
                 Suspend::new(async move {
-                    let run_id = run_id.get_untracked();
+                    let p = params.get_untracked();
+                    let close = p.href(&run_id.get_untracked(), p.page, None);
                     match span.await {
-                        Some(Ok(panel)) => view! { <SpanPanelView panel run_id/> }.into_any(),
+                        Some(Ok(panel)) => view! { <SpanPanelView panel close/> }.into_any(),
                         Some(Err(error)) => view! { <aside class="span-panel"><ErrorBox error/></aside> }.into_any(),
                         None => view! {
                             <aside class="span-panel placeholder" data-testid="span-placeholder">
@@ -98,10 +173,11 @@ fn SelectedSpan(
     }
 }
 
-/// Everything above the waterfall: why the run stopped, what it cost, what it changed.
+/// Everything above the waterfall: why the run stopped, what it changed. (What it cost is
+/// below the waterfall.)
 #[component]
-fn RunTop(view: RunView) -> impl IntoView {
-    let RunView { detail, failure, steps, has_bodies, .. } = view;
+fn RunTop(view: RunView, params: TraceParams) -> impl IntoView {
+    let RunView { detail, failure, has_bodies, marks, .. } = view;
     let run_id = detail.run.run_id.clone();
     let replay = if has_bodies {
         view! {
@@ -113,40 +189,163 @@ fn RunTop(view: RunView) -> impl IntoView {
         view! { <span class="muted small">"No replay fixture: bodies were not retained for this run."</span> }
             .into_any()
     };
+    let links = SpanLinks { run_id: run_id.clone(), params, marks };
     view! {
-        <Header detail=detail.clone() failure/>
+        <Header detail=detail.clone() failure links=links.clone()/>
         <div class="actions">{replay}</div>
         <Duplicates detail=detail.clone()/>
-        <SideEffects calls=detail.tool_call_list.clone()/>
-        <super::cost::CostSection detail steps/>
+        <SideEffects calls=detail.tool_call_list.clone() links/>
     }
 }
 
-/// The waterfall, a page of spans at a time.
+/// Links to one span of the run: on the page the span is on, when it is a marked span
+/// (an error or a side effect); else through `focus`, which finds the page.
+#[derive(Clone)]
+struct SpanLinks {
+    run_id: String,
+    params: TraceParams,
+    marks: Vec<SpanMark>,
+}
+
+impl SpanLinks {
+    fn to(&self, trace_id: &str, span_id: &str) -> String {
+        let key = format!("{trace_id}:{span_id}");
+        match self.marks.iter().find(|m| m.key == key) {
+            Some(m) => self.params.href(&self.run_id, Some(m.page), Some(&key)),
+            None => format!("{}&focus={}", self.params.href(&self.run_id, None, Some(&key)), encode(&key)),
+        }
+    }
+}
+
+/// The waterfall, a page of spans at a time, under its tools: find in the trace, the
+/// previous and next error and side effect, expand or collapse all, and the way back out
+/// of a zoomed subtree.
 #[component]
-fn RunTrace(view: RunView, selected: Memo<Option<String>>) -> impl IntoView {
-    let RunView { detail, spans, span_page, span_pages, total_spans, .. } = view;
+fn RunTrace(view: RunView, selected: Memo<Option<String>>, params: Memo<TraceParams>) -> impl IntoView {
+    let RunView { detail, spans, span_page, span_pages, total_spans, marks, matches, match_count, zoomed, .. } = view;
     let run_id = detail.run.run_id.clone();
+    let p = params.get_untracked();
+    let link = {
+        let (p, run_id) = (p.clone(), run_id.clone());
+        move |page: i64| p.href(&run_id, Some(page), None)
+    };
     view! {
         <section class="panel trace-tree">
-            <h2>{format!("Waterfall · {total_spans} spans")}</h2>
-            <Waterfall spans run_id=run_id.clone() page=span_page selected/>
-            {(span_pages > 1).then(|| {
-                let link = |p: i64| format!("{}?page={p}", run_href(&run_id));
+            <h2>{match &zoomed {
+                Some(z) => format!("Waterfall · {total_spans} spans under {}", z.name),
+                None => format!("Waterfall · {total_spans} spans"),
+            }}</h2>
+            <TraceTools run_id=run_id.clone() params=p.clone() marks matches match_count selected/>
+            {zoomed.map(|z| {
+                let whole = TraceParams { zoom: None, ..p.clone() }.href(&run_id, None, Some(&z.key));
                 view! {
-                    <p class="pager">
-                        {format!("Page {span_page} of {span_pages} (spans in start order). ")}
-                        {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
-                        {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
+                    <p class="callout info zoomed" data-testid="zoomed">
+                        "Showing only " <code>{z.name.clone()}</code> " and the spans under it, on their own time axis. "
+                        <a href=whole>"Show the whole run"</a>
                     </p>
                 }
+            })}
+            <Waterfall spans run_id=run_id.clone() page=span_page selected params=p.clone()
+                collapsed=Signal::derive(move || params.get().collapsed)/>
+            {(span_pages > 1).then(|| view! {
+                <p class="pager">
+                    {format!("Page {span_page} of {span_pages} (spans in start order). ")}
+                    {(span_page > 1).then(|| view! { <a href=link(span_page - 1)>"← earlier spans"</a> " "})}
+                    {(span_page < span_pages).then(|| view! { <a href=link(span_page + 1)>"later spans →"</a> })}
+                </p>
             })}
         </section>
     }
 }
 
+/// Above the waterfall: a search form (a GET, so it works without JavaScript), the hits
+/// as links to their pages, previous / next for errors and side effects, and expand or
+/// collapse all.
 #[component]
-fn Header(detail: RunDetail, failure: Option<RunFailure>) -> impl IntoView {
+fn TraceTools(
+    run_id: String,
+    params: TraceParams,
+    marks: Vec<SpanMark>,
+    matches: Vec<SpanMark>,
+    match_count: i64,
+    selected: Memo<Option<String>>,
+) -> impl IntoView {
+    let at = |m: &SpanMark| params.href(&run_id, Some(m.page), Some(&m.key));
+    let errors: Vec<SpanMark> = marks.iter().filter(|m| m.kind == MarkKind::Error).cloned().collect();
+    let effects: Vec<SpanMark> = marks.iter().filter(|m| m.kind == MarkKind::SideEffect).cloned().collect();
+    let stepper = |label: &'static str, testid: &'static str, list: Vec<SpanMark>| {
+        let hrefs: Vec<String> = list.iter().map(at).collect();
+        let keys: Vec<String> = list.iter().map(|m| m.key.clone()).collect();
+        let count = list.len();
+        let position = move || selected.with(|s| s.as_ref().and_then(|s| keys.iter().position(|k| k == s)));
+        let (position_prev, position_next) = (position.clone(), position);
+        let (prev_hrefs, next_hrefs) = (hrefs.clone(), hrefs);
+        view! {
+            <span class="stepper" data-testid=testid>
+                {format!("{label}: {count}")}
+                {(count > 0).then(move || view! {
+                    " "
+                    <a href=move || match position_prev() {
+                        Some(i) if i > 0 => prev_hrefs[i - 1].clone(),
+                        _ => prev_hrefs[count - 1].clone(),
+                    } data-noscroll="" aria-label=format!("previous {label}")>"← previous"</a>
+                    " "
+                    <a href=move || match position_next() {
+                        Some(i) if i + 1 < count => next_hrefs[i + 1].clone(),
+                        Some(_) => next_hrefs[0].clone(),
+                        None => next_hrefs[0].clone(),
+                    } data-noscroll="" aria-label=format!("next {label}")>"next →"</a>
+                })}
+            </span>
+        }
+    };
+    let expand = TraceParams { collapsed: false, ..params.clone() }.href(&run_id, params.page, None);
+    let collapse = TraceParams { collapsed: true, ..params.clone() }.href(&run_id, params.page, None);
+    let query = params.q.clone();
+    view! {
+        <div class="trace-tools">
+            <form method="get" action=run_href(&run_id) class="trace-search" data-testid="trace-search" role="search">
+                <input type="search" name="q" value=query.clone().unwrap_or_default()
+                    placeholder="Find in this trace: span name or attribute value" aria-label="Find in this trace"/>
+                {params.zoom.clone().map(|z| view! { <input type="hidden" name="zoom" value=z/> })}
+                <button type="submit">"Find"</button>
+            </form>
+            <nav class="trace-nav" aria-label="Move through the trace">
+                {stepper("Errors", "error-stepper", errors)}
+                {stepper("Side effects", "effect-stepper", effects)}
+                <span class="tree-toggles">
+                    <a href=expand data-testid="expand-all">"Expand all"</a> " · "
+                    <a href=collapse data-testid="collapse-all">"Collapse all"</a>
+                </span>
+            </nav>
+            {query.map(|q| {
+                let shown = matches.len();
+                view! {
+                    <div class="trace-matches" data-testid="trace-matches">
+                        {if match_count == 0 {
+                            view! { <p class="muted">{format!("No span's name or attributes contain “{q}”.")}</p> }.into_any()
+                        } else {
+                            view! {
+                                <p>{format!("{match_count} span{} match “{q}”{}:", if match_count == 1 { "" } else { "s" },
+                                    if (shown as i64) < match_count { format!(" (the first {shown} listed)") } else { String::new() })}</p>
+                                <ol class="match-list">
+                                    {matches.iter().map(|m| view! {
+                                        <li><a href=at(m) data-noscroll="">{m.name.clone()}</a>
+                                            <span class="muted small">{format!(" page {}", m.page)}</span></li>
+                                    }).collect_view()}
+                                </ol>
+                            }.into_any()
+                        }}
+                    </div>
+                }
+            })}
+        </div>
+    }
+}
+
+#[component]
+fn Header(detail: RunDetail, failure: Option<RunFailure>, links: SpanLinks) -> impl IntoView {
+    let latest_trace = detail.run.trace_ids.last().cloned().unwrap_or_default();
     let unclassified = detail.unclassified_tools.clone();
     let (step_limit, cost_limit) = (detail.step_limit, detail.cost_limit);
     let r = detail.run;
@@ -231,9 +430,10 @@ fn Header(detail: RunDetail, failure: Option<RunFailure>) -> impl IntoView {
             (None, Some(m)) => m.clone(),
             (None, None) => "no message".into(),
         };
+        let href = links.to(&latest_trace, &f.span_id);
         view! {
             <p class="failure" data-testid="run-failure">
-                <strong>"Failed in "</strong><code>{f.span_name.clone()}</code>": "
+                <strong>"Failed in "</strong><a href=href data-testid="failure-span"><code>{f.span_name.clone()}</code></a>": "
                 <span class="failure-message">{what}</span>
             </p>
         }
@@ -346,10 +546,14 @@ fn Duplicates(detail: RunDetail) -> impl IntoView {
     }
 }
 
+/// Rows of the side-effect table shown before "show all".
+const SIDE_EFFECT_ROWS: usize = 10;
+
 /// Every write, irreversible or unclassified call (an unclassified tool may well write),
-/// retries grouped under the key they share.
+/// retries grouped under the key they share, each linked to its span; the first few
+/// shown, the rest one click away, so a run of hundreds does not push the waterfall down.
 #[component]
-fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
+fn SideEffects(calls: Vec<ToolCallView>, links: SpanLinks) -> impl IntoView {
     let mut effects: Vec<ToolCallView> = calls
         .into_iter()
         .filter(|c| c.side_effect.changes_the_world() || c.side_effect == SideEffect::Unknown)
@@ -362,34 +566,46 @@ fn SideEffects(calls: Vec<ToolCallView>) -> impl IntoView {
             b.started_at,
         ))
     });
+    let total = effects.len();
+    let rest = if total > SIDE_EFFECT_ROWS { effects.split_off(SIDE_EFFECT_ROWS) } else { Vec::new() };
+    let head = || view! { <thead><tr><th>"Step"</th><th>"Tool"</th><th>"Class"</th><th>"Outcome"</th><th>"Attempt"</th><th>"Idempotency key"</th><th>"External id"</th></tr></thead> };
+    let rows = |list: Vec<ToolCallView>, links: &SpanLinks| {
+        list.into_iter()
+            .map(|c| {
+                let href = links.to(&c.trace_id, &c.span_id);
+                view! {
+                    <tr class:retry={c.attempt > 1}>
+                        <td>{c.step_index.map(|s| s.to_string()).unwrap_or_default()}</td>
+                        <td><a href=href data-noscroll=""><code>{c.tool.clone()}</code></a></td>
+                        <td>{effect_tag(c.side_effect)}</td>
+                        <td><Tag kind="outcome" value=c.outcome.as_str()/></td>
+                        <td>{if c.attempt > 1 { format!("↳ retry {}", c.attempt) } else { "1".into() }}</td>
+                        <td><code>{c.idempotency_key.clone().unwrap_or_default()}</code></td>
+                        <td><code>{c.external_id.clone().unwrap_or_default()}</code></td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
     view! {
         <section class="panel" data-testid="side-effects">
-            <h2>"Side effects"</h2>
+            <h2>{format!("Side effects · {total}")}</h2>
             {(unclassified > 0).then(|| view! {
                 <p class="small warn-text" data-testid="unclassified-note">
                     {format!("{unclassified} call(s) of unclassified tools are listed too: they may have changed the world.")}
                 </p>
             })}
-            {if effects.is_empty() {
+            {if total == 0 {
                 view! { <p class="muted">"No write, irreversible or unclassified tool calls."</p> }.into_any()
             } else {
                 view! {
-                    <table class="grid">
-                        <thead><tr><th>"Step"</th><th>"Tool"</th><th>"Class"</th><th>"Outcome"</th><th>"Attempt"</th><th>"Idempotency key"</th><th>"External id"</th></tr></thead>
-                        <tbody>
-                            {effects.into_iter().map(|c| view! {
-                                <tr class:retry={c.attempt > 1}>
-                                    <td>{c.step_index.map(|s| s.to_string()).unwrap_or_default()}</td>
-                                    <td><code>{c.tool.clone()}</code></td>
-                                    <td>{effect_tag(c.side_effect)}</td>
-                                    <td><Tag kind="outcome" value=c.outcome.as_str()/></td>
-                                    <td>{if c.attempt > 1 { format!("↳ retry {}", c.attempt) } else { "1".into() }}</td>
-                                    <td><code>{c.idempotency_key.clone().unwrap_or_default()}</code></td>
-                                    <td><code>{c.external_id.clone().unwrap_or_default()}</code></td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
+                    <table class="grid">{head()}<tbody>{rows(effects, &links)}</tbody></table>
+                    {(!rest.is_empty()).then(|| view! {
+                        <details class="more-rows" data-testid="side-effects-more">
+                            <summary>{format!("Show all {total} side effects")}</summary>
+                            <table class="grid">{head()}<tbody>{rows(rest, &links)}</tbody></table>
+                        </details>
+                    })}
                 }.into_any()
             }}
         </section>
@@ -405,7 +621,14 @@ pub fn effect_tag(class: SideEffect) -> impl IntoView {
 /// The spans of one page as a tree: children under their parent, collapsible, bars to
 /// scale on the run's time axis.
 #[component]
-fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Memo<Option<String>>) -> impl IntoView {
+fn Waterfall(
+    spans: Vec<WaterfallSpan>,
+    run_id: String,
+    page: i64,
+    selected: Memo<Option<String>>,
+    params: TraceParams,
+    collapsed: Signal<bool>,
+) -> impl IntoView {
     if spans.is_empty() {
         return view! { <p class="muted">"No spans."</p> }.into_any();
     }
@@ -423,7 +646,7 @@ fn Waterfall(spans: Vec<WaterfallSpan>, run_id: String, page: i64, selected: Mem
             _ => roots.push(s),
         }
     }
-    let cx = WaterfallCx { start, end, run_href: run_href(&run_id), page, selected };
+    let cx = WaterfallCx { start, end, run_id, page, selected, params, collapsed };
     view! {
         <div class="waterfall" data-testid="waterfall">
             {roots.into_iter().map(|root| node(root, &mut children, &cx, 0)).collect_view()}
@@ -456,9 +679,12 @@ fn group_retries(spans: Vec<WaterfallSpan>) -> Vec<(WaterfallSpan, bool)> {
 struct WaterfallCx {
     start: i64,
     end: i64,
-    run_href: String,
+    run_id: String,
     page: i64,
     selected: Memo<Option<String>>,
+    params: TraceParams,
+    /// "Collapse all" closes every node; reactive, so it needs no reload of the run.
+    collapsed: Signal<bool>,
 }
 
 fn node(
@@ -468,10 +694,11 @@ fn node(
     depth: usize,
 ) -> AnyView {
     let kids = children.remove(&(span.trace_id.clone(), span.span_id.clone())).unwrap_or_default();
-    let row = row(&span, cx, depth);
+    let row = row(&span, cx, depth, !kids.is_empty());
     if kids.is_empty() {
         return view! { <div class="wf-leaf">{row}</div> }.into_any();
     }
+    let collapsed = cx.collapsed;
     let rendered: Vec<AnyView> = group_retries(kids)
         .into_iter()
         .map(|(k, retry)| {
@@ -484,7 +711,7 @@ fn node(
         })
         .collect();
     view! {
-        <details open class="wf-node">
+        <details open=move || !collapsed.get() class="wf-node">
             <summary>{row}</summary>
             <div class="wf-children">{rendered}</div>
         </details>
@@ -492,12 +719,15 @@ fn node(
     .into_any()
 }
 
-fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
+fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize, has_children: bool) -> impl IntoView {
     let total = (cx.end - cx.start) as f64;
     let left = (s.start_ns - cx.start) as f64 / total * 100.0;
     let width = ((s.end_ns.max(s.start_ns) - s.start_ns) as f64 / total * 100.0).max(0.4);
     let key = format!("{}:{}", s.trace_id, s.span_id);
-    let href = format!("{}?page={}&span={}", cx.href_base(), cx.page, encode(&key));
+    let href = cx.params.href(&cx.run_id, Some(cx.page), Some(&key));
+    let zoom = (has_children && cx.params.zoom.as_deref() != Some(key.as_str())).then(|| {
+        TraceParams { zoom: Some(key.clone()), page: None, ..cx.params.clone() }.href(&cx.run_id, None, Some(&key))
+    });
     let selected = cx.selected;
     let is_selected = {
         let key = key.clone();
@@ -543,23 +773,19 @@ fn row(s: &WaterfallSpan, cx: &WaterfallCx, depth: usize) -> impl IntoView {
             <span class="wf-track">
                 <span class="wf-bar" style=format!("left:{left:.2}%;width:{width:.2}%")></span>
             </span>
-            <span class="wf-duration">{duration}</span>
+            <span class="wf-duration">{duration}
+                {zoom.map(|z| view! { " " <a class="wf-zoom" href=z title="Zoom into this span's time range" aria-label="zoom">"⤢"</a> })}
+            </span>
         </div>
     }
 }
 
-impl WaterfallCx {
-    fn href_base(&self) -> &str {
-        &self.run_href
-    }
-}
-
-/// The selected span: canonical fields first, then raw attributes, events, resource and
-/// bodies, all as text.
+/// The selected span: canonical fields first, then its events (each at its time, an
+/// exception's stack trace with its line breaks), raw attributes, resource and bodies,
+/// all as text.
 #[component]
-fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
+fn SpanPanelView(panel: SpanPanel, close: String) -> impl IntoView {
     let s = panel.span;
-    let close = run_href(&run_id);
     let canonical: Vec<(&str, Option<String>)> = vec![
         ("span id", Some(s.span_id.clone())),
         ("trace id", Some(s.trace_id.clone())),
@@ -575,6 +801,7 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
         ("attempt", s.attempt.map(|a| a.to_string())),
         ("idempotency key", s.idempotency_key.clone()),
         ("external id", s.external_id.clone()),
+        ("started", Some(format_utc(&chrono::DateTime::from_timestamp_nanos(s.start_ns)))),
         ("duration", Some(duration_ms((s.end_ns.max(s.start_ns) - s.start_ns) / 1_000_000))),
         (
             "status",
@@ -586,19 +813,38 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
         ),
         ("status message", s.status_message.clone()),
     ];
+    let events = span_events(&panel.events, s.start_ns);
     view! {
         <aside class="span-panel" data-testid="span-panel">
             <header>
                 <h2>{s.name.clone()}</h2>
-                <a href=close class="small">"close"</a>
+                <a href=close class="small" data-noscroll="" title="Close (Esc)">"close"</a>
             </header>
             <dl class="facts">
                 {canonical.into_iter().filter_map(|(k, v)| v.map(|v| view! { <div><dt>{k}</dt><dd><code>{v}</code></dd></div> })).collect_view()}
             </dl>
+            <h3>{format!("Events · {}", events.len())}</h3>
+            {if events.is_empty() {
+                view! { <p class="muted small">"None."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="span-events" data-testid="span-events">
+                        {events.into_iter().map(|e| view! {
+                            <li>
+                                <p><strong>{e.name}</strong> " " <span class="muted small" title=e.at>{e.offset}</span></p>
+                                {(!e.fields.is_empty()).then(|| view! {
+                                    <dl class="event-fields">
+                                        {e.fields.into_iter().map(|(k, v)| view! { <dt>{k}</dt><dd><code>{v}</code></dd> }).collect_view()}
+                                    </dl>
+                                })}
+                                {e.stacktrace.map(|trace| view! { <pre class="stacktrace" data-testid="stacktrace">{trace}</pre> })}
+                            </li>
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            }}
             <h3>"Attributes"</h3>
             <pre class="json" data-testid="span-attributes">{panel.attributes}</pre>
-            <h3>"Events"</h3>
-            <pre class="json">{panel.events}</pre>
             <h3>"Resource"</h3>
             <pre class="json">{panel.resource}</pre>
             <h3>"Bodies"</h3>
@@ -608,6 +854,53 @@ fn SpanPanelView(panel: SpanPanel, run_id: String) -> impl IntoView {
             }}
         </aside>
     }
+}
+
+/// One span event as the panel shows it.
+struct EventView {
+    name: String,
+    /// "+12.5 ms" after the span started.
+    offset: String,
+    /// The absolute time, as a tooltip.
+    at: String,
+    fields: Vec<(String, String)>,
+    /// `exception.stacktrace`, with its line breaks.
+    stacktrace: Option<String>,
+}
+
+/// The panel's events from their stored JSON (`[{name, time_unix_nano, attributes}]`).
+fn span_events(json: &str, span_start_ns: i64) -> Vec<EventView> {
+    let events: Vec<serde_json::Value> = serde_json::from_str(json).unwrap_or_default();
+    events
+        .into_iter()
+        .map(|e| {
+            let time: Option<i64> = match &e["time_unix_nano"] {
+                serde_json::Value::String(t) => t.parse().ok(),
+                serde_json::Value::Number(n) => n.as_i64(),
+                _ => None,
+            };
+            let (offset, at) = match time.filter(|t| *t > 0) {
+                Some(t) => {
+                    let ms = (t - span_start_ns) as f64 / 1e6;
+                    (format!("+{ms:.1} ms"), format_utc(&chrono::DateTime::from_timestamp_nanos(t)))
+                }
+                None => (String::new(), String::new()),
+            };
+            let mut stacktrace = None;
+            let mut fields = Vec::new();
+            if let Some(attributes) = e["attributes"].as_object() {
+                for (k, v) in attributes {
+                    let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                    if k == "exception.stacktrace" {
+                        stacktrace = Some(text);
+                    } else {
+                        fields.push((k.clone(), text));
+                    }
+                }
+            }
+            EventView { name: e["name"].as_str().unwrap_or("event").to_string(), offset, at, fields, stacktrace }
+        })
+        .collect()
 }
 
 #[cfg(test)]
