@@ -3,6 +3,7 @@
 
 pub use crate::canonical::RunFailure as Failure;
 use serde::Deserialize;
+use std::collections::HashMap;
 
 /// What the failure line needs of one stored span.
 pub struct SpanOutcome<'a> {
@@ -29,20 +30,42 @@ struct Event {
 const STATUS_ERROR: i32 = 2;
 
 /// The failure that ended the latest trace. Failures nest (a tool's error fails its step,
-/// which fails the run), and a run may have failed and recovered earlier: so the chain is
-/// followed from the erring span that ended last and had no erring parent (the root, when
-/// it erred), down through the erring child that ended last at each level. Of that chain
-/// the deepest span with an exception says what failed, else the deepest with a status
-/// message, else the deepest span.
+/// which fails the run, though a framework may leave the step between them unmarked), and
+/// a run may have failed and recovered earlier: so the chain is followed from the erring
+/// span that ended last among those with no erring ancestor (the root, when it erred),
+/// down through the erring descendant that ended last at each level (the nearest erring
+/// spans below, whatever lies between). Of that chain the deepest span with an exception
+/// says what failed, else the deepest with a status message, else the deepest span.
 pub fn failure_of(spans: &[SpanOutcome<'_>], latest_trace: &str) -> Option<Failure> {
-    let erred: Vec<&SpanOutcome> =
-        spans.iter().filter(|s| s.trace_id == latest_trace && s.status_code == STATUS_ERROR).collect();
-    let erring_parent = |s: &SpanOutcome| erred.iter().any(|p| Some(p.span_id) == s.parent_span_id);
-    let mut at = last_ended(erred.iter().copied().filter(|s| !erring_parent(s)))?;
+    let in_trace: HashMap<&str, &SpanOutcome> =
+        spans.iter().filter(|s| s.trace_id == latest_trace).map(|s| (s.span_id, s)).collect();
+    let erred: Vec<&SpanOutcome> = in_trace.values().copied().filter(|s| s.status_code == STATUS_ERROR).collect();
+    // Each erring span's nearest erring ancestor; a walk longer than the trace is a cycle
+    // in agent-supplied parent ids, and ends.
+    let ancestor: HashMap<&str, Option<&str>> = erred
+        .iter()
+        .map(|s| {
+            let mut at = s.parent_span_id;
+            let mut found = None;
+            for _ in 0..in_trace.len() {
+                let Some(parent) = at.and_then(|id| in_trace.get(id)) else { break };
+                if parent.status_code == STATUS_ERROR {
+                    found = Some(parent.span_id);
+                    break;
+                }
+                at = parent.parent_span_id;
+            }
+            (s.span_id, found)
+        })
+        .collect();
+    let below = |id: Option<&str>| -> Option<&SpanOutcome> {
+        last_ended(erred.iter().copied().filter(|s| ancestor.get(s.span_id).copied().flatten() == id))
+    };
+    let mut at = below(None)?;
     let mut chain = vec![at];
-    while let Some(next) = last_ended(erred.iter().copied().filter(|c| c.parent_span_id == Some(at.span_id))) {
+    while let Some(next) = below(Some(at.span_id)) {
         if chain.iter().any(|c| c.span_id == next.span_id) {
-            break; // a cycle in agent-supplied parent ids
+            break;
         }
         at = next;
         chain.push(at);
@@ -144,6 +167,17 @@ mod tests {
             s("get_current_time", Some("run"), 60, 90, 2, Some("bad zone"), "[]"),
         ];
         assert_eq!(failure_of(&spans, "t").unwrap().span_name, "get_current_time");
+        // Steps the framework left unmarked between the run and its tools: the tool that
+        // failed last still says what ended the run, not the root's summary.
+        let http = exception("HTTPError", "500 Internal Server Error");
+        let spans = [
+            s("run", None, 0, 100, 2, Some("create_document failed after 2 attempts"), "[]"),
+            s("step1", Some("run"), 1, 95, 0, None, "[]"),
+            s("create_document", Some("step1"), 10, 40, 2, Some("HTTP 500"), "[]"),
+            s("create_document#2", Some("step1"), 50, 90, 2, None, &http),
+        ];
+        let f = failure_of(&spans, "t").unwrap();
+        assert_eq!((f.span_name.as_str(), f.message.as_deref()), ("create_document#2", Some("500 Internal Server Error")));
     }
 
     #[test]
