@@ -99,12 +99,13 @@ async fn decide_click(state: &AppState, click: &Click) -> Result<String, String>
     let me = CurrentUser { id: user.id, username: user.username.clone(), roles: user.roles() };
     let input = DecisionInput {
         id: click.approval_id.clone(),
-        decision: if click.approve { "approve" } else { "deny" }.into(),
+        choice: if click.approve { app::approvals::Choice::Approve } else { app::approvals::Choice::Deny },
         payload_sha256: click.payload_sha256.clone(),
         reason: (!click.approve).then(|| format!("denied in Slack by {}", me.username)),
-        ..Default::default()
+        respond: None,
+        arguments: None,
     };
-    match decide(&state.db, Some(&state.approvals), &state.redactor, &me, input, Some("slack")).await {
+    match decide(&state.db, &state.approvals, &state.redactor, &me, input, Some("slack")).await {
         Ok(a) if a.status.is_final() => Ok(format!("*{}* by {} ({who}) in Slack.", a.status, me.username)),
         Ok(a) => Ok(format!(
             "Approved by {} ({who}): {} of {} approvals; another person must approve it.",

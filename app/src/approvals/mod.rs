@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "ssr")]
 pub mod check;
+#[cfg(feature = "ssr")]
+pub mod decision;
 pub mod display;
 #[cfg(feature = "ssr")]
 pub mod edit;
@@ -187,6 +189,14 @@ pub struct ApprovalEdit {
 
 fn one() -> i64 {
     1
+}
+
+vocabulary! {
+    /// What a person chose on a request, as forms and buttons send it.
+    Choice {
+        Approve = "approve",
+        Deny = "deny",
+    }
 }
 
 vocabulary! {

@@ -148,12 +148,16 @@ pub async fn decide_approval(
     #[server(default)] arguments: Option<String>,
 ) -> Result<Approval, AppError> {
     use super::ssr;
-    use crate::services::approvals::{decide, DecisionInput};
+    use crate::services::approvals::{choice, decide, DecisionInput};
     let me = ssr::require(crate::access::Role::Viewer)?;
     let state = ssr::state()?;
     let source = ssr::source();
-    let input = DecisionInput { id, decision, payload_sha256, reason, respond, arguments };
-    match decide(&state.db, Some(&state.approvals), &state.redactor, &me, input, source.as_deref()).await {
+    let choice = match choice(&decision) {
+        Ok(c) => c,
+        Err(e) => return ssr::fail(e),
+    };
+    let input = DecisionInput { id, choice, payload_sha256, reason, respond, arguments };
+    match decide(&state.db, &state.approvals, &state.redactor, &me, input, source.as_deref()).await {
         Ok(decided) => Ok(decided),
         Err(e) => ssr::fail(e),
     }
@@ -222,10 +226,14 @@ pub async fn decide_bulk(
     #[server(default)] reason: Option<String>,
 ) -> Result<Vec<BulkResult>, AppError> {
     use super::ssr;
-    use crate::services::approvals::{decide, DecisionInput};
+    use crate::services::approvals::{choice, decide, DecisionInput};
     let me = ssr::require(crate::access::Role::Viewer)?;
     let state = ssr::state()?;
     let source = ssr::source();
+    let choice = match choice(&decision) {
+        Ok(c) => c,
+        Err(e) => return ssr::fail(e),
+    };
     let pairs: Vec<(String, String)> = items
         .split(',')
         .filter_map(|p| p.trim().split_once(':').map(|(a, b)| (a.to_string(), b.to_string())))
@@ -238,12 +246,13 @@ pub async fn decide_bulk(
     for (id, payload_sha256) in pairs {
         let input = DecisionInput {
             id: id.clone(),
-            decision: decision.clone(),
+            choice,
             payload_sha256,
             reason: reason.clone(),
-            ..Default::default()
+            respond: None,
+            arguments: None,
         };
-        let result = decide(&state.db, Some(&state.approvals), &state.redactor, &me, input, source.as_deref()).await;
+        let result = decide(&state.db, &state.approvals, &state.redactor, &me, input, source.as_deref()).await;
         results.push(match result {
             Ok(a) if a.status.is_final() => BulkResult { id, ok: true, detail: a.status.to_string() },
             Ok(a) => BulkResult {

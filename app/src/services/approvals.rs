@@ -7,7 +7,7 @@
 use crate::access::Role;
 use crate::approvals::payload::ValidRequest;
 use crate::approvals::rules::{self, Compiled, Filing, RuleContext};
-use crate::approvals::{edit, Approval, ApprovalStatus, OnExpiry};
+use crate::approvals::{edit, Approval, Choice, OnExpiry};
 use crate::errors::AppError;
 use crate::escalations::request::{OpenedBy, ValidEscalation};
 use crate::escalations::{EscalationReason, RemainingItem};
@@ -45,12 +45,17 @@ pub async fn file(
     approvals::create(db, request, policy.as_ref(), requester, targets, &filing).await
 }
 
+/// Reads the decision word a form or a button sends.
+pub fn choice(word: &str) -> Result<Choice, AppError> {
+    Choice::parse(word.trim())
+        .ok_or_else(|| AppError::Invalid(format!("unknown decision `{word}` (expected approve or deny)")))
+}
+
 /// A person's decision as a form or a button sends it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DecisionInput {
     pub id: String,
-    /// `approve` or `deny`.
-    pub decision: String,
+    pub choice: Choice,
     /// The hash of the payload the person was shown.
     pub payload_sha256: String,
     pub reason: Option<String>,
@@ -69,18 +74,14 @@ fn text(value: Option<String>) -> Option<String> {
 /// audited too. Woken: the agent waiting on the request.
 pub async fn decide(
     db: &Db,
-    hub: Option<&ApprovalHub>,
+    hub: &ApprovalHub,
     redactor: &Redactor,
     who: &CurrentUser,
     input: DecisionInput,
     source: Option<&str>,
 ) -> Result<Approval, AppError> {
     let id = input.id.trim().to_string();
-    let approve = match input.decision.as_str() {
-        "approve" => true,
-        "deny" => false,
-        other => return Err(AppError::Invalid(format!("unknown decision `{other}` (expected approve or deny)"))),
-    };
+    let approve = input.choice == Choice::Approve;
     let reason = text(input.reason);
     let respond = text(input.respond);
     if !approve && reason.is_none() {
@@ -133,11 +134,7 @@ pub async fn decide(
             }
         }
     };
-    let status = match &decision {
-        Decision::Deny => ApprovalStatus::Denied,
-        Decision::Approve => ApprovalStatus::Approved,
-        Decision::ApproveWithChanges(_) => ApprovalStatus::ApprovedWithChanges,
-    };
+    let status = decision.final_status();
     let act = if approve { action::APPROVAL_APPROVED } else { action::APPROVAL_DENIED };
     let mut detail = request.decision_detail(status, reason.as_deref());
     if let Decision::ApproveWithChanges(change) = &decision {
@@ -151,9 +148,7 @@ pub async fn decide(
     let by = Decider { username: &who.username, reason: reason.as_deref(), respond: respond.as_deref() };
     match approvals::decide(db, &id, &decision, input.payload_sha256.trim(), by, Some(&entry)).await {
         Ok(decided) => {
-            if let Some(hub) = hub {
-                hub.announce(db, &id).await;
-            }
+            hub.announce(db, &id).await;
             Ok(decided)
         }
         Err(StoreError::Conflict(why)) => Err(AppError::Conflict(refuse(why).await?)),
@@ -164,23 +159,33 @@ pub async fn decide(
 /// Expires every pending request past its time; for those whose policy says `escalate`,
 /// opens an escalation for a person to take the call over. Returns the expired ids, for
 /// their waiters.
-pub async fn expire_due(db: &Db, hub: Option<&ApprovalHub>) -> StoreResult<Vec<String>> {
-    let expired = approvals::expire_due(db, now_ms()).await?;
-    for (id, on_expiry) in &expired {
-        if *on_expiry == OnExpiry::Escalate {
-            if let Err(e) = escalate(db, id).await {
-                tracing::warn!(approval = %id, error = %e, "could not open the escalation for an expired request");
-            }
-        }
-        if let Some(hub) = hub {
-            hub.announce(db, id).await;
+pub async fn expire_due(db: &Db, hub: &ApprovalHub) -> StoreResult<Vec<String>> {
+    let now = now_ms();
+    let mut expired = Vec::new();
+    for (id, on_expiry) in approvals::due(db, now).await? {
+        // The escalation is opened first (idempotently, by the request's id) and stored with
+        // the expiry in one statement: a poll never sees `expired` without it.
+        let escalation = match on_expiry {
+            OnExpiry::Escalate => match escalate(db, &id).await {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!(approval = %id, error = %e, "could not open the escalation for an expired request");
+                    None
+                }
+            },
+            OnExpiry::Deny => None,
+        };
+        if approvals::expire(db, &id, now, escalation.as_deref()).await? {
+            hub.announce(db, &id).await;
+            expired.push(id);
         }
     }
-    Ok(expired.into_iter().map(|(id, _)| id).collect())
+    Ok(expired)
 }
 
-async fn escalate(db: &Db, id: &str) -> StoreResult<()> {
-    let Some(a) = approvals::get(db, id).await? else { return Ok(()) };
+/// Opens (or joins) the escalation for a request expiring under `escalate`.
+async fn escalate(db: &Db, id: &str) -> StoreResult<Option<String>> {
+    let Some(a) = approvals::get(db, id).await? else { return Ok(None) };
     let body = serde_json::json!({ "approval": a.id, "payload_sha256": a.payload_sha256 });
     let escalation = ValidEscalation {
         run_id: a.run_id.clone(),
@@ -207,9 +212,9 @@ async fn escalate(db: &Db, id: &str) -> StoreResult<()> {
         // The run already has an open escalation from the agent: the expired request joins it.
         Err(StoreError::Conflict(_)) => match escalations::for_run(db, &a.run_id).await?.into_iter().find(|e| e.open) {
             Some(open) => open.id,
-            None => return Ok(()),
+            None => return Ok(None),
         },
         Err(e) => return Err(e),
     };
-    approvals::set_escalation(db, id, &escalation_id).await
+    Ok(Some(escalation_id))
 }

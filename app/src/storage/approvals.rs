@@ -364,14 +364,7 @@ pub async fn pending_facets(db: &Db) -> StoreResult<(Vec<String>, Vec<String>)> 
     Ok((agents, tools))
 }
 
-/// An approver's decision.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    Approve,
-    Deny,
-    /// Approve the edited arguments (checked by `approvals::edit::check`) instead.
-    ApproveWithChanges(crate::approvals::edit::Edit),
-}
+pub use crate::approvals::decision::Decision;
 
 /// Who decides, and what they say.
 #[derive(Debug, Clone, Copy)]
@@ -391,6 +384,7 @@ struct Deciding {
     expires_at: i64,
     required_approvals: i64,
     tool: String,
+    original_payload_sha256: Option<String>,
 }
 
 /// Records a decision if the approver saw the payload the request is bound to, and
@@ -413,7 +407,8 @@ pub async fn decide(
     let now = now_ms();
     let mut tx = Tx::begin_write(db).await?;
     let select = format!(
-        "SELECT status, payload_sha256, expires_at, required_approvals, tool FROM approvals WHERE id = $1{}",
+        "SELECT status, payload_sha256, expires_at, required_approvals, tool, original_payload_sha256 FROM approvals \
+         WHERE id = $1{}",
         tx.lock_rows()
     );
     let row: Option<Deciding> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
@@ -476,24 +471,28 @@ pub async fn decide(
         });
         vote.push(" ON CONFLICT (approval_id, username, payload_sha256) DO NOTHING");
         if tx.execute(vote).await? == 0 {
-            return Err(StoreError::Conflict(format!(
-                "you already approved this payload; it needs {} distinct approvers, so another person must approve it",
-                row.required_approvals
-            )));
+            return Err(StoreError::Conflict(crate::approvals::decision::already_voted(row.required_approvals)));
         }
         let count = Sql::with_args(
             "SELECT COUNT(*) FROM approval_votes WHERE approval_id = $1 AND payload_sha256 = $2",
             vec![id.into(), hash.as_str().into()],
         );
         let (votes,): (i64,) = tx.fetch_one(count).await?;
-        if votes >= row.required_approvals {
+        let edited = matches!(decision, Decision::ApproveWithChanges(_)) || row.original_payload_sha256.is_some();
+        if let Some(status) = crate::approvals::decision::after_vote(votes, row.required_approvals, edited) {
             // An approval is good for a short window after it is given (the policy's,
             // copied in when the request was filed).
             tx.execute(Sql::with_args(
-                "UPDATE approvals SET status = CASE WHEN original_payload_sha256 IS NULL THEN 'approved' \
-                 ELSE 'approved_with_changes' END, decided_by = $1, decided_at = $2, reason = $3, \
-                 use_by = $2 + COALESCE(use_within_seconds, $4) * 1000 WHERE id = $5 AND status = 'pending'",
-                vec![by.username.into(), now.into(), by.reason.into(), DEFAULT_USE_WITHIN_SECONDS.into(), id.into()],
+                "UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, \
+                 use_by = $3 + COALESCE(use_within_seconds, $5) * 1000 WHERE id = $6 AND status = 'pending'",
+                vec![
+                    status.as_str().into(),
+                    by.username.into(),
+                    now.into(),
+                    by.reason.into(),
+                    DEFAULT_USE_WITHIN_SECONDS.into(),
+                    id.into(),
+                ],
             ))
             .await?;
         }
@@ -526,20 +525,26 @@ pub async fn cancel(db: &Db, id: &str, by: &str) -> StoreResult<Option<Approval>
     get(db, id).await
 }
 
-/// Marks pending requests past their expiry as `expired`; returns their ids, each with
-/// what its policy said to do then, so their waiters can be woken and escalations opened.
-pub async fn expire_due(db: &Db, now: i64) -> StoreResult<Vec<(String, OnExpiry)>> {
-    let sql = "UPDATE approvals SET status = 'expired', decided_at = expires_at \
-               WHERE status = 'pending' AND expires_at <= $1 RETURNING id, on_expiry";
-    let rows: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).bind(now).fetch_all(pool).await)?;
+/// Pending requests past their expiry, each with what its policy says to do then.
+pub async fn due(db: &Db, now: i64) -> StoreResult<Vec<(String, OnExpiry)>> {
+    let sql = Sql::with_args(
+        "SELECT id, on_expiry FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at",
+        vec![now.into()],
+    );
+    let rows: Vec<(String, String)> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().map(|(id, on)| (id, OnExpiry::parse(&on).unwrap_or_default())).collect())
 }
 
-/// Records the escalation opened for an expired request.
-pub async fn set_escalation(db: &Db, id: &str, escalation_id: &str) -> StoreResult<()> {
-    let sql = "UPDATE approvals SET escalation_id = $1 WHERE id = $2";
-    on_pool!(db, pool => sqlx::query(sql).bind(escalation_id).bind(id).execute(pool).await.map(|_| ()))?;
-    Ok(())
+/// Marks a pending request past its expiry as `expired`, with the escalation its expiry
+/// opened in the same statement, so nobody ever reads it expired without that
+/// escalation. Returns whether it was still pending.
+pub async fn expire(db: &Db, id: &str, now: i64, escalation_id: Option<&str>) -> StoreResult<bool> {
+    let sql = Sql::with_args(
+        "UPDATE approvals SET status = 'expired', decided_at = expires_at, escalation_id = COALESCE($1, escalation_id) \
+         WHERE id = $2 AND status = 'pending' AND expires_at <= $3",
+        vec![escalation_id.into(), id.into(), now.into()],
+    );
+    Ok(db.execute(sql).await? == 1)
 }
 
 /// Pending requests picked for a bulk decision, in the order given (unknown ids left out).

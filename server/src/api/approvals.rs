@@ -191,7 +191,7 @@ async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiEr
     let found =
         approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")))?;
     if found.status == ApprovalStatus::Pending && found.expires_at.timestamp_millis() <= now_ms() {
-        app::services::approvals::expire_due(db, Some(hub)).await?;
+        app::services::approvals::expire_due(db, hub).await?;
         return approvals::get(db, id).await?.ok_or_else(|| ApiError::NotFound(format!("no approval request `{id}`")));
     }
     Ok(found)

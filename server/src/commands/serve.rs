@@ -276,7 +276,7 @@ async fn expire_approvals(db: app::storage::Db, hub: app::services::approval_hub
     let mut every = tokio::time::interval(Duration::from_secs(1));
     loop {
         every.tick().await;
-        match app::services::approvals::expire_due(&db, Some(&hub)).await {
+        match app::services::approvals::expire_due(&db, &hub).await {
             Ok(ids) => {
                 for id in ids {
                     tracing::info!(approval = %id, "approval request expired");
