@@ -2,7 +2,7 @@
 //! prices, or not known because a model has no price ("no price for model X", never $0).
 //! And each step's tokens and cost.
 
-use super::detail::{money, thousands};
+use crate::components::numbers::{money, thousands};
 use crate::canonical::{CostSource, RunDetail, RunSummary, StepView};
 use leptos::prelude::*;
 

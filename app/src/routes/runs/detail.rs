@@ -8,6 +8,7 @@ use crate::canonical::{
 };
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::status::ErrorBox;
+use crate::components::numbers::{money, thousands};
 use crate::components::time::{duration_ms, format_utc};
 use crate::functions::runs::{load_run, load_span};
 use crate::url::{encode, run_href};
@@ -470,32 +471,6 @@ fn Header(detail: RunDetail, failure: Option<RunFailure>, links: SpanLinks) -> i
                 </ul>
             })}
         </header>
-    }
-}
-
-/// Dollars as the run page shows them: cents for large amounts, more digits for small.
-pub fn money(usd: f64) -> String {
-    if usd >= 100.0 {
-        format!("${usd:.2}")
-    } else {
-        format!("${usd:.4}")
-    }
-}
-
-/// An integer with thin spaces between thousands, so token counts read at a glance.
-pub fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push('\u{202f}');
-        }
-        out.push(ch);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
 

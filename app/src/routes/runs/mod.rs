@@ -269,7 +269,7 @@ fn RunRow(run: RunSummary, now: chrono::DateTime<chrono::Utc>) -> impl IntoView 
             <td class="num">{run.steps}</td>
             <td class="num">{run.tool_calls}</td>
             <td class="num" title=cost::source_text(&run)>{cost::cost_text(&run)}</td>
-            <td class="num">{format!("{} / {}", detail::thousands(run.input_tokens), detail::thousands(run.output_tokens))}</td>
+            <td class="num">{format!("{} / {}", crate::components::numbers::thousands(run.input_tokens), crate::components::numbers::thousands(run.output_tokens))}</td>
             <td class="num" data-testid="dup-count">{dup_text(&run)}</td>
             <td class="flags"><RunFlags run/></td>
         </tr>

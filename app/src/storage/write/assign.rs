@@ -7,7 +7,7 @@
 
 use super::super::sql::{cacheable_chunks, Sql, Tx};
 use super::super::StoreResult;
-use super::{moves, IDS_PER_QUERY, ROWS_PER_INSERT};
+use super::{moves, Move, IDS_PER_QUERY, ROWS_PER_INSERT};
 use crate::ingest::normalize::NormalizedSpan;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,14 +27,6 @@ pub struct Assignment<'s> {
     pub reason_deltas: BTreeMap<String, i64>,
     /// How each tool's run count changes: a run moved away no longer calls its tools.
     pub tool_run_deltas: BTreeMap<String, i64>,
-}
-
-/// A trace whose earlier spans named no run and whose spans now name one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Move<'s> {
-    pub trace: &'s str,
-    pub from: String,
-    pub to: String,
 }
 
 /// Where each trace goes, decided from what the batch names and what is stored (pure).

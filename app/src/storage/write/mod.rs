@@ -44,6 +44,14 @@ pub struct WriteOutcome {
 
 pub(crate) use super::sql::{IDS_PER_QUERY, ROWS_PER_INSERT};
 
+/// A trace whose earlier spans named no run and whose spans now name one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Move<'s> {
+    pub trace: &'s str,
+    pub from: String,
+    pub to: String,
+}
+
 /// Stores spans, assigns their traces to runs, and recomputes the touched runs with the
 /// shipped prices and no tool policies (tests; the server uses [`commit_with`]).
 pub async fn commit(db: &Db, spans: &[NormalizedSpan], body_policy: BodyPolicy) -> StoreResult<WriteOutcome> {

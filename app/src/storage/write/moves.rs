@@ -5,7 +5,7 @@
 
 use super::super::sql::{Sql, Tx};
 use super::super::{corrupt, dialect::ChunkTerms, dictionaries, StoreResult};
-use super::assign::Move;
+use super::Move;
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::record::{self, StoredBodies};
 use serde_json::value::RawValue;
