@@ -184,6 +184,13 @@ pub struct Overrides {
     #[arg(skip)]
     #[serde(default)]
     pub alert_routes: Option<Vec<AlertRoute>>,
+
+    /// MCP servers the gateway serves at `/mcp/{name}` (config file only:
+    /// `[[mcp_servers]]` entries with `name` and either `url` (and optional `headers`)
+    /// or `command` with `args` (and optional `env`))
+    #[arg(skip)]
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<crate::mcp::McpServerConfig>>,
 }
 
 /// How OTLP exports authenticate.
@@ -228,6 +235,7 @@ impl Overrides {
             webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
             webhooks: self.webhooks.or(lower.webhooks),
             alert_routes: self.alert_routes.or(lower.alert_routes),
+            mcp_servers: self.mcp_servers.or(lower.mcp_servers),
             alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
             alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
             approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
@@ -281,6 +289,8 @@ pub struct Config {
     /// Never printed: the banner says only whether it is set.
     pub slack_signing_secret: Option<String>,
     pub slack_response_url_prefix: String,
+    /// Served by the MCP gateway at `/mcp/{name}`.
+    pub mcp_servers: Vec<crate::mcp::McpServerConfig>,
 }
 
 /// Writer tasks on PostgreSQL unless configured otherwise. One writer waits on each of
@@ -348,6 +358,8 @@ impl Config {
         if approval_recheck_seconds == 0 {
             anyhow::bail!("approval_recheck_seconds must be at least 1");
         }
+        let mcp_servers = o.mcp_servers.unwrap_or_default();
+        crate::mcp::validate_servers(&mcp_servers).map_err(anyhow::Error::msg)?;
         let alert_interval_seconds = o.alert_interval_seconds.unwrap_or(15);
         if alert_interval_seconds == 0 {
             anyhow::bail!("alert_interval_seconds must be at least 1");
@@ -399,6 +411,7 @@ impl Config {
             slack_response_url_prefix: o
                 .slack_response_url_prefix
                 .unwrap_or_else(|| "https://hooks.slack.com/".to_string()),
+            mcp_servers,
         })
     }
 
@@ -492,6 +505,16 @@ impl fmt::Display for Config {
         } else {
             writeln!(f, "  webhooks             {} ({})", names.len(), names.join(", "))?;
         }
+        // Names and where only: their headers and environment hold credentials.
+        let servers: Vec<String> = self
+            .mcp_servers
+            .iter()
+            .map(|s| match (&s.url, &s.command) {
+                (Some(url), _) => format!("{} -> {}", s.name, crate::mcp::redact_url(url)),
+                (None, command) => format!("{} -> {}", s.name, command.as_deref().unwrap_or("")),
+            })
+            .collect();
+        writeln!(f, "  mcp_servers          {}{}", servers.len(), if servers.is_empty() { String::new() } else { format!(" ({})", servers.join("; ")) })?;
         let routes: Vec<String> =
             self.alert_routes.iter().map(|r| format!("{} -> {}", r.name, r.targets.join(" + "))).collect();
         if routes.is_empty() {
@@ -658,6 +681,22 @@ mod tests {
             let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
             assert!(err.contains(expected), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn mcp_servers_come_from_the_file_without_their_secrets_in_the_banner() {
+        let f = file(
+            "[[mcp_servers]]\nname = \"files\"\ncommand = \"npx\"\nargs = [\"-y\", \"server-filesystem\"]\nenv = { TOKEN = \"s3cret\" }\n\
+             [[mcp_servers]]\nname = \"remote\"\nurl = \"https://mcp.example/mcp?key=s3cret\"\nheaders = { Authorization = \"Bearer s3cret\" }\n",
+        );
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert_eq!(c.mcp_servers.len(), 2);
+        let banner = c.to_string();
+        assert!(banner.contains("mcp_servers          2 (files -> npx; remote -> https://mcp.example/mcp)"), "{banner}");
+        assert!(!banner.contains("s3cret"), "{banner}");
+        let f = file("[[mcp_servers]]\nname = \"a/b\"\ncommand = \"x\"\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("[[mcp_servers]] name `a/b`"), "{err}");
     }
 
     #[test]
