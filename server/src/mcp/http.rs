@@ -27,6 +27,7 @@ use axum::{Json, Router};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -39,6 +40,10 @@ pub struct GatewayLimits {
     pub max_sessions: usize,
     /// Events kept per session for resumption (and for a GET stream not yet opened).
     pub max_buffered_events: usize,
+    /// Bytes of those events per session, and over all sessions together; past either,
+    /// the session's oldest events go first.
+    pub max_buffered_bytes: usize,
+    pub max_buffered_bytes_total: usize,
     /// A session with no request for this long is ended.
     pub idle: Duration,
 }
@@ -49,6 +54,8 @@ impl Default for GatewayLimits {
             session: SessionLimits::default(),
             max_sessions: 256,
             max_buffered_events: 1024,
+            max_buffered_bytes: 16 * 1024 * 1024,
+            max_buffered_bytes_total: 256 * 1024 * 1024,
             idle: Duration::from_secs(30 * 60),
         }
     }
@@ -74,6 +81,8 @@ struct Inner {
     limits: GatewayLimits,
     deps: LocalDeps,
     tokens: TokenAuth,
+    /// Bytes of buffered events over every session.
+    buffered_total: Arc<AtomicUsize>,
 }
 
 /// One client session.
@@ -95,7 +104,17 @@ struct Streams {
     /// Which stream a pending request's messages go to.
     of_request: HashMap<String, u64>,
     buffered: usize,
+    buffered_bytes: usize,
     ended: bool,
+}
+
+/// What bounds a session's buffer.
+#[derive(Clone)]
+struct BufferLimits {
+    events: usize,
+    bytes: usize,
+    total_bytes: usize,
+    total: Arc<AtomicUsize>,
 }
 
 type Live = mpsc::Sender<(String, Arc<String>)>;
@@ -113,7 +132,8 @@ struct Stream {
 }
 
 impl Streams {
-    fn push(&mut self, stream_id: u64, data: Arc<String>, answers: Option<&str>, max: usize) {
+    fn push(&mut self, stream_id: u64, data: Arc<String>, answers: Option<&str>, limits: &BufferLimits) {
+        let size = data.len();
         let stream = self.by_id.entry(stream_id).or_default();
         let seq = stream.next_seq;
         stream.next_seq += 1;
@@ -135,16 +155,32 @@ impl Streams {
             }
         }
         self.buffered += 1;
-        while self.buffered > max {
+        self.buffered_bytes += size;
+        limits.total.fetch_add(size, Ordering::Relaxed);
+        while self.buffered > limits.events
+            || self.buffered_bytes > limits.bytes
+            || (limits.total.load(Ordering::Relaxed) > limits.total_bytes && self.buffered > 0)
+        {
             // The oldest event of the oldest stream goes first.
             let Some((&oldest, _)) = self.by_id.iter().find(|(_, s)| !s.events.is_empty()) else { break };
             let s = self.by_id.get_mut(&oldest).expect("present");
-            s.events.pop_front();
-            self.buffered -= 1;
+            if let Some((_, gone)) = s.events.pop_front() {
+                self.buffered -= 1;
+                self.buffered_bytes -= gone.len();
+                limits.total.fetch_sub(gone.len(), Ordering::Relaxed);
+            }
             if s.done && s.events.is_empty() {
                 self.by_id.remove(&oldest);
             }
         }
+    }
+
+    /// Gives back what the session held of the total.
+    fn release(&mut self, limits: &BufferLimits) {
+        limits.total.fetch_sub(self.buffered_bytes, Ordering::Relaxed);
+        self.buffered_bytes = 0;
+        self.buffered = 0;
+        self.by_id.values_mut().for_each(|s| s.events.clear());
     }
 
     /// Opens a connection to `stream_id` after `after` (a fresh one: after what was sent).
@@ -182,6 +218,7 @@ impl Gateway {
                 limits,
                 tokens: TokenAuth::new(deps.db.clone()),
                 deps,
+                buffered_total: Arc::default(),
             }),
         };
         let weak = Arc::downgrade(&gateway.inner);
@@ -276,14 +313,19 @@ impl Gateway {
         session.streams.lock().expect("streams lock").by_id.insert(0, Stream::default());
         self.inner.sessions.lock().expect("sessions lock").insert(id.clone(), session.clone());
         let (weak, gateway) = (Arc::downgrade(&session), self.clone());
-        let max = limits.max_buffered_events;
+        let buffer = BufferLimits {
+            events: limits.max_buffered_events,
+            bytes: limits.max_buffered_bytes,
+            total_bytes: limits.max_buffered_bytes_total,
+            total: self.inner.buffered_total.clone(),
+        };
         tokio::spawn(async move {
             while let Some(Outbound { message, related, answers }) = out.recv().await {
                 let Some(session) = weak.upgrade() else { continue };
                 let mut streams = session.streams.lock().expect("streams lock");
                 let stream_id = related.as_ref().and_then(|k| streams.of_request.get(k).copied()).unwrap_or(0);
                 let key = related.as_deref().filter(|_| answers);
-                streams.push(stream_id, Arc::new(message.to_string()), key, max);
+                streams.push(stream_id, Arc::new(message.to_string()), key, &buffer);
             }
             // The session is over (the upstream went away or the client closed it).
             if let Some(session) = weak.upgrade() {
@@ -292,6 +334,8 @@ impl Gateway {
                 for s in streams.by_id.values_mut() {
                     s.live = None;
                 }
+                // The session leaves the map below, so nothing can be resumed any more.
+                streams.release(&buffer);
             }
             gateway.inner.sessions.lock().expect("sessions lock").remove(&id);
         });
@@ -461,4 +505,53 @@ async fn delete_session(State(gw): State<Gateway>, Path(name): Path<String>, hea
     gw.inner.sessions.lock().expect("sessions lock").remove(&session.id);
     let _ = session.to_relay.send(ToRelay::Close).await;
     StatusCode::NO_CONTENT.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(events: usize, bytes: usize, total_bytes: usize, total: &Arc<AtomicUsize>) -> BufferLimits {
+        BufferLimits { events, bytes, total_bytes, total: total.clone() }
+    }
+
+    #[test]
+    fn a_sessions_buffer_is_bounded_in_events_bytes_and_over_all_sessions() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let mut s = Streams::default();
+        let l = limits(3, 1000, 10_000, &total);
+        for i in 0..5 {
+            s.push(0, Arc::new(format!("event {i}")), None, &l);
+        }
+        assert_eq!(s.buffered, 3, "at most 3 events");
+        assert_eq!(s.by_id[&0].events.front().unwrap().1.as_str(), "event 2", "the oldest went first");
+        let l = limits(100, 20, 10_000, &total);
+        s.push(0, Arc::new("x".repeat(15)), None, &l);
+        assert!(s.buffered_bytes <= 20, "{}", s.buffered_bytes);
+        let mut other = Streams::default();
+        let tight = limits(100, 1000, total.load(Ordering::Relaxed) + 10, &total);
+        other.push(0, Arc::new("y".repeat(50)), None, &tight);
+        assert!(total.load(Ordering::Relaxed) <= tight.total_bytes, "the total holds across sessions");
+        s.release(&l);
+        other.release(&l);
+        assert_eq!(total.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_stream_resumes_after_the_last_event_its_client_saw_and_closes_when_answered() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let l = limits(100, 1 << 20, 1 << 20, &total);
+        let mut s = Streams::default();
+        s.by_id.insert(1, Stream { open_requests: ["n:1".to_string()].into(), ..Default::default() });
+        s.of_request.insert("n:1".into(), 1);
+        let mut first = s.attach(1, None, 10).unwrap();
+        s.push(1, Arc::new("progress".into()), None, &l);
+        drop(first.try_recv());
+        drop(first);
+        s.push(1, Arc::new("answer".into()), Some("n:1"), &l);
+        let mut resumed = s.attach(1, Some(0), 10).unwrap();
+        assert_eq!(resumed.try_recv().unwrap(), ("1-1".to_string(), Arc::new("answer".to_string())));
+        assert!(resumed.try_recv().is_err(), "answered: the stream closes");
+        assert!(s.of_request.is_empty());
+    }
 }

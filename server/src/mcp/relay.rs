@@ -81,7 +81,7 @@ pub enum ToRelay {
 /// frames and where its messages come out. The output ends when the session does.
 pub fn start(info: SessionInfo, upstream: Upstream, link: SharedLink) -> (mpsc::Sender<ToRelay>, mpsc::Receiver<Outbound>) {
     let (to_relay, inbox) = mpsc::channel(64);
-    let (out, outbound) = mpsc::channel(256);
+    let (out, outbound) = mpsc::channel(64);
     let (events_tx, events) = mpsc::channel(64);
     let session = Session {
         run_id: format!("mcp-{}", info.session_id),
