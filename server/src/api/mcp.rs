@@ -5,8 +5,7 @@
 
 use super::calls::{asked, completed};
 use super::{AgentToken, ApiError, ErrorBody};
-use crate::mcp::link::decide_all;
-use crate::mcp::rules::{Decision, ToolHints};
+use app::mcp::{decide_all, Decision, ToolHints};
 use crate::otlp::service::IngestError;
 use crate::otlp::IngestService;
 use app::access::Scope;
@@ -69,7 +68,7 @@ pub async fn tools(
 ) -> Result<Json<Decisions>, ApiError> {
     token.require(Scope::Mcp)?;
     let Json(listed) = body.map_err(|e| ApiError::BadRequest(format!("invalid tool list: {}", e.body_text())))?;
-    if !crate::mcp::valid_server_name(&listed.server) {
+    if !app::mcp::valid_server_name(&listed.server) {
         return Err(ApiError::BadRequest("`server`: 1 to 64 letters, digits, `-`, `_` or `.`".into()));
     }
     if listed.tools.len() > MAX_TOOLS || listed.tools.iter().any(|t| t.name.is_empty() || t.name.len() > 256) {
@@ -77,7 +76,7 @@ pub async fn tools(
     }
     let tools: Vec<(String, ToolHints)> =
         listed.tools.into_iter().map(|t| (t.name, t.annotations.unwrap_or_default())).collect();
-    Ok(Json(Decisions { decisions: decide_all(&rules, &listed.server, &tools) }))
+    Ok(Json(Decisions { decisions: decide_all(&rules.current().policies, &listed.server, &tools) }))
 }
 
 #[utoipa::path(

@@ -9,7 +9,7 @@
 use super::jsonrpc::{self, notification, tool_error};
 use super::link::{Answered, Ask, LinkError, Report, SharedLink};
 use super::relay::{Outbound, RelayEvent, UpstreamReply};
-use super::rules::{self, CallMeta, Reported, Route, ToolHints};
+use app::mcp::{self as rules, CallMeta, Reported, Route, ToolHints};
 use super::spans::CallRecord;
 use app::canonical::{Outcome, SideEffect};
 use app::ledger::request::{Outcome as Reported_, MAX_RESPONSE_BYTES};

@@ -286,7 +286,7 @@ impl Gateway {
             return Err(http_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::SERVER_ERROR, &why));
         }
         let limits = self.inner.limits;
-        let upstream = upstream::connect(&server.upstream(), limits.session.max_message_bytes).await.map_err(|e| {
+        let upstream = upstream::connect(&super::upstream_of(server), limits.session.max_message_bytes).await.map_err(|e| {
             tracing::error!(server = %server.name, error = %e, "cannot reach the upstream MCP server");
             http_error(StatusCode::BAD_GATEWAY, jsonrpc::SERVER_ERROR, &format!("the upstream MCP server `{}` cannot be reached", server.name))
         })?;

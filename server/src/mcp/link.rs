@@ -4,10 +4,9 @@
 //! with its token (scope `mcp`). Both run the same service, so every path into the gate
 //! gives the same guarantees.
 
-use super::rules::{self, Decision, ToolHints};
+use app::mcp::{self as rules, Decision, ToolHints};
 use crate::api::AgentToken;
 use crate::otlp::IngestService;
-use app::ingest::policy::policy_for;
 use app::ledger::request::{CallRequest, Completion, Outcome};
 use app::ledger::{Answer, LedgerEntry};
 use app::services::calls::{self, CallError, Caller, CallsContext};
@@ -80,14 +79,7 @@ pub trait Link: Send + Sync {
 
 /// The decisions for `tools` under the policies in force.
 pub fn decide_all(rules: &RulesCache, server: &str, tools: &[(String, ToolHints)]) -> Vec<Decision> {
-    let current = rules.current();
-    tools
-        .iter()
-        .map(|(tool, hints)| {
-            let policy = policy_for(&rules::qualified(server, tool), &current.policies);
-            rules::decide(server, tool, policy, hints)
-        })
-        .collect()
+    app::mcp::decide_all(&rules.current().policies, server, tools)
 }
 
 /// The ask as the API checks it, so both links refuse the same things.

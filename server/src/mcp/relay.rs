@@ -9,7 +9,7 @@
 use super::gate::{self, CallInput, GateIo};
 use super::jsonrpc::{self, Frame, Kind};
 use super::link::SharedLink;
-use super::rules::{self, ToolHints};
+use app::mcp::{self as rules, ToolHints};
 use super::spans::{self, CallRecord, RunRecord};
 use super::upstream::{FromUpstream, Upstream};
 use app::canonical::{Outcome, TerminalReason};

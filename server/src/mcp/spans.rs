@@ -3,7 +3,7 @@
 //! and, when the session ends, the root `invoke_agent` span of each run it touched. They
 //! go through the normal ingest path (redaction, normalization, the writer). Pure.
 
-use super::rules::{ToolHints, META_RUN_ID};
+use app::mcp::{ToolHints, META_RUN_ID};
 use app::approvals::payload::sha256_hex;
 use app::canonical::{Outcome, SideEffect, TerminalReason};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

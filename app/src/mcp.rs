@@ -1,10 +1,11 @@
-//! The gateway's rules, pure: a tool's name as Flightdeck records it, its class (the
-//! policy's, else its MCP annotations', else none: unclassified is never harmless), which
-//! calls go through the ledger, what a client may say in `_meta`, and how an upstream's
-//! answer reads as an outcome.
+//! The MCP gateway's rules (the gateway itself is `server::mcp`), pure: a tool's name as
+//! Flightdeck records it, its class (the policy's, else its MCP annotations', else none:
+//! unclassified is never harmless), which calls go through the ledger, what a client may
+//! say in `_meta`, how an upstream's answer reads as an outcome, and what may name a
+//! server.
 
-use app::canonical::SideEffect;
-use app::ingest::policy::ToolPolicy;
+use crate::canonical::SideEffect;
+use crate::ingest::policy::{policy_for, ToolPolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -77,7 +78,7 @@ pub struct Decision {
 }
 
 /// The default wait for an upstream's answer (the ledger's default call timeout).
-pub const DEFAULT_TIMEOUT_SECONDS: i64 = app::ledger::answer::DEFAULT_TIMEOUT_SECONDS;
+pub const DEFAULT_TIMEOUT_SECONDS: i64 = crate::ledger::answer::DEFAULT_TIMEOUT_SECONDS;
 
 /// `{server}/{tool}`.
 pub fn qualified(server: &str, tool: &str) -> String {
@@ -98,7 +99,7 @@ pub fn class_of_hints(hints: &ToolHints) -> Option<SideEffect> {
 }
 
 /// What the gateway does with calls of `tool` on `server` under `policy` (the one
-/// [`app::ingest::policy::policy_for`] found for the qualified name).
+/// [`policy_for`] found for the qualified name).
 pub fn decide(server: &str, tool: &str, policy: Option<&ToolPolicy>, hints: &ToolHints) -> Decision {
     let (class, class_from) = match (policy, class_of_hints(hints)) {
         (Some(p), _) => (p.side_effect, ClassFrom::Policy),
@@ -117,6 +118,17 @@ pub fn decide(server: &str, tool: &str, policy: Option<&ToolPolicy>, hints: &Too
         fail_open: route == Route::Direct && policy.is_some_and(|p| p.fail_open),
         timeout_seconds: policy.and_then(|p| p.call_timeout_seconds).unwrap_or(DEFAULT_TIMEOUT_SECONDS),
     }
+}
+
+/// The decisions for `tools` of `server` (name, annotations) under `policies`.
+pub fn decide_all(policies: &[ToolPolicy], server: &str, tools: &[(String, ToolHints)]) -> Vec<Decision> {
+    tools.iter().map(|(tool, hints)| decide(server, tool, policy_for(&qualified(server, tool), policies), hints)).collect()
+}
+
+/// Whether `name` may name a server: letters, digits, `-`, `_`, `.`, at most 64; no `/`,
+/// which separates it from the tool in `{server}/{tool}`.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
 /// What a client said about a call in `params._meta`.
