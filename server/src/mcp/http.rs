@@ -233,6 +233,8 @@ impl Gateway {
                     .expect("sessions lock")
                     .values()
                     .filter(|s| s.last_active.lock().expect("activity lock").elapsed() > inner.limits.idle)
+                    // A call held for a person is not idleness.
+                    .filter(|s| s.streams.lock().expect("streams lock").of_request.is_empty())
                     .cloned()
                     .collect();
                 for s in idle {

@@ -91,23 +91,31 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> s
 }
 
 fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, max: usize) -> anyhow::Result<Upstream> {
-    let mut child = tokio::process::Command::new(command)
-        .args(args)
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         // The server's own log goes where the gateway's goes (a host shows it).
         .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot start the MCP server `{command}`: {e}"))?;
+        .kill_on_drop(true);
+    // A proxy that dies (or exits without running destructors) takes its server along.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| anyhow::anyhow!("cannot start the MCP server `{command}`: {e}"))?;
     let mut stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let (to, mut outgoing) = mpsc::channel::<Value>(QUEUE);
     let (events, from) = mpsc::channel(QUEUE);
-    let exited = Arc::new(tokio::sync::Notify::new());
+    // Told when the session no longer needs the server and it did not exit on its own.
+    let stop = Arc::new(tokio::sync::Notify::new());
     tokio::spawn({
-        let exited = exited.clone();
+        let stop = stop.clone();
         async move {
             while let Some(message) = outgoing.recv().await {
                 let mut line = message.to_string().into_bytes();
@@ -116,18 +124,20 @@ fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, max: us
                     break;
                 }
             }
-            // Closing stdin asks the server to exit; one that does not is killed.
+            // Closing stdin asks the server to exit; one still running 2 s later is killed.
             drop(stdin);
-            tokio::select! {
-                _ = exited.notified() => {}
-                _ = tokio::time::sleep(std::time::Duration::from_secs(2)) => {}
-            }
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            stop.notify_one();
         }
     });
     tokio::spawn(async move {
         let mut reader = BufReader::new(stdout);
         loop {
-            match read_line(&mut reader, max).await {
+            let line = tokio::select! {
+                line = read_line(&mut reader, max) => line,
+                _ = stop.notified() => break,
+            };
+            match line {
                 Ok(Line::Frame(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(Line::Frame(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
                     Ok(v) if jsonrpc::classify(&v).is_ok() => {
@@ -145,10 +155,9 @@ fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, max: us
             Ok(Ok(status)) => status.to_string(),
             _ => {
                 let _ = child.kill().await;
-                "closed its output".to_string()
+                "killed: it did not exit".to_string()
             }
         };
-        exited.notify_one();
         let _ = events.send(FromUpstream::Closed(format!("the MCP server's process ended ({status})"))).await;
     });
     Ok(Upstream { to, from })
