@@ -252,6 +252,10 @@ fn client(python: &str, way: Way, server: &Server, token: &str, outbox: &Path, s
     c
 }
 
+/// An argument with a credential in it: the upstream gets it, Flightdeck stores none.
+const SECRET_LINE: &str = "one, key sk-proj-4f3kQ9xT7bLm2VpN8rZs1WcY";
+const SECRET: &str = "4f3kQ9xT7bLm2VpN8rZs1WcY";
+
 /// Everything a client does through the gateway, on one transport and one database.
 async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     let dir = tempfile::tempdir().unwrap();
@@ -262,8 +266,8 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     let steps = json!([
         "list",
         {"tool": "read_file", "args": {"path": "/etc/motd"}, "label": "read"},
-        {"tool": "append_line", "args": {"text": "one"}, "label": "append"},
-        {"tool": "append_line", "args": {"text": "one"}, "label": "append-again"},
+        {"tool": "append_line", "args": {"text": SECRET_LINE}, "label": "append"},
+        {"tool": "append_line", "args": {"text": SECRET_LINE}, "label": "append-again"},
         {"tool": "send_email", "args": {"to": "ana@example.com", "body": "hi"}, "label": "approve"},
         {"tool": "send_email", "args": {"to": "bo@example.com", "body": "hey"}, "label": "deny"},
         {"tool": "wire_money", "args": {"amount": 5}, "label": "expire"},
@@ -380,6 +384,9 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     assert!(sent_email.approval_id.is_some(), "the execution names its approval");
     let stored = spans::of_run(&t.db, &run_id).await.unwrap();
     assert!(stored.iter().any(|s| s.name.starts_with("invoke_agent")), "the session's root span");
+    assert!(outbox(&box_path)[0]["arguments"]["text"].as_str().unwrap().contains(SECRET), "the upstream got it");
+    let kept = format!("{stored:?} {:?} {calls:?}", runs::bodies(&t.db, &run_id).await.unwrap());
+    assert!(kept.contains("[REDACTED]") && !kept.contains(SECRET), "redacted as for ingest: {kept}");
     let violations = approvals::violations_for_run(&t.db, &run_id).await.unwrap();
     assert!(violations.is_empty(), "the gateway ran exactly what was approved: {violations:?}");
 }
