@@ -253,7 +253,10 @@ impl Gateway {
     }
 
     pub fn router<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
-        let limit = self.inner.limits.session.max_message_bytes + 1024;
+        // Read a body up to twice the message limit, so an oversized message is answered
+        // with its JSON-RPC error (413) on a connection that stays usable; past that axum
+        // refuses it unread.
+        let limit = 2 * self.inner.limits.session.max_message_bytes + 1024;
         Router::new()
             .route("/mcp/{server}", post(post_message).get(get_stream).delete(delete_session))
             .layer(axum::extract::DefaultBodyLimit::max(limit))
