@@ -122,7 +122,10 @@ pub fn decide(server: &str, tool: &str, policy: Option<&ToolPolicy>, hints: &Too
 
 /// The decisions for `tools` of `server` (name, annotations) under `policies`.
 pub fn decide_all(policies: &[ToolPolicy], server: &str, tools: &[(String, ToolHints)]) -> Vec<Decision> {
-    tools.iter().map(|(tool, hints)| decide(server, tool, policy_for(&qualified(server, tool), policies), hints)).collect()
+    tools
+        .iter()
+        .map(|(tool, hints)| decide(server, tool, policy_for(&qualified(server, tool), policies), hints))
+        .collect()
 }
 
 /// Whether `name` may name a server: letters, digits, `-`, `_`, `.`, at most 64; no `/`,
@@ -150,7 +153,9 @@ pub fn call_meta(params: &Value) -> Result<CallMeta, String> {
     };
     let step = match &meta[META_STEP] {
         Value::Null => None,
-        v => Some(v.as_i64().filter(|n| *n >= 0).ok_or(format!("`_meta.{META_STEP}` must be a whole number, 0 or more"))?),
+        v => Some(
+            v.as_i64().filter(|n| *n >= 0).ok_or(format!("`_meta.{META_STEP}` must be a whole number, 0 or more"))?,
+        ),
     };
     Ok(CallMeta { run_id: text(META_RUN_ID)?, step, idempotency_key: text(META_IDEMPOTENCY_KEY)? })
 }
@@ -190,7 +195,10 @@ mod tests {
     fn a_policy_beats_annotations_and_nothing_means_the_ledger() {
         let read = ToolHints { read_only: Some(true), ..Default::default() };
         let d = decide("files", "read_file", None, &read);
-        assert_eq!((d.tool.as_str(), d.class, d.route, d.class_from), ("files/read_file", SideEffect::Read, Route::Direct, ClassFrom::Annotations));
+        assert_eq!(
+            (d.tool.as_str(), d.class, d.route, d.class_from),
+            ("files/read_file", SideEffect::Read, Route::Direct, ClassFrom::Annotations)
+        );
         let policy = ToolPolicy::class("files/read_file", SideEffect::Write);
         let d = decide("files", "read_file", Some(&policy), &read);
         assert_eq!((d.class, d.route, d.class_from), (SideEffect::Write, Route::Ledger, ClassFrom::Policy));
@@ -208,7 +216,9 @@ mod tests {
     fn only_a_read_tools_policy_fails_open() {
         let open = ToolPolicy { fail_open: true, ..ToolPolicy::class("files/*", SideEffect::Read) };
         assert!(decide("files", "read_file", Some(&open), &ToolHints::default()).fail_open);
-        assert!(!decide("files", "read_file", None, &ToolHints { read_only: Some(true), ..Default::default() }).fail_open);
+        assert!(
+            !decide("files", "read_file", None, &ToolHints { read_only: Some(true), ..Default::default() }).fail_open
+        );
         let timeout = ToolPolicy { call_timeout_seconds: Some(5), ..ToolPolicy::class("x", SideEffect::Write) };
         assert_eq!(decide("s", "x", Some(&timeout), &ToolHints::default()).timeout_seconds, 5);
     }
@@ -216,7 +226,10 @@ mod tests {
     #[test]
     fn meta_keys_are_read_and_checked() {
         let p = json!({"name": "t", "_meta": {"io.flightdeck/run_id": "run-1", "io.flightdeck/step": 3, "progressToken": 1}});
-        assert_eq!(call_meta(&p).unwrap(), CallMeta { run_id: Some("run-1".into()), step: Some(3), idempotency_key: None });
+        assert_eq!(
+            call_meta(&p).unwrap(),
+            CallMeta { run_id: Some("run-1".into()), step: Some(3), idempotency_key: None }
+        );
         assert_eq!(call_meta(&json!({"name": "t"})).unwrap(), CallMeta::default());
         assert!(call_meta(&json!({"_meta": {"io.flightdeck/step": -1}})).unwrap_err().contains("io.flightdeck/step"));
         assert!(call_meta(&json!({"_meta": {"io.flightdeck/run_id": 5}})).unwrap_err().contains("run_id"));
@@ -229,13 +242,18 @@ mod tests {
             reported(&json!({"result": {"content": [{"type": "text", "text": "disk full"}], "isError": true}})),
             Reported::Failed("disk full".into())
         );
-        assert!(matches!(reported(&json!({"error": {"code": -32602, "message": "unknown tool"}})), Reported::Failed(m) if m.contains("unknown tool")));
+        assert!(
+            matches!(reported(&json!({"error": {"code": -32602, "message": "unknown tool"}})), Reported::Failed(m) if m.contains("unknown tool"))
+        );
     }
 
     #[test]
     fn hints_are_read_from_a_listed_tool() {
         let tool = json!({"name": "x", "annotations": {"readOnlyHint": true, "idempotentHint": false}});
-        assert_eq!(ToolHints::of_tool(&tool), ToolHints { read_only: Some(true), destructive: None, idempotent: Some(false) });
+        assert_eq!(
+            ToolHints::of_tool(&tool),
+            ToolHints { read_only: Some(true), destructive: None, idempotent: Some(false) }
+        );
         assert_eq!(ToolHints::of_tool(&json!({"name": "y"})), ToolHints::default());
     }
 }

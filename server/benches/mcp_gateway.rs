@@ -85,7 +85,16 @@ async fn main() {
     let mut direct = vec!["--".to_string(), python.clone()];
     direct.extend(upstream.iter().cloned());
     rows.extend(run(&python, "direct (stdio)", &calls, &direct, &[]));
-    let mut proxied = vec!["--".into(), fd, "mcp".into(), "proxy".into(), "--name".into(), "files".into(), "--".into(), python.clone()];
+    let mut proxied = vec![
+        "--".into(),
+        fd,
+        "mcp".into(),
+        "proxy".into(),
+        "--name".into(),
+        "files".into(),
+        "--".into(),
+        python.clone(),
+    ];
     proxied.extend(upstream.iter().cloned());
     let env = [("FLIGHTDECK_URL", base.as_str()), ("FLIGHTDECK_TOKEN", secret.as_str())];
     rows.extend(run(&python, "flightdeck mcp proxy (stdio)", &calls, &proxied, &env));
@@ -94,7 +103,14 @@ async fn main() {
     let _ = server.kill();
     println!("\n| path | tool | calls | p50 | p99 |\n|---|---|---|---|---|");
     for r in &rows {
-        println!("| {} | {} | {} | {} ms | {} ms |", r["mode"].as_str().unwrap(), r["tool"].as_str().unwrap(), r["calls"], r["p50_ms"], r["p99_ms"]);
+        println!(
+            "| {} | {} | {} | {} ms | {} ms |",
+            r["mode"].as_str().unwrap(),
+            r["tool"].as_str().unwrap(),
+            r["calls"],
+            r["p50_ms"],
+            r["p99_ms"]
+        );
     }
     t.cleanup().await;
 }

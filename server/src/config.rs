@@ -515,7 +515,12 @@ impl fmt::Display for Config {
                 (None, command) => format!("{} -> {}", s.name, command.as_deref().unwrap_or("")),
             })
             .collect();
-        writeln!(f, "  mcp_servers          {}{}", servers.len(), if servers.is_empty() { String::new() } else { format!(" ({})", servers.join("; ")) })?;
+        writeln!(
+            f,
+            "  mcp_servers          {}{}",
+            servers.len(),
+            if servers.is_empty() { String::new() } else { format!(" ({})", servers.join("; ")) }
+        )?;
         let routes: Vec<String> =
             self.alert_routes.iter().map(|r| format!("{} -> {}", r.name, r.targets.join(" + "))).collect();
         if routes.is_empty() {
@@ -693,7 +698,10 @@ mod tests {
         let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
         assert_eq!(c.mcp_servers.len(), 2);
         let banner = c.to_string();
-        assert!(banner.contains("mcp_servers          2 (files -> npx; remote -> https://mcp.example/mcp)"), "{banner}");
+        assert!(
+            banner.contains("mcp_servers          2 (files -> npx; remote -> https://mcp.example/mcp)"),
+            "{banner}"
+        );
         assert!(!banner.contains("s3cret"), "{banner}");
         let f = file("[[mcp_servers]]\nname = \"a/b\"\ncommand = \"x\"\n");
         let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
@@ -765,12 +773,16 @@ impl McpServerConfig {
         }
         match (&self.url, &self.command) {
             (Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
-            (Some(_), None) => Err(format!("[[mcp_servers]] `{}`: `url` must start with http:// or https://", self.name)),
+            (Some(_), None) => {
+                Err(format!("[[mcp_servers]] `{}`: `url` must start with http:// or https://", self.name))
+            }
             (None, Some(c)) if !c.trim().is_empty() => Ok(()),
-            _ => Err(format!("[[mcp_servers]] `{}`: give either `url` (a remote server) or `command` (with `args`)", self.name)),
+            _ => Err(format!(
+                "[[mcp_servers]] `{}`: give either `url` (a remote server) or `command` (with `args`)",
+                self.name
+            )),
         }
     }
-
 }
 
 /// Checks a list: each entry, and unique names.
@@ -803,12 +815,15 @@ mod mcp_server_tests {
 
     #[test]
     fn a_server_has_a_plain_name_and_exactly_one_upstream() {
-        assert!(validate_servers(&[server("files", None, Some("npx")), server("remote", Some("https://x/mcp"), None)]).is_ok());
+        assert!(validate_servers(&[server("files", None, Some("npx")), server("remote", Some("https://x/mcp"), None)])
+            .is_ok());
         assert!(validate_servers(&[server("a/b", None, Some("x"))]).unwrap_err().contains("letters, digits"));
         assert!(validate_servers(&[server("a", Some("https://x"), Some("x"))]).unwrap_err().contains("either"));
         assert!(validate_servers(&[server("a", None, None)]).unwrap_err().contains("either"));
         assert!(validate_servers(&[server("a", Some("ftp://x"), None)]).unwrap_err().contains("http"));
-        assert!(validate_servers(&[server("a", None, Some("x")), server("a", None, Some("y"))]).unwrap_err().contains("unique"));
+        assert!(validate_servers(&[server("a", None, Some("x")), server("a", None, Some("y"))])
+            .unwrap_err()
+            .contains("unique"));
         assert!(!format!("{:?}", server("a", Some("https://x/mcp?key=s3cret"), None)).contains("s3cret"));
     }
 }

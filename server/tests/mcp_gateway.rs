@@ -88,7 +88,10 @@ impl Server {
                     said = true;
                     let _ = ready.send(());
                 }
-                if std::env::var_os("FLIGHTDECK_MCP_TEST_LOG").is_some() || line.contains("panicked") || line.contains("ERROR") {
+                if std::env::var_os("FLIGHTDECK_MCP_TEST_LOG").is_some()
+                    || line.contains("panicked")
+                    || line.contains("ERROR")
+                {
                     eprintln!("server: {line}");
                 }
             }
@@ -121,7 +124,10 @@ impl Peer {
         });
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                if std::env::var_os("FLIGHTDECK_MCP_TEST_LOG").is_some() || line.contains("Error") || line.contains("panicked") {
+                if std::env::var_os("FLIGHTDECK_MCP_TEST_LOG").is_some()
+                    || line.contains("Error")
+                    || line.contains("panicked")
+                {
                     eprintln!("client/proxy: {line}");
                 }
             }
@@ -134,7 +140,8 @@ impl Peer {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let v = self.events.recv_timeout(left).unwrap_or_else(|_| panic!("no `{event}` event; saw {:#?}", self.seen));
+            let v =
+                self.events.recv_timeout(left).unwrap_or_else(|_| panic!("no `{event}` event; saw {:#?}", self.seen));
             self.seen.push(v.clone());
             if v["event"] == event {
                 return v;
@@ -156,11 +163,7 @@ impl Peer {
 }
 
 fn outbox(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 async fn pending(db: &Db, tool: &str) -> app::approvals::Approval {
@@ -179,7 +182,8 @@ async fn pending(db: &Db, tool: &str) -> app::approvals::Approval {
 async fn approver(base: &str) -> common::Person {
     let http = reqwest::Client::builder().cookie_store(true).build().unwrap();
     let p = common::Person { http, base: base.to_string() };
-    let (status, body) = p.call("login", &[("username", "alice"), ("password", common::PASSWORD), ("next", "/runs")]).await;
+    let (status, body) =
+        p.call("login", &[("username", "alice"), ("password", common::PASSWORD), ("next", "/runs")]).await;
     assert!(status.is_success(), "login: {status} {body}");
     p
 }
@@ -279,7 +283,11 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     assert_eq!(connected["protocol"], "2025-11-25", "server/discover refused, so the SDK used initialize");
     let tools = peer.next("tools");
     let read_file = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "read_file").unwrap().clone();
-    assert_eq!(read_file["_meta"], json!({"io.example/unknown": {"kept": [1, 2]}}), "a field the gateway does not know, unchanged");
+    assert_eq!(
+        read_file["_meta"],
+        json!({"io.example/unknown": {"kept": [1, 2]}}),
+        "a field the gateway does not know, unchanged"
+    );
     assert_eq!(read_file["annotations"], json!({"readOnlyHint": true}));
     assert_eq!(tools["tools"].as_array().unwrap().len(), 6);
     assert_eq!(peer.next("resource")["text"], json!(["buy milk"]));
@@ -298,7 +306,10 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
 
     peer.next("calling");
     let asked = pending(&t.db, "files/send_email").await;
-    assert_eq!(serde_json::from_str::<Value>(&asked.arguments).unwrap(), json!({"to": "ana@example.com", "body": "hi"}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&asked.arguments).unwrap(),
+        json!({"to": "ana@example.com", "body": "hi"})
+    );
     assert_eq!(asked.agent.as_deref(), Some("gateway-test-client"));
     // Held past a progress tick: the client hears that it waits.
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -308,7 +319,11 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     assert_eq!(approved["is_error"], false, "{approved}");
     assert!(approved["progress"].as_u64().unwrap() >= 1, "progress while held: {approved}");
     let sent = outbox(&box_path);
-    assert_eq!(sent.last().unwrap()["arguments"], json!({"to": "ana@example.com", "body": "hello, edited"}), "exactly the edit");
+    assert_eq!(
+        sent.last().unwrap()["arguments"],
+        json!({"to": "ana@example.com", "body": "hello, edited"}),
+        "exactly the edit"
+    );
 
     peer.next("calling");
     let asked = pending(&t.db, "files/send_email").await;
@@ -380,7 +395,8 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     ] {
         assert!(outcomes.iter().any(|(t, o)| (t.as_str(), o.as_str()) == expected), "{expected:?} in {outcomes:?}");
     }
-    let sent_email = detail.tool_call_list.iter().find(|c| c.tool == "files/send_email" && c.outcome.as_str() == "ok").unwrap();
+    let sent_email =
+        detail.tool_call_list.iter().find(|c| c.tool == "files/send_email" && c.outcome.as_str() == "ok").unwrap();
     assert!(sent_email.approval_id.is_some(), "the execution names its approval");
     let stored = spans::of_run(&t.db, &run_id).await.unwrap();
     assert!(stored.iter().any(|s| s.name.starts_with("invoke_agent")), "the session's root span");
@@ -432,7 +448,11 @@ async fn a_proxy_without_flightdeck_fails_closed_except_for_a_read_tool_that_fai
     drop(server);
     std::fs::write(&go, "").unwrap();
     let read = peer.called("read");
-    assert_eq!((read["is_error"].as_bool(), read["text"].as_str()), (Some(false), Some("contents of /a")), "fail_open: {read}");
+    assert_eq!(
+        (read["is_error"].as_bool(), read["text"].as_str()),
+        (Some(false), Some("contents of /a")),
+        "fail_open: {read}"
+    );
     for label in ["write", "unclassified"] {
         let refused = peer.called(label);
         assert_eq!(refused["is_error"], true, "{refused}");
@@ -492,7 +512,10 @@ async fn malformed_and_oversized_messages_get_the_specifications_errors_over_std
     );
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
     send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, false);
-    let bad_args = send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_line","arguments":"x"}}"#, true);
+    let bad_args = send(
+        br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"append_line","arguments":"x"}}"#,
+        true,
+    );
     assert_eq!(code(&bad_args), -32602);
     let bad_meta = send(
         br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"append_line","arguments":{"text":"a"},"_meta":{"io.flightdeck/step":-1}}}"#,

@@ -5,12 +5,12 @@
 
 use super::calls::{asked, completed};
 use super::{AgentToken, ApiError, ErrorBody};
-use app::mcp::{decide_all, Decision, ToolHints};
 use crate::otlp::service::IngestError;
 use crate::otlp::IngestService;
 use app::access::Scope;
 use app::ledger::request::{CallRequest, Completion};
 use app::ledger::LedgerEntry;
+use app::mcp::{decide_all, Decision, ToolHints};
 use app::services::calls::{CallAnswer, CallsContext};
 use app::storage::rules::RulesCache;
 use app::storage::Db;

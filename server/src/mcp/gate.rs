@@ -9,11 +9,11 @@
 use super::jsonrpc::{self, notification, tool_error};
 use super::link::{Answered, Ask, LinkError, Report, SharedLink};
 use super::relay::{Outbound, RelayEvent, UpstreamReply};
-use app::mcp::{self as rules, CallMeta, Reported, Route, ToolHints};
 use super::spans::CallRecord;
 use app::canonical::{Outcome, SideEffect};
 use app::ledger::request::{Outcome as Reported_, MAX_RESPONSE_BYTES};
 use app::ledger::Answer;
+use app::mcp::{self as rules, CallMeta, Reported, Route, ToolHints};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -135,7 +135,12 @@ pub async fn call(input: CallInput, io: GateIo, mut cancel: watch::Receiver<bool
     let held = Instant::now();
     let answered = match hold(&input, &io, &ask, &mut cancel).await {
         Held::Answered(a) => a,
-        Held::Cancelled => return Finished { response: None, record: rec.finish(Outcome::Denied, Some("cancelled by the client".into())) },
+        Held::Cancelled => {
+            return Finished {
+                response: None,
+                record: rec.finish(Outcome::Denied, Some("cancelled by the client".into())),
+            }
+        }
         Held::TooLong(a) => {
             let text = format!(
                 "still waiting after {} s: {}; nothing was run. Call again later: the same call finds the same request",
@@ -196,7 +201,9 @@ fn denial_kind(answered: &Answered) -> &'static str {
 
 fn waiting_for(a: &Answered) -> String {
     match (a.answer, &a.call.approval_id) {
-        (Answer::ApprovalRequired, Some(approval)) => format!("waiting for a person to approve it (approval {approval})"),
+        (Answer::ApprovalRequired, Some(approval)) => {
+            format!("waiting for a person to approve it (approval {approval})")
+        }
         (Answer::ApprovalRequired, None) => "waiting for a person to approve it".into(),
         _ => "another attempt of the same call is in progress".into(),
     }
@@ -283,7 +290,14 @@ async fn direct(input: &CallInput, io: &GateIo, mut rec: Recorder, timeout: Dura
     }
 }
 
-async fn proceed(input: &CallInput, io: &GateIo, mut rec: Recorder, answered: Answered, timeout: Duration, id: Value) -> Finished {
+async fn proceed(
+    input: &CallInput,
+    io: &GateIo,
+    mut rec: Recorder,
+    answered: Answered,
+    timeout: Duration,
+    id: Value,
+) -> Finished {
     let mut request = input.request.clone();
     if let Some(approved) = &answered.approved_arguments {
         // Exactly what the person approved; everything else of the request as sent.
@@ -300,7 +314,8 @@ async fn proceed(input: &CallInput, io: &GateIo, mut rec: Recorder, answered: An
             rec.record.result_bytes = Some(result.to_string().len());
             match rules::reported(&response) {
                 Reported::Ok => {
-                    let cached = (app::approvals::payload::canonical_json(&result).len() <= MAX_RESPONSE_BYTES).then_some(result);
+                    let cached = (app::approvals::payload::canonical_json(&result).len() <= MAX_RESPONSE_BYTES)
+                        .then_some(result);
                     (Report { outcome: Reported_::Ok, response: cached, error: None }, response, Outcome::Ok)
                 }
                 Reported::Failed(why) => {
@@ -340,10 +355,15 @@ async fn report_with_retries(io: &GateIo, call_id: &str, report: &Report) {
                 tracing::warn!(call = call_id, %why, "flightdeck refused the report of a gateway call");
                 return;
             }
-            Err(LinkError::Unreachable(why)) => tracing::warn!(call = call_id, %why, "could not report a gateway call; trying again"),
+            Err(LinkError::Unreachable(why)) => {
+                tracing::warn!(call = call_id, %why, "could not report a gateway call; trying again")
+            }
         }
     }
-    tracing::error!(call = call_id, "gave up reporting a gateway call: it becomes of unknown outcome after its timeout");
+    tracing::error!(
+        call = call_id,
+        "gave up reporting a gateway call: it becomes of unknown outcome after its timeout"
+    );
 }
 
 /// What a repeated call is answered: the stored tool result, marked.

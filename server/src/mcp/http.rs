@@ -6,10 +6,10 @@
 //! `Mcp-Session-Id`, belong to the bearer token (scope `mcp`) that opened them, and are
 //! bounded: their number, each one's buffered events, and their idle time.
 
+use super::jsonrpc::{self, Frame, Kind};
 use super::link::{Local, SharedLink};
 use super::relay::{self, Outbound, SessionInfo, SessionLimits, ToRelay};
 use super::upstream;
-use super::jsonrpc::{self, Frame, Kind};
 use super::McpServerConfig;
 use crate::api::{AgentToken, TokenAuth};
 use crate::otlp::IngestService;
@@ -184,7 +184,12 @@ impl Streams {
     }
 
     /// Opens a connection to `stream_id` after `after` (a fresh one: after what was sent).
-    fn attach(&mut self, stream_id: u64, after: Option<u64>, capacity: usize) -> Option<mpsc::Receiver<(String, Arc<String>)>> {
+    fn attach(
+        &mut self,
+        stream_id: u64,
+        after: Option<u64>,
+        capacity: usize,
+    ) -> Option<mpsc::Receiver<(String, Arc<String>)>> {
         let stream = self.by_id.get_mut(&stream_id)?;
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let from = after.or(stream.sent);
@@ -272,7 +277,11 @@ impl Gateway {
 
     fn session(&self, headers: &HeaderMap, server: &str, token: &AgentToken) -> Result<Arc<HttpSession>, Response> {
         let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
-            return Err(http_error(StatusCode::BAD_REQUEST, jsonrpc::INVALID_REQUEST, "bad request: no Mcp-Session-Id header (send initialize first)"));
+            return Err(http_error(
+                StatusCode::BAD_REQUEST,
+                jsonrpc::INVALID_REQUEST,
+                "bad request: no Mcp-Session-Id header (send initialize first)",
+            ));
         };
         let found = self.inner.sessions.lock().expect("sessions lock").get(id).cloned();
         match found {
@@ -281,20 +290,30 @@ impl Gateway {
                 Ok(s)
             }
             // Another token's session is as unknown as an ended one.
-            _ => Err(http_error(StatusCode::NOT_FOUND, jsonrpc::INVALID_REQUEST, "session not found: it ended or expired; initialize a new one")),
+            _ => Err(http_error(
+                StatusCode::NOT_FOUND,
+                jsonrpc::INVALID_REQUEST,
+                "session not found: it ended or expired; initialize a new one",
+            )),
         }
     }
 
     async fn open(&self, server: &McpServerConfig, token: AgentToken) -> Result<Arc<HttpSession>, Response> {
         if self.session_count() >= self.inner.limits.max_sessions {
-            let why = format!("too many MCP sessions open (at most {}); try again later", self.inner.limits.max_sessions);
+            let why =
+                format!("too many MCP sessions open (at most {}); try again later", self.inner.limits.max_sessions);
             return Err(http_error(StatusCode::SERVICE_UNAVAILABLE, jsonrpc::SERVER_ERROR, &why));
         }
         let limits = self.inner.limits;
-        let upstream = upstream::connect(&super::upstream_of(server), limits.session.max_message_bytes).await.map_err(|e| {
-            tracing::error!(server = %server.name, error = %e, "cannot reach the upstream MCP server");
-            http_error(StatusCode::BAD_GATEWAY, jsonrpc::SERVER_ERROR, &format!("the upstream MCP server `{}` cannot be reached", server.name))
-        })?;
+        let upstream =
+            upstream::connect(&super::upstream_of(server), limits.session.max_message_bytes).await.map_err(|e| {
+                tracing::error!(server = %server.name, error = %e, "cannot reach the upstream MCP server");
+                http_error(
+                    StatusCode::BAD_GATEWAY,
+                    jsonrpc::SERVER_ERROR,
+                    &format!("the upstream MCP server `{}` cannot be reached", server.name),
+                )
+            })?;
         let id = hex::encode(rand::random::<[u8; 16]>());
         let deps = &self.inner.deps;
         let token_id = token.id;
@@ -369,9 +388,18 @@ fn sse(rx: mpsc::Receiver<(String, Arc<String>)>, session_id: &str) -> Response 
 use tokio_stream::StreamExt as _;
 
 /// `POST /mcp/{server}`: one JSON-RPC message (or a batch where allowed).
-async fn post_message(State(gw): State<Gateway>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_message(
+    State(gw): State<Gateway>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Some(server) = gw.inner.servers.get(&name).cloned() else {
-        return http_error(StatusCode::NOT_FOUND, jsonrpc::INVALID_REQUEST, &format!("no MCP server `{name}` is configured"));
+        return http_error(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            &format!("no MCP server `{name}` is configured"),
+        );
     };
     let token = match gw.token(&headers).await {
         Ok(t) => t,
@@ -379,7 +407,11 @@ async fn post_message(State(gw): State<Gateway>, Path(name): Path<String>, heade
     };
     let (sse_ok, json_ok) = (accepts(&headers, "text/event-stream"), accepts(&headers, "application/json"));
     if !sse_ok && !json_ok {
-        return http_error(StatusCode::NOT_ACCEPTABLE, jsonrpc::INVALID_REQUEST, "the client must accept application/json or text/event-stream");
+        return http_error(
+            StatusCode::NOT_ACCEPTABLE,
+            jsonrpc::INVALID_REQUEST,
+            "the client must accept application/json or text/event-stream",
+        );
     }
     let max = gw.inner.limits.session.max_message_bytes;
     let frame = match jsonrpc::parse(&body, max) {
@@ -429,7 +461,9 @@ async fn post_message(State(gw): State<Gateway>, Path(name): Path<String>, heade
         }
         let stream_id = streams.next;
         streams.next += 1;
-        streams.by_id.insert(stream_id, Stream { open_requests: requests.iter().cloned().collect(), ..Default::default() });
+        streams
+            .by_id
+            .insert(stream_id, Stream { open_requests: requests.iter().cloned().collect(), ..Default::default() });
         for key in &requests {
             streams.of_request.insert(key.clone(), stream_id);
         }
@@ -469,7 +503,11 @@ async fn get_stream(State(gw): State<Gateway>, Path(name): Path<String>, headers
         Err(r) => return r,
     };
     if !accepts(&headers, "text/event-stream") {
-        return http_error(StatusCode::METHOD_NOT_ALLOWED, jsonrpc::INVALID_REQUEST, "GET opens an SSE stream: accept text/event-stream");
+        return http_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            jsonrpc::INVALID_REQUEST,
+            "GET opens an SSE stream: accept text/event-stream",
+        );
     }
     let session = match gw.session(&headers, &name, &token) {
         Ok(s) => s,
@@ -485,7 +523,11 @@ async fn get_stream(State(gw): State<Gateway>, Path(name): Path<String>, headers
         Some((stream, seq)) => streams.attach(stream, Some(seq), capacity),
         None => {
             if streams.by_id.get(&0).is_some_and(|s| s.live.as_ref().is_some_and(|l| !l.is_closed())) {
-                return http_error(StatusCode::CONFLICT, jsonrpc::INVALID_REQUEST, "this session's GET stream is already open");
+                return http_error(
+                    StatusCode::CONFLICT,
+                    jsonrpc::INVALID_REQUEST,
+                    "this session's GET stream is already open",
+                );
             }
             streams.attach(0, None, capacity)
         }
@@ -493,7 +535,11 @@ async fn get_stream(State(gw): State<Gateway>, Path(name): Path<String>, headers
     drop(streams);
     match receiver {
         Some(rx) => sse(rx, &session.id),
-        None => http_error(StatusCode::NOT_FOUND, jsonrpc::INVALID_REQUEST, "no such stream to resume (its events are gone)"),
+        None => http_error(
+            StatusCode::NOT_FOUND,
+            jsonrpc::INVALID_REQUEST,
+            "no such stream to resume (its events are gone)",
+        ),
     }
 }
 

@@ -21,10 +21,17 @@ pub const SERVER_ERROR: i64 = -32000;
 /// What one message is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    Request { id: Value, method: String },
-    Notification { method: String },
+    Request {
+        id: Value,
+        method: String,
+    },
+    Notification {
+        method: String,
+    },
     /// A result or an error, answering `id`.
-    Response { id: Value },
+    Response {
+        id: Value,
+    },
 }
 
 /// One message off the wire, or a batch (an array, allowed only in protocol 2025-03-26).
@@ -44,8 +51,8 @@ pub fn parse(bytes: &[u8], max_bytes: usize) -> Result<Frame, Value> {
             &format!("message of {} bytes is larger than the gateway's limit of {max_bytes} bytes", bytes.len()),
         ));
     }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|e| error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")))?;
     match value {
         Value::Array(items) if items.is_empty() => {
             Err(error(Value::Null, INVALID_REQUEST, "invalid request: an empty batch"))

@@ -4,11 +4,11 @@
 //! with its token (scope `mcp`). Both run the same service, so every path into the gate
 //! gives the same guarantees.
 
-use app::mcp::{self as rules, Decision, ToolHints};
 use crate::api::AgentToken;
 use crate::otlp::IngestService;
 use app::ledger::request::{CallRequest, Completion, Outcome};
 use app::ledger::{Answer, LedgerEntry};
+use app::mcp::{self as rules, Decision, ToolHints};
 use app::services::calls::{self, CallError, Caller, CallsContext};
 use app::storage::rules::RulesCache;
 use app::storage::{Db, StoreError};
@@ -178,7 +178,12 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 impl Remote {
     pub fn new(base: &str, token: &str) -> anyhow::Result<Remote> {
         let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(3)).build()?;
-        Ok(Remote { base: base.trim_end_matches('/').to_string(), token: token.to_string(), http, known: Mutex::default() })
+        Ok(Remote {
+            base: base.trim_end_matches('/').to_string(),
+            token: token.to_string(),
+            http,
+            known: Mutex::default(),
+        })
     }
 
     async fn post(&self, path: &str, body: Vec<u8>, timeout: Duration) -> Result<Value, LinkError> {
@@ -214,7 +219,8 @@ impl Remote {
 #[async_trait::async_trait]
 impl Link for Remote {
     async fn decide(&self, server: &str, tools: &[(String, ToolHints)]) -> Result<Vec<Decision>, LinkError> {
-        let listed: Vec<Value> = tools.iter().map(|(name, hints)| json!({"name": name, "annotations": hints})).collect();
+        let listed: Vec<Value> =
+            tools.iter().map(|(name, hints)| json!({"name": name, "annotations": hints})).collect();
         let asked = self.post_json("/mcp/tools", &json!({"server": server, "tools": listed}), REQUEST_TIMEOUT).await;
         let mut known = self.known.lock().expect("decisions lock");
         match asked {

@@ -9,10 +9,10 @@
 use super::gate::{self, CallInput, GateIo};
 use super::jsonrpc::{self, Frame, Kind};
 use super::link::SharedLink;
-use app::mcp::{self as rules, ToolHints};
 use super::spans::{self, CallRecord, RunRecord};
 use super::upstream::{FromUpstream, Upstream};
 use app::canonical::{Outcome, TerminalReason};
+use app::mcp::{self as rules, ToolHints};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -79,7 +79,11 @@ pub enum ToRelay {
 
 /// Starts a session over a connected upstream; returns where to send the client's
 /// frames and where its messages come out. The output ends when the session does.
-pub fn start(info: SessionInfo, upstream: Upstream, link: SharedLink) -> (mpsc::Sender<ToRelay>, mpsc::Receiver<Outbound>) {
+pub fn start(
+    info: SessionInfo,
+    upstream: Upstream,
+    link: SharedLink,
+) -> (mpsc::Sender<ToRelay>, mpsc::Receiver<Outbound>) {
     let (to_relay, inbox) = mpsc::channel(64);
     let (out, outbound) = mpsc::channel(64);
     let (events_tx, events) = mpsc::channel(64);
@@ -112,7 +116,12 @@ enum Pending {
     /// Relayed as is; its answer goes back as is.
     Relayed { method: String, progress_token: Option<Value> },
     /// A `tools/call` in the gate.
-    Call { progress_token: Option<Value>, cancel: watch::Sender<bool>, reply: Option<oneshot::Sender<UpstreamReply>>, cancelled: bool },
+    Call {
+        progress_token: Option<Value>,
+        cancel: watch::Sender<bool>,
+        reply: Option<oneshot::Sender<UpstreamReply>>,
+        cancelled: bool,
+    },
 }
 
 /// What the session knows of a run it worked on.
@@ -228,7 +237,8 @@ impl Session {
             return self.send(refuse(jsonrpc::INVALID_REQUEST, why), None, false).await;
         }
         if self.pending.len() >= self.info.limits.max_in_flight {
-            let why = format!("too many requests in flight in this session (at most {})", self.info.limits.max_in_flight);
+            let why =
+                format!("too many requests in flight in this session (at most {})", self.info.limits.max_in_flight);
             return self.send(refuse(jsonrpc::SERVER_ERROR, &why), Some(key), true).await;
         }
         if let Some(why) = &self.upstream_gone {
@@ -274,12 +284,24 @@ impl Session {
             return self.send(e, Some(key), true).await;
         }
         if params.get("task").is_some() {
-            let e = jsonrpc::error(id, jsonrpc::INVALID_PARAMS, "invalid params: task-augmented tools/call is not supported through the Flightdeck gateway");
+            let e = jsonrpc::error(
+                id,
+                jsonrpc::INVALID_PARAMS,
+                "invalid params: task-augmented tools/call is not supported through the Flightdeck gateway",
+            );
             return self.send(e, Some(key), true).await;
         }
         let meta = match rules::call_meta(params) {
             Ok(meta) => meta,
-            Err(why) => return self.send(jsonrpc::error(id, jsonrpc::INVALID_PARAMS, &format!("invalid params: {why}")), Some(key), true).await,
+            Err(why) => {
+                return self
+                    .send(
+                        jsonrpc::error(id, jsonrpc::INVALID_PARAMS, &format!("invalid params: {why}")),
+                        Some(key),
+                        true,
+                    )
+                    .await
+            }
         };
         let run = meta.run_id.clone().unwrap_or_else(|| self.run_id.clone());
         self.runs.entry(run).or_insert(RunFacts { started_ns: now_ns(), unknown: false });
@@ -336,7 +358,8 @@ impl Session {
                 Ok(Kind::Notification { method }) if method == "notifications/progress" => {
                     let token = m["params"]["progressToken"].clone();
                     let related = self.pending.iter().find_map(|(k, p)| match p {
-                        Pending::Relayed { progress_token: Some(t), .. } | Pending::Call { progress_token: Some(t), .. }
+                        Pending::Relayed { progress_token: Some(t), .. }
+                        | Pending::Call { progress_token: Some(t), .. }
                             if *t == token =>
                         {
                             Some(k.clone())
@@ -426,7 +449,8 @@ impl Session {
                 Some(Pending::Relayed { .. }) => {
                     // The id is in the key; rebuild it for the error.
                     let id = id_of_key(&key);
-                    let e = jsonrpc::error(id, jsonrpc::SERVER_ERROR, &format!("the upstream MCP server is gone: {why}"));
+                    let e =
+                        jsonrpc::error(id, jsonrpc::SERVER_ERROR, &format!("the upstream MCP server is gone: {why}"));
                     self.send(e, Some(key), true).await;
                 }
                 Some(Pending::Call { reply, progress_token, cancel, cancelled }) => {
@@ -495,7 +519,10 @@ impl Session {
         let service = self.service();
         for (run_id, facts) in &self.runs {
             let (terminal, reason) = match (&self.upstream_gone, facts.unknown) {
-                (_, true) => (TerminalReason::Escalated, Some("outcome_unknown: a call's upstream did not answer after it was sent".to_string())),
+                (_, true) => (
+                    TerminalReason::Escalated,
+                    Some("outcome_unknown: a call's upstream did not answer after it was sent".to_string()),
+                ),
                 (Some(why), false) if client_open => (TerminalReason::Error, Some(why.clone())),
                 _ => (TerminalReason::Completed, None),
             };

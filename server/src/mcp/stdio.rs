@@ -26,9 +26,11 @@ pub fn server_name(args: &ProxyArgs) -> String {
     if let Some(name) = &args.name {
         return name.clone();
     }
-    let file = |s: &str| std::path::Path::new(s).file_stem().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+    let file =
+        |s: &str| std::path::Path::new(s).file_stem().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let first = args.command.first().map(|c| file(c)).unwrap_or_default();
-    let named = if matches!(first.as_str(), "npx" | "uvx" | "node" | "python" | "python3" | "docker" | "bunx" | "deno") {
+    let named = if matches!(first.as_str(), "npx" | "uvx" | "node" | "python" | "python3" | "docker" | "bunx" | "deno")
+    {
         args.command.iter().skip(1).find(|a| !a.starts_with('-')).map(|a| file(a.rsplit('/').next().unwrap_or(a)))
     } else {
         None
@@ -39,7 +41,11 @@ pub fn server_name(args: &ProxyArgs) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' })
         .take(64)
         .collect();
-    if name.is_empty() { "mcp".into() } else { name }
+    if name.is_empty() {
+        "mcp".into()
+    } else {
+        name
+    }
 }
 
 /// Runs until the host closes stdin or the server exits; then exits the process (the
@@ -89,7 +95,10 @@ pub async fn run(args: ProxyArgs) -> anyhow::Result<()> {
                     Err(error) => drop(direct.send(error).await),
                 },
                 Ok(Line::TooLong(n)) => {
-                    let why = format!("message of {n} bytes is larger than the gateway's limit of {} bytes", limits.max_message_bytes);
+                    let why = format!(
+                        "message of {n} bytes is larger than the gateway's limit of {} bytes",
+                        limits.max_message_bytes
+                    );
                     let _ = direct.send(jsonrpc::error(serde_json::Value::Null, jsonrpc::INVALID_REQUEST, &why)).await;
                 }
                 Ok(Line::Eof) | Err(_) => {
@@ -120,7 +129,10 @@ mod tests {
     #[test]
     fn the_server_is_named_after_its_command_unless_named() {
         assert_eq!(server_name(&args(&["/usr/bin/github-mcp-server", "stdio"], None)), "github-mcp-server");
-        assert_eq!(server_name(&args(&["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"], None)), "server-filesystem");
+        assert_eq!(
+            server_name(&args(&["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"], None)),
+            "server-filesystem"
+        );
         assert_eq!(server_name(&args(&["python3", "tests/mcp/upstream.py"], None)), "upstream");
         assert_eq!(server_name(&args(&["anything"], Some("files"))), "files");
     }

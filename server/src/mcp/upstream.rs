@@ -25,7 +25,10 @@ pub enum FromUpstream {
     Message(Value),
     /// A request was sent but its answer will not come (an HTTP error, a stream that
     /// ended first): whether the server acted on it is unknown.
-    Failed { id: Value, why: String },
+    Failed {
+        id: Value,
+        why: String,
+    },
     /// The upstream is gone (its process exited, it ended the session).
     Closed(String),
 }
@@ -145,9 +148,13 @@ fn spawn(command: &str, args: &[String], env: &BTreeMap<String, String>, max: us
                             break;
                         }
                     }
-                    _ => tracing::warn!(bytes = bytes.len(), "the MCP server wrote a line that is not JSON-RPC; skipped"),
+                    _ => {
+                        tracing::warn!(bytes = bytes.len(), "the MCP server wrote a line that is not JSON-RPC; skipped")
+                    }
                 },
-                Ok(Line::TooLong(n)) => tracing::warn!(bytes = n, "the MCP server wrote a message over the limit; skipped"),
+                Ok(Line::TooLong(n)) => {
+                    tracing::warn!(bytes = n, "the MCP server wrote a message over the limit; skipped")
+                }
                 Ok(Line::Eof) | Err(_) => break,
             }
         }
@@ -258,7 +265,8 @@ impl HttpSession {
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
-        let answered = if sse { self.read_sse(response, id.as_ref()).await } else { self.read_json(response, id.as_ref()).await };
+        let answered =
+            if sse { self.read_sse(response, id.as_ref()).await } else { self.read_json(response, id.as_ref()).await };
         if !answered {
             failed("the upstream MCP server's answer ended before the response".into()).await;
         }
