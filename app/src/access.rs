@@ -125,11 +125,22 @@ pub enum Scope {
     Alerts,
     /// Post results of regression tests run from replay fixtures.
     Replays,
+    /// The MCP gateway: `flightdeck mcp proxy` asks, reports and records its spans with
+    /// it, and `/mcp/{server}` admits an MCP client with it.
+    Mcp,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 7] =
-        [Scope::Ingest, Scope::Approvals, Scope::Escalations, Scope::Read, Scope::Calls, Scope::Alerts, Scope::Replays];
+    pub const ALL: [Scope; 8] = [
+        Scope::Ingest,
+        Scope::Approvals,
+        Scope::Escalations,
+        Scope::Read,
+        Scope::Calls,
+        Scope::Alerts,
+        Scope::Replays,
+        Scope::Mcp,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -140,6 +151,7 @@ impl Scope {
             Scope::Calls => "calls",
             Scope::Alerts => "alerts",
             Scope::Replays => "replays",
+            Scope::Mcp => "mcp",
         }
     }
 }
@@ -156,7 +168,7 @@ impl FromStr for Scope {
         Scope::ALL
             .into_iter()
             .find(|r| r.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown scope `{s}` (expected one of ingest, approvals, escalations, read, calls)"))
+            .ok_or_else(|| format!("unknown scope `{s}` (expected one of ingest, approvals, escalations, read, calls, alerts, replays, mcp)"))
     }
 }
 

@@ -30,6 +30,8 @@ pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod ingest;
 #[cfg(feature = "ssr")]
+pub mod mcp;
+#[cfg(feature = "ssr")]
 pub mod notify;
 #[cfg(feature = "ssr")]
 pub mod replay;

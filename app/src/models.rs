@@ -118,6 +118,9 @@ pub struct PolicyRow {
     /// `deny` or `escalate`.
     #[serde(default)]
     pub on_expiry: String,
+    /// The MCP gateway forwards its calls when Flightdeck cannot be reached (read tools only).
+    #[serde(default)]
+    pub fail_open: bool,
 }
 
 /// One tool ingest has seen, as the admin's tools page shows it.

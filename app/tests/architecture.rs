@@ -29,7 +29,7 @@ const SPLIT: [&str; 11] = [
 ];
 
 /// Pure domain modules and what they must not import.
-const DOMAIN: [&str; 14] = [
+const DOMAIN: [&str; 15] = [
     "ingest",
     "approvals",
     "escalations",
@@ -44,6 +44,7 @@ const DOMAIN: [&str; 14] = [
     "run_query",
     "replay",
     "ledger",
+    "mcp",
 ];
 const NOT_FROM_DOMAIN: [&str; 7] = ["storage", "functions", "services", "components", "routes", "app", "state"];
 

@@ -195,6 +195,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "6e5defd9bb9327c27b76ef6b5df85c0d81167eaa60465acd61793bbd9e472b7d30715794580c5c18bd5b391b2b32fd06",
     ),
     ("sqlite", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
+    ("sqlite", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
     (
         "postgres",
         "0001_foundation.sql",
@@ -371,6 +372,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "1254711b95557d1b231e21f9220ad3bd0581c40ab86983a644ceea0fc121e1085fa4b1d2b23943528f447cb879acff47",
     ),
     ("postgres", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
+    ("postgres", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",

@@ -62,6 +62,31 @@ pub enum Command {
     Alerts(AlertsCommand),
     /// Print a new signing secret for a `[[webhooks]]` target's `secret` (Standard Webhooks)
     WebhookSecret,
+    /// The MCP gateway (docs/mcp-gateway.md)
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Launched by an MCP host instead of an MCP server: starts the server (the command
+    /// after `--`) and relays its stdio, putting every tools/call through Flightdeck's
+    /// policies, approvals and ledger and recording the session as a run
+    Proxy {
+        /// Flightdeck's address
+        #[arg(long, env = "FLIGHTDECK_URL", default_value = "http://127.0.0.1:3000", value_name = "URL")]
+        url: String,
+        /// An API token with the `mcp` scope
+        #[arg(long, env = "FLIGHTDECK_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+        token: String,
+        /// The server's name in Flightdeck: tools are recorded and matched by policies as
+        /// NAME/TOOL [default: the command's file name]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// The MCP server's own command and arguments
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -15,6 +15,7 @@ use app::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
 use app::pricing::ModelPrice;
 use clap::Args;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -184,6 +185,13 @@ pub struct Overrides {
     #[arg(skip)]
     #[serde(default)]
     pub alert_routes: Option<Vec<AlertRoute>>,
+
+    /// MCP servers the gateway serves at `/mcp/{name}` (config file only:
+    /// `[[mcp_servers]]` entries with `name` and either `url` (and optional `headers`)
+    /// or `command` with `args` (and optional `env`))
+    #[arg(skip)]
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<McpServerConfig>>,
 }
 
 /// How OTLP exports authenticate.
@@ -228,6 +236,7 @@ impl Overrides {
             webhook_max_attempts: self.webhook_max_attempts.or(lower.webhook_max_attempts),
             webhooks: self.webhooks.or(lower.webhooks),
             alert_routes: self.alert_routes.or(lower.alert_routes),
+            mcp_servers: self.mcp_servers.or(lower.mcp_servers),
             alert_interval_seconds: self.alert_interval_seconds.or(lower.alert_interval_seconds),
             alert_hold_seconds: self.alert_hold_seconds.or(lower.alert_hold_seconds),
             approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
@@ -281,6 +290,8 @@ pub struct Config {
     /// Never printed: the banner says only whether it is set.
     pub slack_signing_secret: Option<String>,
     pub slack_response_url_prefix: String,
+    /// Served by the MCP gateway at `/mcp/{name}`.
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 /// Writer tasks on PostgreSQL unless configured otherwise. One writer waits on each of
@@ -348,6 +359,8 @@ impl Config {
         if approval_recheck_seconds == 0 {
             anyhow::bail!("approval_recheck_seconds must be at least 1");
         }
+        let mcp_servers = o.mcp_servers.unwrap_or_default();
+        validate_servers(&mcp_servers).map_err(anyhow::Error::msg)?;
         let alert_interval_seconds = o.alert_interval_seconds.unwrap_or(15);
         if alert_interval_seconds == 0 {
             anyhow::bail!("alert_interval_seconds must be at least 1");
@@ -399,6 +412,7 @@ impl Config {
             slack_response_url_prefix: o
                 .slack_response_url_prefix
                 .unwrap_or_else(|| "https://hooks.slack.com/".to_string()),
+            mcp_servers,
         })
     }
 
@@ -492,6 +506,21 @@ impl fmt::Display for Config {
         } else {
             writeln!(f, "  webhooks             {} ({})", names.len(), names.join(", "))?;
         }
+        // Names and where only: their headers and environment hold credentials.
+        let servers: Vec<String> = self
+            .mcp_servers
+            .iter()
+            .map(|s| match (&s.url, &s.command) {
+                (Some(url), _) => format!("{} -> {}", s.name, redact_query(url)),
+                (None, command) => format!("{} -> {}", s.name, command.as_deref().unwrap_or("")),
+            })
+            .collect();
+        writeln!(
+            f,
+            "  mcp_servers          {}{}",
+            servers.len(),
+            if servers.is_empty() { String::new() } else { format!(" ({})", servers.join("; ")) }
+        )?;
         let routes: Vec<String> =
             self.alert_routes.iter().map(|r| format!("{} -> {}", r.name, r.targets.join(" + "))).collect();
         if routes.is_empty() {
@@ -661,6 +690,25 @@ mod tests {
     }
 
     #[test]
+    fn mcp_servers_come_from_the_file_without_their_secrets_in_the_banner() {
+        let f = file(
+            "[[mcp_servers]]\nname = \"files\"\ncommand = \"npx\"\nargs = [\"-y\", \"server-filesystem\"]\nenv = { TOKEN = \"s3cret\" }\n\
+             [[mcp_servers]]\nname = \"remote\"\nurl = \"https://mcp.example/mcp?key=s3cret\"\nheaders = { Authorization = \"Bearer s3cret\" }\n",
+        );
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert_eq!(c.mcp_servers.len(), 2);
+        let banner = c.to_string();
+        assert!(
+            banner.contains("mcp_servers          2 (files -> npx; remote -> https://mcp.example/mcp)"),
+            "{banner}"
+        );
+        assert!(!banner.contains("s3cret"), "{banner}");
+        let f = file("[[mcp_servers]]\nname = \"a/b\"\ncommand = \"x\"\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("[[mcp_servers]] name `a/b`"), "{err}");
+    }
+
+    #[test]
     fn postgres_url_passwords_never_reach_the_banner() {
         let c = Config::resolve(
             Overrides { database_url: Some("postgres://fd:s3cret@db:5432/fd".into()), ..Default::default() },
@@ -671,5 +719,111 @@ mod tests {
         assert!(!banner.contains("s3cret"), "{banner}");
         assert!(banner.contains("postgres://fd:[REDACTED]@db:5432/fd"));
         assert!(!c.is_sqlite());
+    }
+}
+
+/// One `[[mcp_servers]]` entry: served by the MCP gateway at `/mcp/{name}`.
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The server's name in Flightdeck: its path, and the first part of its tools' names
+    /// (`{name}/{tool}`) in policies, approvals, the ledger and spans.
+    pub name: String,
+    /// A remote server's Streamable HTTP endpoint.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers sent to the remote server (its own credentials). Never printed.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A local server's command, started once per client session.
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment for the command (its own credentials). Never printed.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServerConfig")
+            .field("name", &self.name)
+            .field("url", &self.url.as_deref().map(redact_query))
+            .field("command", &self.command)
+            .field("args", &self.args.len())
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A URL without its query (which may carry a key), for logs and the banner.
+pub fn redact_query(url: &str) -> String {
+    url.split('?').next().unwrap_or(url).to_string()
+}
+
+impl McpServerConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !app::mcp::valid_server_name(&self.name) {
+            return Err(format!(
+                "[[mcp_servers]] name `{}`: use 1 to 64 letters, digits, `-`, `_` or `.` (it is part of a URL and of tool names)",
+                self.name
+            ));
+        }
+        match (&self.url, &self.command) {
+            (Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
+            (Some(_), None) => {
+                Err(format!("[[mcp_servers]] `{}`: `url` must start with http:// or https://", self.name))
+            }
+            (None, Some(c)) if !c.trim().is_empty() => Ok(()),
+            _ => Err(format!(
+                "[[mcp_servers]] `{}`: give either `url` (a remote server) or `command` (with `args`)",
+                self.name
+            )),
+        }
+    }
+}
+
+/// Checks a list: each entry, and unique names.
+pub fn validate_servers(servers: &[McpServerConfig]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for s in servers {
+        s.validate()?;
+        if !seen.insert(s.name.as_str()) {
+            return Err(format!("[[mcp_servers]] names must be unique: `{}` appears twice", s.name));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod mcp_server_tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn server(name: &str, url: Option<&str>, command: Option<&str>) -> McpServerConfig {
+        McpServerConfig {
+            name: name.into(),
+            url: url.map(str::to_string),
+            headers: BTreeMap::new(),
+            command: command.map(str::to_string),
+            args: vec![],
+            env: BTreeMap::from([("API_KEY".to_string(), "s3cret".to_string())]),
+        }
+    }
+
+    #[test]
+    fn a_server_has_a_plain_name_and_exactly_one_upstream() {
+        assert!(validate_servers(&[server("files", None, Some("npx")), server("remote", Some("https://x/mcp"), None)])
+            .is_ok());
+        assert!(validate_servers(&[server("a/b", None, Some("x"))]).unwrap_err().contains("letters, digits"));
+        assert!(validate_servers(&[server("a", Some("https://x"), Some("x"))]).unwrap_err().contains("either"));
+        assert!(validate_servers(&[server("a", None, None)]).unwrap_err().contains("either"));
+        assert!(validate_servers(&[server("a", Some("ftp://x"), None)]).unwrap_err().contains("http"));
+        assert!(validate_servers(&[server("a", None, Some("x")), server("a", None, Some("y"))])
+            .unwrap_err()
+            .contains("unique"));
+        assert!(!format!("{:?}", server("a", Some("https://x/mcp?key=s3cret"), None)).contains("s3cret"));
     }
 }

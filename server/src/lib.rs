@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod health;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod otlp;

@@ -2,7 +2,7 @@
 //! telemetry, and run the chosen command.
 
 use clap::Parser;
-use flightdeck::cli::{AlertsCommand, Cli, Command, TokenCommand, UserCommand};
+use flightdeck::cli::{AlertsCommand, Cli, Command, McpCommand, TokenCommand, UserCommand};
 use flightdeck::commands::{self, serve, tokens, users};
 use flightdeck::config::Config;
 use flightdeck::priority;
@@ -81,6 +81,9 @@ fn main() -> ExitCode {
             Command::WebhookSecret => {
                 println!("{}", app::notify::SigningSecret::generate());
                 Ok(())
+            }
+            Command::Mcp(McpCommand::Proxy { url, token, name, command }) => {
+                flightdeck::mcp::stdio::run(flightdeck::mcp::stdio::ProxyArgs { url, token, name, command }).await
             }
         }
     });

@@ -270,6 +270,7 @@ fn test() -> Result<()> {
              (`su postgres -c 'createuser -s root'`), or set FLIGHTDECK_TEST_PG_URL",
         )?;
     }
+    let python = test_python()?;
     // Compiling has no time limit (a cold build is slow but cannot hang); running does.
     step("building the tests (cargo test --workspace --no-run)");
     check(cargo().args(["test", "--workspace", "--no-run"]))?;
@@ -280,7 +281,7 @@ fn test() -> Result<()> {
         Some(url) => tests.env("FLIGHTDECK_TEST_PG_URL", url),
         None => tests.env_remove("FLIGHTDECK_TEST_PG_URL"),
     };
-    tests.env("FLIGHTDECK_BIN", &binary);
+    tests.env("FLIGHTDECK_BIN", &binary).env("FLIGHTDECK_PYTHON", &python);
     check_within(&mut tests, TEST_RUN_LIMIT)?;
 
     step("the TypeScript client and its adapters against the server (clients/typescript/run-tests.sh)");
@@ -305,6 +306,7 @@ fn test() -> Result<()> {
                     .current_dir(&e2e)
                     .env("FLIGHTDECK_BIN", &binary)
                     .env("FLIGHTDECK_SITE_ROOT", site_root())
+                    .env("FLIGHTDECK_PYTHON", &python)
                     .env("FLIGHTDECK_CHROMIUM", browser),
                 TEST_RUN_LIMIT,
             )?;
@@ -312,6 +314,40 @@ fn test() -> Result<()> {
     }
     eprintln!("\nall test suites passed in {:.0?}", started.elapsed());
     Ok(())
+}
+
+/// A Python with the test peers' packages (the MCP SDK for the gateway's tests): a venv
+/// under `$FLIGHTDECK_CACHE` (default `~/.cache/flightdeck`), made again when
+/// `server/tests/mcp/requirements.txt` or the interpreter changes.
+fn test_python() -> Result<PathBuf> {
+    let requirements = workspace_root().join("server/tests/mcp/requirements.txt");
+    let cache = env::var_os("FLIGHTDECK_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/flightdeck")))
+        .context("set FLIGHTDECK_CACHE or HOME")?;
+    let venv = cache.join("venv-mcp");
+    let python = venv.join("bin/python");
+    let version = Command::new("python3").arg("--version").output().context("python3 is needed for the MCP tests")?;
+    let want = format!(
+        "{}\n{}",
+        std::fs::read_to_string(&requirements).context("server/tests/mcp/requirements.txt")?,
+        String::from_utf8_lossy(&version.stdout).trim()
+    );
+    let stamp = venv.join(".requirements");
+    if python.exists() && std::fs::read_to_string(&stamp).is_ok_and(|s| s == want) {
+        return Ok(python);
+    }
+    step("installing the MCP test peers into a venv (server/tests/mcp/requirements.txt)");
+    let _ = std::fs::remove_dir_all(&venv);
+    std::fs::create_dir_all(&cache)?;
+    check(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    check(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", "-r"])
+            .arg(&requirements),
+    )?;
+    std::fs::write(&stamp, want)?;
+    Ok(python)
 }
 
 /// The Playwright project, its packages installed.

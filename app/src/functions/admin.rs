@@ -306,6 +306,7 @@ pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> 
             call_timeout_seconds: p.call_timeout_seconds,
             arguments_schema: p.arguments_schema.map(|s| serde_json::to_string_pretty(&s).unwrap_or_default()),
             on_expiry: p.on_expiry.as_str().to_string(),
+            fail_open: p.fail_open,
         })
         .collect())
 }
@@ -329,6 +330,7 @@ pub async fn save_policy(
     #[server(default)] call_timeout_seconds: Option<String>,
     #[server(default)] arguments_schema: Option<String>,
     #[server(default)] on_expiry: Option<String>,
+    #[server(default)] fail_open: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
     use crate::canonical::SideEffect;
@@ -411,6 +413,7 @@ pub async fn save_policy(
                 }
             },
         },
+        fail_open: fail_open.is_some_and(|v| !v.is_empty() && v != "false"),
     };
     if let Err(why) = policy.validate() {
         return ssr::fail(AppError::Invalid(why));

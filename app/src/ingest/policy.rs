@@ -51,6 +51,11 @@ pub struct ToolPolicy {
     /// What happens to a request nobody decided in time: denied (the default) or escalated.
     #[serde(default)]
     pub on_expiry: crate::approvals::OnExpiry,
+    /// The MCP gateway forwards this tool's calls even when Flightdeck cannot be reached
+    /// (recording them later where it can). Allowed only for `read` and `none` tools:
+    /// every other call fails closed without Flightdeck.
+    #[serde(default)]
+    pub fail_open: bool,
 }
 
 fn default_approver_role() -> Role {
@@ -74,6 +79,7 @@ impl ToolPolicy {
             call_timeout_seconds: None,
             arguments_schema: None,
             on_expiry: crate::approvals::OnExpiry::Deny,
+            fail_open: false,
         }
     }
 }
@@ -117,6 +123,12 @@ impl ToolPolicy {
         if let Some(schema) = &self.arguments_schema {
             crate::approvals::edit::check_schema(schema).map_err(|why| format!("arguments schema: {why}"))?;
         }
+        if self.fail_open && !matches!(self.side_effect, SideEffect::Read | SideEffect::None) {
+            return Err(format!(
+                "fail open is allowed only for read and none tools: a {} call must not run when Flightdeck cannot gate it",
+                self.side_effect
+            ));
+        }
         if let Some(fields) = &self.volatile_fields {
             if fields.len() > MAX_VOLATILE_FIELDS || fields.iter().any(|f| f.trim().is_empty() || f.len() > 200) {
                 return Err(format!(
@@ -139,8 +151,23 @@ pub const MAX_VOLATILE_FIELDS: usize = 50;
 pub use crate::pattern::glob as glob_matches;
 
 /// The policy that governs `tool`: its exact name first, else the first matching pattern.
+///
+/// A tool the MCP gateway reports is named `{server}/{tool}` (tool names collide across
+/// servers). For such a name the policies that name the server (`github/delete_repo`,
+/// `github/*`) come first, exact then pattern; then those naming the tool alone
+/// (`delete_repo`, `delete_*`), which hold for it on any server.
 pub fn policy_for<'a>(tool: &str, policies: &'a [ToolPolicy]) -> Option<&'a ToolPolicy> {
-    policies.iter().find(|p| p.pattern == tool).or_else(|| policies.iter().find(|p| glob_matches(&p.pattern, tool)))
+    let first = |name: &str, naming_server: bool| {
+        let candidates = || policies.iter().filter(move |p| p.pattern.contains('/') == naming_server);
+        candidates().find(|p| p.pattern == name).or_else(|| candidates().find(|p| glob_matches(&p.pattern, name)))
+    };
+    match tool.split_once('/') {
+        Some((_server, bare)) => first(tool, true).or_else(|| first(bare, false)),
+        None => policies
+            .iter()
+            .find(|p| p.pattern == tool)
+            .or_else(|| policies.iter().find(|p| glob_matches(&p.pattern, tool))),
+    }
 }
 
 /// The class of `tool` by the first matching policy; exact names beat patterns.
@@ -260,6 +287,30 @@ mod tests {
         assert!(!glob_matches("a*a", "a"));
         assert!(glob_matches("exact", "exact"));
         assert!(!glob_matches("exact", "exactly"));
+    }
+
+    #[test]
+    fn a_policy_naming_the_server_wins_and_a_bare_name_holds_on_every_server() {
+        let policies = vec![
+            ToolPolicy::class("*delete*", SideEffect::Irreversible),
+            ToolPolicy::class("files/*", SideEffect::Write),
+            ToolPolicy::class("files/read_file", SideEffect::Read),
+            ToolPolicy::class("search", SideEffect::Read),
+        ];
+        assert_eq!(classify("files/read_file", &policies), Some(SideEffect::Read), "server and tool, exact");
+        assert_eq!(classify("files/delete_file", &policies), Some(SideEffect::Write), "the server's pattern first");
+        assert_eq!(classify("github/delete_repo", &policies), Some(SideEffect::Irreversible), "a bare pattern");
+        assert_eq!(classify("github/search", &policies), Some(SideEffect::Read), "a bare name on any server");
+        assert_eq!(classify("github/list", &policies), None);
+        assert_eq!(classify("delete_x", &policies), Some(SideEffect::Irreversible), "unqualified names as before");
+    }
+
+    #[test]
+    fn only_read_tools_may_fail_open() {
+        let read = ToolPolicy { fail_open: true, ..ToolPolicy::class("files/read_*", SideEffect::Read) };
+        assert_eq!(read.validate(), Ok(()));
+        let write = ToolPolicy { fail_open: true, ..ToolPolicy::class("files/write_*", SideEffect::Write) };
+        assert!(write.validate().unwrap_err().contains("only for read and none tools"));
     }
 
     #[test]

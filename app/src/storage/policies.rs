@@ -8,7 +8,7 @@ use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
 
 const COLUMNS: &str = "pattern, side_effect, requires_approval, approver_role, expiry_seconds, run_limit, \
-    use_within_seconds, volatile_fields, run_wide_key, ledger_window_seconds, call_timeout_seconds, arguments_schema, on_expiry";
+    use_within_seconds, volatile_fields, run_wide_key, ledger_window_seconds, call_timeout_seconds, arguments_schema, on_expiry, fail_open";
 
 #[derive(sqlx::FromRow)]
 struct PolicyRow {
@@ -25,6 +25,7 @@ struct PolicyRow {
     call_timeout_seconds: Option<i64>,
     arguments_schema: Option<String>,
     on_expiry: String,
+    fail_open: bool,
 }
 
 impl From<PolicyRow> for ToolPolicy {
@@ -45,6 +46,7 @@ impl From<PolicyRow> for ToolPolicy {
             // Written by `upsert` from a checked schema.
             arguments_schema: r.arguments_schema.as_deref().and_then(|t| serde_json::from_str(t).ok()),
             on_expiry: crate::approvals::OnExpiry::parse(&r.on_expiry).unwrap_or_default(),
+            fail_open: r.fail_open,
         }
     }
 }
@@ -65,14 +67,14 @@ pub async fn for_tool(db: &Db, tool: &str) -> StoreResult<Option<ToolPolicy>> {
 pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
     policy.validate().map_err(|why| StoreError::Invalid(format!("tool policy `{}`: {why}", policy.pattern)))?;
     let sql = format!(
-        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+        "INSERT INTO tool_policies ({COLUMNS}, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
          ON CONFLICT (pattern) DO UPDATE SET side_effect = excluded.side_effect, \
          requires_approval = excluded.requires_approval, approver_role = excluded.approver_role, \
          expiry_seconds = excluded.expiry_seconds, run_limit = excluded.run_limit, \
          use_within_seconds = excluded.use_within_seconds, volatile_fields = excluded.volatile_fields, \
          run_wide_key = excluded.run_wide_key, ledger_window_seconds = excluded.ledger_window_seconds, \
          call_timeout_seconds = excluded.call_timeout_seconds, arguments_schema = excluded.arguments_schema, \
-         on_expiry = excluded.on_expiry, updated_at = excluded.updated_at"
+         on_expiry = excluded.on_expiry, fail_open = excluded.fail_open, updated_at = excluded.updated_at"
     );
     let volatile = policy.volatile_fields.as_ref().map(|f| serde_json::to_string(f).unwrap_or_default());
     let args: Vec<Arg> = vec![
@@ -89,6 +91,7 @@ pub async fn upsert(db: &Db, policy: &ToolPolicy) -> StoreResult<()> {
         policy.call_timeout_seconds.into(),
         policy.arguments_schema.as_ref().map(|s| s.to_string()).into(),
         policy.on_expiry.as_str().into(),
+        policy.fail_open.into(),
         now_ms().into(),
     ];
     db.execute(Sql::with_args(sql, args)).await?;

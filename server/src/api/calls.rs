@@ -52,10 +52,20 @@ pub async fn ask(
     body: Result<Json<CallRequest>, JsonRejection>,
 ) -> Result<Json<CallAnswer>, ApiError> {
     token.require(Scope::Calls)?;
+    asked(&db, &token, &ctx, body).await
+}
+
+/// An ask, whatever the scope that let it in (`calls`, or `mcp` for the gateway).
+pub(crate) async fn asked(
+    db: &Db,
+    token: &AgentToken,
+    ctx: &CallsContext,
+    body: Result<Json<CallRequest>, JsonRejection>,
+) -> Result<Json<CallAnswer>, ApiError> {
     let Json(request) = body.map_err(|e| ApiError::BadRequest(format!("invalid call: {}", e.body_text())))?;
     let ask = request.validate().map_err(ApiError::BadRequest)?;
     let wait = Duration::from_secs(ask.wait_seconds);
-    Ok(Json(calls::ask_waiting(&db, &ctx, caller(&token), &ask, wait).await?))
+    Ok(Json(calls::ask_waiting(db, ctx, caller(token), &ask, wait).await?))
 }
 
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -123,7 +133,18 @@ pub async fn complete(
     body: Result<Json<Completion>, JsonRejection>,
 ) -> Result<Json<LedgerEntry>, ApiError> {
     token.require(Scope::Calls)?;
+    completed(&db, &token, &ctx, &id, body).await
+}
+
+/// A report, whatever the scope that let it in (`calls`, or `mcp` for the gateway).
+pub(crate) async fn completed(
+    db: &Db,
+    token: &AgentToken,
+    ctx: &CallsContext,
+    id: &str,
+    body: Result<Json<Completion>, JsonRejection>,
+) -> Result<Json<LedgerEntry>, ApiError> {
     let Json(report) = body.map_err(|e| ApiError::BadRequest(format!("invalid report: {}", e.body_text())))?;
     let report = report.validate().map_err(ApiError::BadRequest)?;
-    Ok(Json(calls::complete(&db, &ctx, caller(&token), &id, &report).await?))
+    Ok(Json(calls::complete(db, ctx, caller(token), id, &report).await?))
 }

@@ -22,6 +22,9 @@ pub enum ApiError {
     /// 422: understood, but the content breaks a rule.
     #[error("{0}")]
     Unprocessable(String),
+    /// 503: a part it needs is busy or absent; retrying later may work.
+    #[error("{0}")]
+    Unavailable(String),
     /// 500: logged on the server; the client only learns that it failed.
     #[error("internal error; the details are in the server log")]
     Internal,
@@ -35,6 +38,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -6,6 +6,7 @@ mod auth;
 pub mod calls;
 mod error;
 pub mod escalations;
+pub mod mcp;
 mod openapi;
 pub mod replays;
 pub mod runs;
@@ -54,6 +55,10 @@ fn table() -> Vec<Entry> {
         (M::POST, "/silences", Some(Scope::Alerts), post(silences::create)),
         (M::GET, "/silences", Some(Scope::Alerts), get(silences::list)),
         (M::POST, "/replays/results", Some(Scope::Replays), post(replays::record)),
+        (M::POST, "/mcp/tools", Some(Scope::Mcp), post(mcp::tools)),
+        (M::POST, "/mcp/calls", Some(Scope::Mcp), post(mcp::ask)),
+        (M::POST, "/mcp/calls/{id}/complete", Some(Scope::Mcp), post(mcp::complete)),
+        (M::POST, "/mcp/spans", Some(Scope::Mcp), post(mcp::spans)),
     ]
 }
 

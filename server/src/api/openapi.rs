@@ -3,7 +3,7 @@
 //! so it cannot drift from what the handlers take and return. A test checks that every
 //! route of the API's table is in it.
 
-use super::{approvals, calls, escalations, replays, runs, silences};
+use super::{approvals, calls, escalations, mcp, replays, runs, silences};
 use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -32,6 +32,10 @@ use utoipa::{Modify, OpenApi};
         silences::create,
         silences::list,
         replays::record,
+        mcp::tools,
+        mcp::ask,
+        mcp::complete,
+        mcp::spans,
     ),
     modifiers(&BearerToken),
     tags(
@@ -41,6 +45,7 @@ use utoipa::{Modify, OpenApi};
         (name = "calls", description = "Guarded calls: the execution ledger (scope `calls`)"),
         (name = "alerts", description = "Alert silences (scope `alerts`)"),
         (name = "replays", description = "Results of regression tests run from replay fixtures (scope `replays`)"),
+        (name = "mcp", description = "What `flightdeck mcp proxy` needs: tool decisions, the ledger, its spans (scope `mcp`)"),
         (name = "tokens", description = "The calling token (any scope)"),
     )
 )]

@@ -69,7 +69,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     if config.ingest_auth == IngestAuth::None {
         tracing::warn!("OTLP ingest accepts exports without a token (--ingest-auth none): local development only");
     }
-    let app = web::router_with_ingest(state, &config, ingest.shared_counters());
+    let app = web::router_with_services(state, &config, ingest.shared_counters(), Some(ingest.clone()));
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;

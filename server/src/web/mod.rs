@@ -14,6 +14,7 @@ use crate::api;
 use crate::config::Config;
 use crate::health;
 use crate::otlp::service::IngestCounters;
+use crate::otlp::IngestService;
 use app::app::{shell, App};
 use app::state::AppState;
 use app::storage::sessions::SessionStoreAny;
@@ -38,6 +39,39 @@ pub fn router(state: AppState, config: &Config) -> Router {
 /// The application router with `/metrics` reporting `ingest`, the counters of the OTLP
 /// receivers running in this process.
 pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCounters>) -> Router {
+    router_with_services(state, config, ingest, None)
+}
+
+/// The application router with the ingest service itself, which the MCP gateway's spans
+/// go through (`/mcp/{server}` in process, `/api/v1/mcp/spans` from a proxy).
+pub fn router_with_services(
+    state: AppState,
+    config: &Config,
+    counters: Arc<IngestCounters>,
+    ingest: Option<IngestService>,
+) -> Router {
+    let gateway = crate::mcp::http::Gateway::new(
+        &config.mcp_servers,
+        crate::mcp::http::GatewayLimits::default(),
+        crate::mcp::http::LocalDeps {
+            db: state.db.clone(),
+            ctx: app::services::calls::CallsContext {
+                hub: state.approvals.clone(),
+                webhooks: Arc::new(state.notifications.targets.clone()),
+                redactor: state.redactor.clone(),
+            },
+            rules: state.rules.clone(),
+            ingest: ingest.clone(),
+        },
+    );
+    let mut router = base_router(state, config, counters, gateway.router());
+    if let Some(ingest) = ingest {
+        router = router.layer(axum::Extension(ingest));
+    }
+    router
+}
+
+fn base_router(state: AppState, config: &Config, ingest: Arc<IngestCounters>, mcp: Router<AppState>) -> Router {
     let sessions = SessionManagerLayer::new(SessionStoreAny::new(state.db.clone()))
         .with_name("flightdeck_session")
         .with_http_only(true)
@@ -87,6 +121,7 @@ pub fn router_with_ingest(state: AppState, config: &Config, ingest: Arc<IngestCo
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(crate::metrics::router(state.db.clone(), ingest))
+        .merge(mcp)
         // Before the pages: no session is loaded for a file.
         .nest_service("/pkg", assets::router(&pkg_dir(&state.leptos_options)))
         .merge(pages)

@@ -54,6 +54,9 @@ pub fn PoliciesAdmin() -> impl IntoView {
             <label class="checkbox" title="Leave the step out of the key: the same call later in the run is found too (for tools that cannot be undone)">
                 <input type="checkbox" name="run_wide_key" value="on"/>" Run-wide key"
             </label>
+            <label class="checkbox" title="The MCP gateway forwards calls of this read tool even when Flightdeck cannot be reached (read and none tools only)">
+                <input type="checkbox" name="fail_open" value="on"/>" Fail open (MCP gateway)"
+            </label>
             <label title="How long a succeeded guarded call answers already_done">
                 "Ledger window (seconds)" <input type="number" name="ledger_window_seconds" min="1" placeholder="86400"/>
             </label>
@@ -135,5 +138,6 @@ fn ledger_summary(row: &crate::models::PolicyRow) -> String {
     };
     let window = row.ledger_window_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "24 h".into());
     let timeout = row.call_timeout_seconds.map(|s| format!("{s} s")).unwrap_or_else(|| "300 s".into());
-    format!("{key}; {volatile}; window {window}; timeout {timeout}")
+    let open = if row.fail_open { "; fails open without Flightdeck" } else { "" };
+    format!("{key}; {volatile}; window {window}; timeout {timeout}{open}")
 }
