@@ -504,7 +504,7 @@ async fn sqlite_guarded_calls_move_into_the_ledger_file_of_their_own() {
     db.execute(Sql::new("INSERT INTO call_ledger_hours (hour_ms, tool, deduped) VALUES (3600000, 'send_email', 2)"))
         .await
         .unwrap();
-    let Db::Sqlite(main, ledger_pool) = db else { unreachable!() };
+    let Db::Sqlite { main, ledger: ledger_pool } = db else { unreachable!() };
     // An interrupted start: the ledger's file migrated and the rows copied, 0036 not run.
     app::storage::migrations::ledger_migrator().run(ledger_pool).await.unwrap();
     assert_eq!(app::storage::migrations::move_ledger_into_its_file(main, ledger_pool).await.unwrap(), 2);

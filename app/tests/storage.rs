@@ -764,7 +764,7 @@ mod ingest_storage {
             retention::apply(db, 30, 7).await.unwrap();
             assert!(found(keys[3]).await.is_empty(), "{}", t.backend());
             assert_eq!(found(keys[0]).await, ["exact"]);
-            if matches!(db, app::storage::Db::Sqlite(..)) {
+            if matches!(db, app::storage::Db::Sqlite { .. }) {
                 // The removed run's document went with it; the kept run's two stay.
                 let documents: i64 = app::storage::on_pool!(db, pool => {
                     sqlx::query_scalar("SELECT COUNT(*) FROM run_terms_fts").fetch_one(pool).await
@@ -1138,7 +1138,7 @@ mod ingest_storage {
 async fn the_ledger_file_connections_are_opened_with_the_database_and_kept() {
     use app::storage::{Db, LEDGER_CONNECTIONS};
     for t in TestDb::each_backend().await {
-        if let Db::Sqlite(_, ledger) = &t.db {
+        if let Db::Sqlite { ledger, .. } = &t.db {
             assert_eq!(ledger.size(), LEDGER_CONNECTIONS, "all open");
             assert_eq!(ledger.options().get_idle_timeout(), None, "none closed for idling");
             assert_eq!(ledger.options().get_max_lifetime(), None, "none closed for age");
@@ -1202,7 +1202,7 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
         let checkpoint = wal::checkpoint(db).await.unwrap();
         let writer = db.dedicated();
         match db {
-            Db::Sqlite(pool, _) => {
+            Db::Sqlite { main: pool, .. } => {
                 let c = checkpoint.expect("SQLite reports its checkpoint");
                 assert!(c.log_pages > 0, "the writes went to the log first: {c:?}");
                 assert_eq!((c.busy, c.checkpointed_pages), (false, c.log_pages), "nothing held it back: {c:?}");
@@ -1219,7 +1219,7 @@ async fn the_sqlite_log_is_checkpointed_and_restarted_on_request_and_postgres_ha
                 // Only the writer's connection leaves checkpoints to it; every other keeps
                 // the automatic one as a safety net.
                 let auto = "PRAGMA wal_autocheckpoint";
-                let Db::Sqlite(writer_pool, _) = &writer else { unreachable!() };
+                let Db::Sqlite { main: writer_pool, .. } = &writer else { unreachable!() };
                 let on_writer: i64 = sqlx::query_scalar(auto).fetch_one(writer_pool).await.unwrap();
                 let on_pool: i64 = sqlx::query_scalar(auto).fetch_one(pool).await.unwrap();
                 assert_eq!((on_writer, on_pool), (0, i64::from(wal::AUTOCHECKPOINT_PAGES)));

@@ -121,7 +121,7 @@ async fn fill(db: &Db, runs: usize) -> usize {
 /// them), PostgreSQL's `pg_database_size`.
 async fn disk_bytes(db: &Db) -> i64 {
     match db {
-        Db::Sqlite(pool, _) => {
+        Db::Sqlite { main: pool, .. } => {
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.unwrap();
             let (pages,): (i64,) = sqlx::query_as("PRAGMA page_count").fetch_one(pool).await.unwrap();
             let (size,): (i64,) = sqlx::query_as("PRAGMA page_size").fetch_one(pool).await.unwrap();

@@ -1,9 +1,9 @@
-//! Wakes agents that long-poll for a decision. In one process a broadcast channel carries
-//! the id of every request that changed; with several instances on one PostgreSQL, each
-//! change is also sent with `NOTIFY`, and every instance's listener feeds what it hears into
-//! its own channel, so a decision taken anywhere wakes a waiter anywhere.
+//! Wakes agents that long-poll for a decision or a guarded call. In one process a
+//! broadcast channel carries the id of everything that changed; with several instances,
+//! each change is also sent to the others (`storage::notices`), whose listeners feed it
+//! into their own channel, so a decision taken anywhere wakes a waiter anywhere.
 
-use crate::storage::Db;
+use crate::storage::{notices, Db};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
@@ -61,49 +61,19 @@ impl ApprovalHub {
         let _ = self.changed.send(id.to_string());
     }
 
-    /// Announces that request `id` changed: to this process, and on PostgreSQL to all.
+    /// Announces that `id` (a request, a guarded call) changed: to this process, and to
+    /// every other instance (`storage::notices`).
     pub async fn announce(&self, db: &Db, id: &str) {
         self.wake_local(id);
-        if let Db::Postgres(pool) = db {
-            if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(id).execute(pool).await {
-                tracing::warn!(error = %e, approval = id, "could not NOTIFY other instances of a decision");
-            }
-        }
+        notices::send(db, CHANNEL, id).await;
     }
 
-    /// On PostgreSQL: listens for other instances' announcements until the hub closes.
-    /// `PgListener` reconnects by itself; a decision missed while reconnecting is still
-    /// seen by waiters, which re-read the database at least every [`RECHECK`].
+    /// Hands other instances' announcements to this process's waiters until the hub
+    /// closes (nothing to do on SQLite). A change missed while the listener reconnects is
+    /// still seen by waiters, which re-read the database at least every [`RECHECK`].
     pub async fn listen(self, db: Db) {
-        let Db::Postgres(pool) = db else { return };
-        let mut closing = self.closing();
-        loop {
-            let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
-                Ok(l) => l,
-                Err(e) => {
-                    tracing::warn!(error = %e, "approval listener cannot connect; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            };
-            if let Err(e) = listener.listen(CHANNEL).await {
-                tracing::warn!(error = %e, "approval listener cannot LISTEN; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-            loop {
-                tokio::select! {
-                    _ = closing.changed() => return,
-                    received = listener.recv() => match received {
-                        Ok(n) => self.wake_local(n.payload()),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "approval listener lost its connection");
-                            break;
-                        }
-                    }
-                }
-            }
-        }
+        let closing = self.closing();
+        notices::listen(db, CHANNEL, closing, |id| self.wake_local(id)).await
     }
 }
 

@@ -557,7 +557,7 @@ impl Leadership {
     /// Whether this instance leads now, taking the lead if nobody holds it.
     pub async fn lead(&mut self) -> bool {
         let pool = match &self.db {
-            Db::Sqlite(..) => return true,
+            Db::Sqlite { .. } => return true,
             Db::Postgres(pool) => pool.clone(),
         };
         if let Some(conn) = self.held.as_mut() {

@@ -3,7 +3,8 @@
 //! and shadow mode hold a rule against (`approval_rule_shadow` keeps what a shadow rule
 //! would have done with each request filed while it ran).
 
-use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::sql::Sql;
+use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::approvals::rules::{ApprovalRule, HistoryItem, RuleAction, RuleContext, RuleMode, Would};
 
@@ -43,20 +44,20 @@ impl From<RuleRow> for ApprovalRule {
 /// Every rule, by policy then position.
 pub async fn list(db: &Db) -> StoreResult<Vec<ApprovalRule>> {
     let sql = format!("SELECT {COLUMNS} FROM approval_rules ORDER BY tool_pattern, position, name");
-    let rows: Vec<RuleRow> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    let rows: Vec<RuleRow> = db.fetch_all(Sql::new(&sql)).await?;
     Ok(rows.into_iter().map(ApprovalRule::from).collect())
 }
 
 /// The rules of the policy with `pattern`, in order.
 pub async fn of_policy(db: &Db, pattern: &str) -> StoreResult<Vec<ApprovalRule>> {
     let sql = format!("SELECT {COLUMNS} FROM approval_rules WHERE tool_pattern = $1 ORDER BY position, name");
-    let rows: Vec<RuleRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(pattern).fetch_all(pool).await)?;
+    let rows: Vec<RuleRow> = db.fetch_all(Sql::with_args(&sql, vec![pattern.into()])).await?;
     Ok(rows.into_iter().map(ApprovalRule::from).collect())
 }
 
 pub async fn get(db: &Db, name: &str) -> StoreResult<Option<ApprovalRule>> {
     let sql = format!("SELECT {COLUMNS} FROM approval_rules WHERE name = $1");
-    let row: Option<RuleRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(name).fetch_optional(pool).await)?;
+    let row: Option<RuleRow> = db.fetch_optional(Sql::with_args(&sql, vec![name.into()])).await?;
     Ok(row.map(ApprovalRule::from))
 }
 
@@ -70,27 +71,13 @@ pub async fn upsert(db: &Db, rule: &ApprovalRule, by: &str) -> StoreResult<()> {
          role = excluded.role, reason = excluded.reason, mode = excluded.mode, updated_by = excluded.updated_by, \
          updated_at = excluded.updated_at"
     );
-    on_pool!(db, pool => sqlx::query(&sql)
-        .bind(&rule.name)
-        .bind(&rule.tool_pattern)
-        .bind(rule.position)
-        .bind(&rule.expression)
-        .bind(rule.action.as_str())
-        .bind(rule.approvers)
-        .bind(rule.role.map(|r| r.as_str()))
-        .bind(&rule.reason)
-        .bind(rule.mode.as_str())
-        .bind(by)
-        .bind(now_ms())
-        .execute(pool)
-        .await
-        .map(|_| ()))?;
+    db.execute(Sql::with_args(&sql, vec![(&rule.name).into(), (&rule.tool_pattern).into(), rule.position.into(), (&rule.expression).into(), rule.action.as_str().into(), rule.approvers.into(), rule.role.map(|r| r.as_str()).into(), (&rule.reason).into(), rule.mode.as_str().into(), by.into(), now_ms().into()])).await.map(|_| ())?;
     Ok(())
 }
 
 pub async fn delete(db: &Db, name: &str) -> StoreResult<bool> {
     let sql = "DELETE FROM approval_rules WHERE name = $1";
-    let n = on_pool!(db, pool => sqlx::query(sql).bind(name).execute(pool).await.map(|r| r.rows_affected()))?;
+    let n = db.execute(Sql::with_args(sql, vec![name.into()])).await?;
     Ok(n > 0)
 }
 
@@ -147,7 +134,7 @@ pub async fn history(db: &Db, tools: &[String], since_ms: i64) -> StoreResult<Ve
         let sql = format!(
             "SELECT {HISTORY_COLUMNS} FROM approvals WHERE tool = $1 AND created_at >= $2 ORDER BY created_at DESC LIMIT $3"
         );
-        let rows: Vec<HistoryRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(tool).bind(since_ms).bind(HISTORY_LIMIT).fetch_all(pool).await)?;
+        let rows: Vec<HistoryRow> = db.fetch_all(Sql::with_args(&sql, vec![tool.into(), since_ms.into(), HISTORY_LIMIT.into()])).await?;
         out.extend(rows.into_iter().map(HistoryRow::into_item));
     }
     out.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at));
@@ -158,7 +145,7 @@ pub async fn history(db: &Db, tools: &[String], since_ms: i64) -> StoreResult<Ve
 /// The distinct tools requests were filed for since `since_ms`.
 pub async fn tools_since(db: &Db, since_ms: i64) -> StoreResult<Vec<String>> {
     let sql = "SELECT DISTINCT tool FROM approvals WHERE created_at >= $1";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(since_ms).fetch_all(pool).await)?)
+    Ok(db.fetch_column(Sql::with_args(sql, vec![since_ms.into()])).await?)
 }
 
 /// The requests filed while the shadow rule `name` ran, with what it would have done.
@@ -175,7 +162,7 @@ pub async fn shadow_history(db: &Db, name: &str) -> StoreResult<Vec<(HistoryItem
         would: String,
     }
     let rows: Vec<Row> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(name).bind(HISTORY_LIMIT).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(&sql, vec![name.into(), HISTORY_LIMIT.into()])).await?;
     Ok(rows
         .into_iter()
         .map(|r| {

@@ -3,7 +3,7 @@
 //! backend, and the loser is told who decided first.
 
 use super::sql::{cacheable_chunks, Sql, Tx, IDS_PER_QUERY};
-use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::approvals::check::{self, ApprovalFacts};
 use crate::approvals::notification::requested_event;
@@ -255,14 +255,14 @@ async fn by_idempotency_key(db: &Db, request: &ValidRequest) -> StoreResult<Opti
     let Some(key) = &request.idempotency_key else { return Ok(None) };
     let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE run_id = $1 AND idempotency_key = $2");
     let row: Option<ApprovalRow> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(&request.run_id).bind(key).fetch_optional(pool).await)?;
+        db.fetch_optional(Sql::with_args(&sql, vec![(&request.run_id).into(), key.into()])).await?;
     Ok(row.map(Approval::try_from).transpose()?)
 }
 
 /// One request, with the people who approved its current payload so far.
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Approval>> {
     let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE id = $1");
-    let row: Option<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    let row: Option<ApprovalRow> = db.fetch_optional(Sql::with_args(&sql, vec![id.into()])).await?;
     let Some(mut approval) = row.map(Approval::try_from).transpose()? else { return Ok(None) };
     fill_votes(db, std::slice::from_mut(&mut approval)).await?;
     Ok(Some(approval))
@@ -316,12 +316,7 @@ pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         "SELECT {SELECT_COLUMNS} FROM approvals WHERE status = 'pending' AND ($1 IS NULL OR agent = $1) \
          AND ($2 IS NULL OR tool = $2) ORDER BY created_at, id LIMIT $3"
     );
-    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
-        .bind(&filter.agent)
-        .bind(&filter.tool)
-        .bind(limit)
-        .fetch_all(pool)
-        .await)?;
+    let rows: Vec<ApprovalRow> = db.fetch_all(Sql::with_args(&sql, vec![(&filter.agent).into(), (&filter.tool).into(), limit.into()])).await?;
     let mut list: Vec<Approval> = rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?;
     fill_votes(db, &mut list).await?;
     Ok(list)
@@ -333,34 +328,28 @@ pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         "SELECT {SELECT_COLUMNS} FROM approvals WHERE status <> 'pending' AND ($1 IS NULL OR decided_by = $1) \
          AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR tool = $3) ORDER BY decided_at DESC, id LIMIT $4"
     );
-    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql)
-        .bind(&filter.decided_by)
-        .bind(filter.status.map(|s| s.as_str()))
-        .bind(&filter.tool)
-        .bind(limit)
-        .fetch_all(pool)
-        .await)?;
+    let rows: Vec<ApprovalRow> = db.fetch_all(Sql::with_args(&sql, vec![(&filter.decided_by).into(), filter.status.map(|s| s.as_str()).into(), (&filter.tool).into(), limit.into()])).await?;
     Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
 /// The requests of one run, oldest first.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Approval>> {
     let sql = format!("SELECT {SELECT_COLUMNS} FROM approvals WHERE run_id = $1 ORDER BY created_at, id");
-    let rows: Vec<ApprovalRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
+    let rows: Vec<ApprovalRow> = db.fetch_all(Sql::with_args(&sql, vec![run_id.into()])).await?;
     Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
 pub async fn count_pending(db: &Db) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM approvals WHERE status = 'pending'";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+    Ok(db.fetch_one_value(Sql::new(sql)).await?)
 }
 
 /// The distinct agents and tools of pending requests, for the inbox filters.
 pub async fn pending_facets(db: &Db) -> StoreResult<(Vec<String>, Vec<String>)> {
     let agents = "SELECT DISTINCT agent FROM approvals WHERE status = 'pending' AND agent IS NOT NULL ORDER BY agent";
     let tools = "SELECT DISTINCT tool FROM approvals WHERE status = 'pending' ORDER BY tool";
-    let agents: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(agents).fetch_all(pool).await)?;
-    let tools: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(tools).fetch_all(pool).await)?;
+    let agents: Vec<String> = db.fetch_column(Sql::new(agents)).await?;
+    let tools: Vec<String> = db.fetch_column(Sql::new(tools)).await?;
     Ok((agents, tools))
 }
 
@@ -509,7 +498,7 @@ pub async fn decide(
 pub async fn filed_by(db: &Db, id: &str, token_id: i64, token_name: &str) -> StoreResult<bool> {
     let sql = "SELECT requested_by_token, requested_by FROM approvals WHERE id = $1";
     let row: Option<(Option<i64>, String)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(id).fetch_optional(pool).await)?;
+        db.fetch_optional(Sql::with_args(sql, vec![id.into()])).await?;
     Ok(match row {
         Some((Some(filer), _)) => filer == token_id,
         Some((None, name)) => name == token_name,
@@ -521,7 +510,7 @@ pub async fn filed_by(db: &Db, id: &str, token_id: i64, token_name: &str) -> Sto
 pub async fn cancel(db: &Db, id: &str, by: &str) -> StoreResult<Option<Approval>> {
     let sql = "UPDATE approvals SET status = 'cancelled', decided_by = $1, decided_at = $2 \
                WHERE id = $3 AND status = 'pending'";
-    on_pool!(db, pool => sqlx::query(sql).bind(by).bind(now_ms()).bind(id).execute(pool).await.map(|_| ()))?;
+    db.execute(Sql::with_args(sql, vec![by.into(), now_ms().into(), id.into()])).await.map(|_| ())?;
     get(db, id).await
 }
 
@@ -593,14 +582,14 @@ const VIOLATION_COLUMNS: &str = "trace_id, span_id, kind, run_id, tool, approval
 /// The violations of one run, in the order they were recorded.
 pub async fn violations_for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Violation>> {
     let sql = format!("SELECT {VIOLATION_COLUMNS} FROM approval_violations WHERE run_id = $1 ORDER BY at, span_id");
-    let rows: Vec<ViolationRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
+    let rows: Vec<ViolationRow> = db.fetch_all(Sql::with_args(&sql, vec![run_id.into()])).await?;
     Ok(rows.into_iter().map(Violation::from).collect())
 }
 
 /// The most recent violations across runs.
 pub async fn recent_violations(db: &Db, limit: i64) -> StoreResult<Vec<Violation>> {
     let sql = format!("SELECT {VIOLATION_COLUMNS} FROM approval_violations ORDER BY at DESC, span_id LIMIT $1");
-    let rows: Vec<ViolationRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
+    let rows: Vec<ViolationRow> = db.fetch_all(Sql::with_args(&sql, vec![limit.into()])).await?;
     Ok(rows.into_iter().map(Violation::from).collect())
 }
 

@@ -2,7 +2,7 @@
 //! sign-ins recorded here also drive the sign-in rate limit.
 
 use super::sql::Sql;
-use super::{from_ms, now_ms, on_pool, Db, StoreResult};
+use super::{from_ms, now_ms, Db, StoreResult};
 use crate::models::{AuditEntry, AuditPage};
 
 /// Actions recorded in the audit log. Strings, so later features add their own.
@@ -116,12 +116,7 @@ pub async fn list(db: &Db, before: Option<i64>, action: Option<&str>, limit: i64
     let sql = "SELECT id, at, actor, action, target, detail, source FROM audit_log \
                WHERE ($1 IS NULL OR id < $1) AND ($2 IS NULL OR action = $2) \
                ORDER BY id DESC LIMIT $3";
-    let rows: Vec<AuditRow> = on_pool!(db, pool => sqlx::query_as(sql)
-        .bind(before)
-        .bind(action)
-        .bind(limit + 1)
-        .fetch_all(pool)
-        .await)?;
+    let rows: Vec<AuditRow> = db.fetch_all(Sql::with_args(sql, vec![before.into(), action.into(), (limit + 1).into()])).await?;
     let has_more = rows.len() as i64 > limit;
     let entries: Vec<AuditEntry> = rows
         .into_iter()
@@ -151,6 +146,5 @@ pub async fn recent(
 ) -> StoreResult<(i64, Option<i64>)> {
     let sql = "SELECT COUNT(*), MAX(at) FROM audit_log WHERE action = $1 AND ($2 IS NULL OR target = $2) \
                AND ($3 IS NULL OR source = $3) AND at >= $4";
-    Ok(on_pool!(db, pool => sqlx::query_as(sql).bind(action).bind(target).bind(source).bind(since_ms)
-        .fetch_one(pool).await)?)
+    Ok(db.fetch_one(Sql::with_args(sql, vec![action.into(), target.into(), source.into(), since_ms.into()])).await?)
 }

@@ -22,7 +22,7 @@ pub struct Copies {
 /// filed before the ledger links it, so the later main copy holds all of it. The other
 /// order could restore a ledger entry whose approval the main copy never saw.
 pub async fn sqlite_copy(db: &Db, target: &Path) -> StoreResult<Copies> {
-    let Db::Sqlite(main, ledger) = db else {
+    let Db::Sqlite { main, ledger } = db else {
         return Err(StoreError::Invalid(
             "flightdeck backup copies SQLite databases; back up PostgreSQL with pg_dump (docs/operations.md)".into(),
         ));

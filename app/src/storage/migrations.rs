@@ -10,7 +10,8 @@
 //! and migration 0019 repairs the one schema difference the edits made.
 
 use super::dialect::Backend;
-use super::{on_pool, Db};
+use super::sql::Sql;
+use super::{Db};
 use sqlx::migrate::Migrator;
 use sqlx::SqlitePool;
 
@@ -119,7 +120,7 @@ pub async fn accept_released_texts(db: &Db) -> Result<u64, sqlx::Error> {
             "SELECT COUNT(*) FROM pg_tables WHERE tablename = '_sqlx_migrations' AND schemaname = current_schema()"
         }
     };
-    let exists: i64 = on_pool!(db, pool => sqlx::query_scalar(exists_sql).fetch_one(pool).await)?;
+    let exists: i64 = db.fetch_one_value(Sql::new(exists_sql)).await?;
     if exists == 0 {
         return Ok(0);
     }
@@ -129,13 +130,8 @@ pub async fn accept_released_texts(db: &Db) -> Result<u64, sqlx::Error> {
         let released = hex::decode(released).expect("the recorded checksums are hex");
         let sql = "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = $2 AND checksum = $3";
         let today: &[u8] = today.checksum.as_ref();
-        let changed = on_pool!(db, pool => sqlx::query(sql)
-            .bind(today)
-            .bind(version)
-            .bind(released.as_slice())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
+        let args = vec![today.to_vec().into(), (*version).into(), released.into()];
+        let changed = db.execute(Sql::with_args(sql, args)).await?;
         accepted += changed;
     }
     Ok(accepted)

@@ -1,9 +1,9 @@
 //! The storage layer: one interface over SQLite (the embedded default) and PostgreSQL.
 //!
-//! Each resource has its own module of plain async functions taking a [`Db`]. The SQL is
-//! written once with `$n` placeholders, which both backends accept; [`on_pool!`] expands
-//! a query for each backend so the compiler checks both. Backend-specific SQL is used only
-//! where it pays and is marked as such.
+//! Each resource has its own module of plain async functions taking a [`Db`]. A statement
+//! is written once with `$n` placeholders, which both backends accept, as an [`sql::Sql`]
+//! run on a `Db` or a transaction ([`sql::Tx`]); what differs between SQLite and
+//! PostgreSQL is in [`dialect`], one method per statement.
 
 pub mod alerts;
 pub mod approval_rules;
@@ -16,6 +16,7 @@ pub mod escalations;
 pub mod ledger;
 pub mod metrics;
 pub mod migrations;
+pub mod notices;
 pub mod packing;
 pub mod policies;
 pub mod prices;
@@ -51,9 +52,13 @@ use std::time::Duration;
 /// A connection pool to whichever backend the deployment configured.
 #[derive(Debug, Clone)]
 pub enum Db {
-    /// The database file, and the pool on the execution ledger's file beside it (see
-    /// [`Db::ledger`]).
-    Sqlite(SqlitePool, SqlitePool),
+    Sqlite {
+        /// The database file.
+        main: SqlitePool,
+        /// The execution ledger's file beside it, with a write lock of its own (see
+        /// [`Db::ledger`], ADR 0011).
+        ledger: SqlitePool,
+    },
     Postgres(PgPool),
 }
 
@@ -62,7 +67,7 @@ pub enum Db {
 macro_rules! on_pool {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::storage::Db::Sqlite($pool, _) => $body,
+            $crate::storage::Db::Sqlite { main: $pool, .. } => $body,
             $crate::storage::Db::Postgres($pool) => $body,
         }
     };
@@ -191,7 +196,7 @@ impl Db {
                 held.push(ledger.acquire().await?);
             }
             drop(held);
-            Ok(Db::Sqlite(pool, ledger))
+            Ok(Db::Sqlite { main: pool, ledger })
         } else {
             anyhow::bail!("unsupported database URL `{url}`: use sqlite://PATH or postgres://USER@HOST/DB")
         }
@@ -207,14 +212,14 @@ impl Db {
     /// the shared pool.
     pub fn dedicated(&self) -> Db {
         match self {
-            Db::Sqlite(pool, ledger) => {
+            Db::Sqlite { main: pool, ledger } => {
                 // A page cache of WRITER_CACHE_MIB instead of SQLite's 2 MiB: see there.
                 let options = (*pool.connect_options())
                     .clone()
                     .pragma("wal_autocheckpoint", "0")
                     .pragma("cache_size", format!("-{}", WRITER_CACHE_MIB * 1024));
                 let writer = sqlite_pool_options().max_connections(1).min_connections(0).connect_lazy_with(options);
-                Db::Sqlite(writer, ledger.clone())
+                Db::Sqlite { main: writer, ledger: ledger.clone() }
             }
             Db::Postgres(pool) => Db::Postgres(pool.clone()),
         }
@@ -230,7 +235,7 @@ impl Db {
     /// whose writers lock rows, not the database, the same database.
     pub fn ledger(&self) -> Db {
         match self {
-            Db::Sqlite(_, ledger) => Db::Sqlite(ledger.clone(), ledger.clone()),
+            Db::Sqlite { ledger, .. } => Db::Sqlite { main: ledger.clone(), ledger: ledger.clone() },
             Db::Postgres(pool) => Db::Postgres(pool.clone()),
         }
     }
@@ -238,7 +243,7 @@ impl Db {
     /// Whether the ledger is a database of its own ([`Db::ledger`]): a transaction on it
     /// cannot also write the main database.
     pub fn ledger_is_separate(&self) -> bool {
-        matches!(self, Db::Sqlite(..))
+        matches!(self, Db::Sqlite { .. })
     }
 
     /// Applies every pending migration of this backend, then prepares the session table.
@@ -252,14 +257,18 @@ impl Db {
                 "recorded today's text of migrations this database applied before they were edited"
             );
         }
-        if let Db::Sqlite(pool, ledger) = self {
+        if let Db::Sqlite { main: pool, ledger } = self {
             migrations::ledger_migrator().run(ledger).await?;
             let moved = migrations::move_ledger_into_its_file(pool, ledger).await?;
             if moved > 0 {
                 tracing::info!(entries = moved, "moved the execution ledger into its own file");
             }
         }
-        on_pool!(self, pool => migrations::migrator(self.backend()).run(pool).await)?;
+        let migrator = migrations::migrator(self.backend());
+        match self {
+            Db::Sqlite { main, .. } => migrator.run(main).await?,
+            Db::Postgres(pool) => migrator.run(pool).await?,
+        }
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
         Ok(())
     }
@@ -275,23 +284,26 @@ impl Db {
             locking: true,
             no_tx: false,
         };
-        on_pool!(self, pool => older.run(pool).await)?;
+        match self {
+            Db::Sqlite { main, .. } => older.run(main).await?,
+            Db::Postgres(pool) => older.run(pool).await?,
+        }
         Ok(())
     }
 
     /// Whether the database answers and every migration this build knows is applied.
     pub async fn is_ready(&self) -> Result<(), String> {
         let expected = migrations::migrator(self.backend()).iter().count() as i64;
-        let sql = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
-        let applied: Result<i64, sqlx::Error> = on_pool!(self, pool => sqlx::query_scalar(sql).fetch_one(pool).await);
-        match applied {
+        let applied = || sql::Sql::new("SELECT COUNT(*) FROM _sqlx_migrations WHERE success");
+        let applied_here: Result<i64, sqlx::Error> = self.fetch_one_value(applied()).await;
+        match applied_here {
             Ok(n) if n >= expected => {}
             Ok(n) => return Err(format!("{n} of {expected} migrations applied")),
             Err(e) => return Err(format!("database unreachable: {e}")),
         }
-        if let Db::Sqlite(_, ledger) = self {
+        if self.ledger_is_separate() {
             let expected = migrations::ledger_migrator().iter().count() as i64;
-            match sqlx::query_scalar::<_, i64>(sql).fetch_one(ledger).await {
+            match self.ledger().fetch_one_value::<i64>(applied()).await {
                 Ok(n) if n >= expected => {}
                 Ok(n) => return Err(format!("{n} of {expected} migrations of the ledger's file applied")),
                 Err(e) => return Err(format!("the ledger's database unreachable: {e}")),
@@ -302,16 +314,19 @@ impl Db {
 
     pub fn backend_name(&self) -> &'static str {
         match self {
-            Db::Sqlite(..) => "sqlite",
+            Db::Sqlite { .. } => "sqlite",
             Db::Postgres(_) => "postgres",
         }
     }
 
     pub async fn close(&self) {
-        if let Db::Sqlite(_, ledger) = self {
+        if let Db::Sqlite { ledger, .. } = self {
             ledger.close().await;
         }
-        on_pool!(self, pool => pool.close().await)
+        match self {
+            Db::Sqlite { main, .. } => main.close().await,
+            Db::Postgres(pool) => pool.close().await,
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! rules for the tools they match.
 
 use super::sql::{Arg, Sql};
-use super::{now_ms, on_pool, Db, StoreError, StoreResult};
+use super::{now_ms, Db, StoreError, StoreResult};
 use crate::access::Role;
 use crate::canonical::SideEffect;
 use crate::ingest::policy::{policy_for, ToolPolicy};
@@ -53,7 +53,7 @@ impl From<PolicyRow> for ToolPolicy {
 
 pub async fn list(db: &Db) -> StoreResult<Vec<ToolPolicy>> {
     let sql = format!("SELECT {COLUMNS} FROM tool_policies ORDER BY pattern");
-    let rows: Vec<PolicyRow> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    let rows: Vec<PolicyRow> = db.fetch_all(Sql::new(&sql)).await?;
     Ok(rows.into_iter().map(ToolPolicy::from).collect())
 }
 

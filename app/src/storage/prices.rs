@@ -1,7 +1,8 @@
 //! Model prices set on the admin page (`model_prices`); they override the config file and
 //! the shipped table (`pricing`).
 
-use super::{now_ms, on_pool, Db, StoreResult};
+use super::sql::Sql;
+use super::{now_ms, Db, StoreResult};
 use crate::pricing::{ModelPrice, PriceSource};
 use chrono::NaiveDate;
 
@@ -20,7 +21,7 @@ struct PriceRow {
 pub async fn list(db: &Db) -> StoreResult<Vec<ModelPrice>> {
     let sql = "SELECT pattern, valid_from, input, output, cache_read, cache_write, reasoning \
                FROM model_prices ORDER BY pattern, valid_from";
-    let rows: Vec<PriceRow> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    let rows: Vec<PriceRow> = db.fetch_all(Sql::new(sql)).await?;
     Ok(rows
         .into_iter()
         .filter_map(|r| {
@@ -45,18 +46,7 @@ pub async fn upsert(db: &Db, p: &ModelPrice) -> StoreResult<()> {
                ON CONFLICT (pattern, valid_from) DO UPDATE SET input = excluded.input, output = excluded.output, \
                cache_read = excluded.cache_read, cache_write = excluded.cache_write, reasoning = excluded.reasoning, \
                updated_at = excluded.updated_at";
-    on_pool!(db, pool => sqlx::query(sql)
-        .bind(&p.pattern)
-        .bind(p.valid_from.format("%Y-%m-%d").to_string())
-        .bind(p.input)
-        .bind(p.output)
-        .bind(p.cache_read)
-        .bind(p.cache_write)
-        .bind(p.reasoning)
-        .bind(now_ms())
-        .execute(pool)
-        .await
-        .map(|_| ()))?;
+    db.execute(Sql::with_args(sql, vec![(&p.pattern).into(), p.valid_from.format("%Y-%m-%d").to_string().into(), p.input.into(), p.output.into(), p.cache_read.into(), p.cache_write.into(), p.reasoning.into(), now_ms().into()])).await.map(|_| ())?;
     Ok(())
 }
 
@@ -65,6 +55,6 @@ pub async fn delete(db: &Db, pattern: &str, valid_from: NaiveDate) -> StoreResul
     let sql = "DELETE FROM model_prices WHERE pattern = $1 AND valid_from = $2";
     let day = valid_from.format("%Y-%m-%d").to_string();
     let n =
-        on_pool!(db, pool => sqlx::query(sql).bind(pattern).bind(&day).execute(pool).await.map(|r| r.rows_affected()))?;
+        db.execute(Sql::with_args(sql, vec![pattern.into(), (&day).into()])).await?;
     Ok(n > 0)
 }

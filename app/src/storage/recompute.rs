@@ -8,9 +8,9 @@
 
 use super::spans::facts_of_runs;
 use super::write::run_rows::unpriced_json;
-use super::{on_pool, Db, StoreResult};
+use super::sql::{Sql, Tx};
+use super::{Db, StoreResult};
 use crate::ingest::derive::{derive_run_with, Rules};
-use sqlx::QueryBuilder;
 
 /// Which stored runs to recompute.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,27 +37,20 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
     let mut done = Recomputed::default();
     let mut after_no: i64 = -1;
     loop {
-        let rows: Vec<(i64, String, i64)> = on_pool!(db, pool => {
-            let mut q = QueryBuilder::new("SELECT r.run_no, r.run_id, r.updated_at FROM runs r WHERE r.run_no > ");
-            q.push_bind(after_no);
-            if let Some(since) = scope.since_ns {
-                q.push(" AND r.started_ns >= ").push_bind(since);
-            }
-            if let Some(until) = scope.until_ns {
-                q.push(" AND r.started_ns < ").push_bind(until);
-            }
-            if let Some(tools) = &scope.tools {
-                q.push(" AND r.run_no IN (SELECT rt.run_no FROM run_tools rt WHERE rt.tool_name IN (");
-                let mut list = q.separated(", ");
-                list.push_bind("");
-                for tool in tools {
-                    list.push_bind(tool.as_str());
-                }
-                q.push("))");
-            }
-            q.push(" ORDER BY r.run_no LIMIT ").push_bind(batch);
-            q.build_query_as().fetch_all(pool).await
-        })?;
+        let mut select = Sql::new("SELECT r.run_no, r.run_id, r.updated_at FROM runs r WHERE r.run_no > ");
+        select.bind(after_no);
+        if let Some(since) = scope.since_ns {
+            select.push(" AND r.started_ns >= ").bind(since);
+        }
+        if let Some(until) = scope.until_ns {
+            select.push(" AND r.started_ns < ").bind(until);
+        }
+        if let Some(tools) = &scope.tools {
+            select.push(" AND r.run_no IN (SELECT rt.run_no FROM run_tools rt WHERE rt.tool_name IN ");
+            select.list(std::iter::once("").chain(tools.iter().map(String::as_str))).push(")");
+        }
+        select.push(" ORDER BY r.run_no LIMIT ").bind(batch);
+        let rows: Vec<(i64, String, i64)> = db.fetch_all(select).await?;
         let Some(last) = rows.last() else { break };
         after_no = last.0;
         let ids: Vec<&str> = rows.iter().map(|(_, id, _)| id.as_str()).collect();
@@ -70,34 +63,31 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
                 (d, *updated_at)
             })
             .collect();
-        let postgres = matches!(db, Db::Postgres(_));
-        let result: Result<(), sqlx::Error> = on_pool!(db, pool => async {
-            let mut tx = if postgres { pool.begin().await? } else { pool.begin_with("BEGIN IMMEDIATE").await? };
-            for (d, updated_at) in &derived {
-                let r = &d.run;
-                let n = sqlx::query(
+        let mut tx = Tx::begin_write(db).await?;
+        for (d, updated_at) in &derived {
+            let r = &d.run;
+            changed += tx
+                .execute(Sql::with_args(
                     "UPDATE runs SET cost = $1, cost_source = $2, unpriced_models = $3, duplicate_side_effects = $4, \
                      possible_duplicates = $5, completed_without_read = $6, duplicates = $7 \
                      WHERE run_id = $8 AND updated_at = $9 AND (cost <> $1 OR cost_source <> $2 \
                      OR COALESCE(unpriced_models, '') <> COALESCE($3, '') OR duplicate_side_effects <> $4 \
                      OR possible_duplicates <> $5 OR completed_without_read <> $6 OR duplicates <> $7)",
-                )
-                .bind(r.cost)
-                .bind(r.cost_source.as_str())
-                .bind(unpriced_json(&r.unpriced_models))
-                .bind(r.duplicate_side_effects)
-                .bind(r.possible_duplicates)
-                .bind(r.completed_without_read)
-                .bind(serde_json::to_string(&d.duplicates).unwrap_or_default())
-                .bind(&r.run_id)
-                .bind(*updated_at)
-                .execute(&mut *tx)
+                    vec![
+                        r.cost.into(),
+                        r.cost_source.as_str().into(),
+                        unpriced_json(&r.unpriced_models).into(),
+                        r.duplicate_side_effects.into(),
+                        r.possible_duplicates.into(),
+                        r.completed_without_read.into(),
+                        serde_json::to_string(&d.duplicates).unwrap_or_default().into(),
+                        (&r.run_id).into(),
+                        (*updated_at).into(),
+                    ],
+                ))
                 .await?;
-                changed += n.rows_affected();
-            }
-            tx.commit().await
-        }.await);
-        result?;
+        }
+        tx.commit().await?;
         done.runs += rows.len() as u64;
         done.changed += changed;
         if (rows.len() as i64) < batch {

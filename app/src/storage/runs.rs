@@ -3,7 +3,7 @@
 use super::dialect::Backend;
 use super::spans;
 use super::sql::{Arg, Sql};
-use super::{corrupt, from_ms, on_pool, Db, StoreResult};
+use super::{corrupt, from_ms, Db, StoreResult};
 use crate::canonical::{
     CostSource, DuplicateView, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
@@ -218,7 +218,7 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
         let sql = "SELECT tool_name FROM tools WHERE tool_name = $1 OR LOWER(tool_name) = LOWER($1) \
                    ORDER BY CASE WHEN tool_name = $1 THEN 0 ELSE 1 END LIMIT 1";
         let found: Option<String> =
-            on_pool!(db, pool => sqlx::query_scalar(sql).bind(&term).fetch_optional(pool).await)?;
+            db.fetch_value(Sql::with_args(sql, vec![(&term).into()])).await?;
         q.search_tool = found.filter(|t| *t != term);
     }
     Ok(q)
@@ -230,7 +230,7 @@ pub async fn agents(db: &Db) -> StoreResult<Vec<String>> {
     let sql = "WITH RECURSIVE a(agent) AS (SELECT MIN(agent) FROM runs \
                UNION ALL SELECT (SELECT MIN(agent) FROM runs WHERE agent > a.agent) FROM a WHERE a.agent IS NOT NULL) \
                SELECT agent FROM a WHERE agent IS NOT NULL";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?)
+    Ok(db.fetch_column(Sql::new(sql)).await?)
 }
 
 /// The list statement. Without a search term: `runs` filtered and walked in sort order.
@@ -374,9 +374,7 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(Terminal
     let q = &resolved;
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
-        on_pool!(db, pool => {
-            sqlx::query_as("SELECT terminal_reason, runs FROM run_reason_counts").fetch_all(pool).await
-        })?
+        db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
     } else {
         db.fetch_all(counts_sql(q, db.backend())).await?
     };
@@ -399,7 +397,7 @@ pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
 /// (each step's cost, each call's class as the policies say now).
 pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Option<RunDetail>> {
     let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
-    let row: Option<RunRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_optional(pool).await)?;
+    let row: Option<RunRow> = db.fetch_optional(Sql::with_args(&sql, vec![run_id.into()])).await?;
     let Some(row) = row else { return Ok(None) };
     let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
     let derived = derive_run_with(run_id, &facts, rules);
@@ -430,7 +428,7 @@ async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::St
     let sql =
         "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
     let chunks: Vec<(String, Option<Vec<u8>>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     let mut out = Vec::new();
     for (bodies, packed) in chunks {
         let chunk = super::packing::unpack(bodies, packed)?;
@@ -559,9 +557,7 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 
 /// Whether any bodies of the run are still stored.
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
-    let n: i64 = on_pool!(db, pool => sqlx::query_scalar(
-        "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)")
-        .bind(run_id).fetch_one(pool).await)?;
+    let n: i64 = db.fetch_one_value(Sql::with_args("SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)", vec![run_id.into()])).await?;
     Ok(n > 0)
 }
 
@@ -621,7 +617,7 @@ mod tests {
 pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
     let sql = "SELECT agent FROM runs WHERE run_id = $1";
     let agent: Option<Option<String>> =
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(run_id).fetch_optional(pool).await)?;
+        db.fetch_value(Sql::with_args(sql, vec![run_id.into()])).await?;
     Ok(agent.flatten())
 }
 
@@ -629,7 +625,7 @@ pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
 pub async fn agent_and_cost(db: &Db, run_id: &str) -> StoreResult<Option<(Option<String>, f64)>> {
     let sql = "SELECT agent, cost FROM runs WHERE run_id = $1";
     let row: Option<(Option<String>, Option<f64>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_optional(pool).await)?;
+        db.fetch_optional(Sql::with_args(sql, vec![run_id.into()])).await?;
     Ok(row.map(|(agent, cost)| (agent, cost.unwrap_or(0.0))))
 }
 
@@ -652,7 +648,7 @@ pub async fn enduser_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
 pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<String>> {
     let sql =
         "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
-    let rows: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).bind(since_ns).fetch_all(pool).await)?;
+    let rows: Vec<String> = db.fetch_column(Sql::with_args(sql, vec![since_ns.into()])).await?;
     let models: BTreeSet<String> = rows
         .iter()
         .map(|r| super::stored_json::<Vec<String>>(r))

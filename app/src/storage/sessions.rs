@@ -17,7 +17,7 @@ pub enum SessionStoreAny {
 impl SessionStoreAny {
     pub fn new(db: Db) -> Self {
         match db {
-            Db::Sqlite(pool, _) => SessionStoreAny::Sqlite(SqliteStore::new(pool)),
+            Db::Sqlite { main: pool, .. } => SessionStoreAny::Sqlite(SqliteStore::new(pool)),
             Db::Postgres(pool) => SessionStoreAny::Postgres(PostgresStore::new(pool)),
         }
     }

@@ -7,7 +7,7 @@
 //! run's spans ([`of_run`], [`facts_of_runs`]) decode its chunks.
 
 use super::sql::{cacheable_chunks, Sql, IDS_PER_QUERY};
-use super::{corrupt, on_pool, Db, StoreResult};
+use super::{corrupt, Db, StoreResult};
 use crate::ingest::derive::SpanFacts;
 use crate::ingest::record::{self, StoredSpan};
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {
     let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
     let rows: Vec<(String, Option<Vec<u8>>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(run_id).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     super::dictionaries::load_for(db, rows.iter().map(|(_, packed)| packed.as_deref())).await?;
     let mut spans = Vec::new();
     for (records, packed) in rows {
@@ -48,5 +48,5 @@ pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<St
 /// How many spans are stored (for checks and figures).
 pub async fn count(db: &Db) -> StoreResult<i64> {
     let sql = "SELECT CAST(COALESCE(SUM(spans), 0) AS BIGINT) FROM span_chunks";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+    Ok(db.fetch_one_value(Sql::new(sql)).await?)
 }

@@ -314,7 +314,7 @@ impl WriteGate {
 /// `None` on PostgreSQL.
 pub async fn hold_write_gate(db: &Db) -> Result<Option<tokio::sync::OwnedMutexGuard<()>>, sqlx::Error> {
     match db {
-        Db::Sqlite(pool, _) => Ok(Some(take_write_gate(pool, true).await?)),
+        Db::Sqlite { main: pool, .. } => Ok(Some(take_write_gate(pool, true).await?)),
         Db::Postgres(_) => Ok(None),
     }
 }
@@ -363,7 +363,7 @@ impl Tx {
 
     async fn begin_write_as(db: &Db, bulk: bool) -> Result<Tx, sqlx::Error> {
         Ok(match db {
-            Db::Sqlite(pool, _) => {
+            Db::Sqlite { main: pool, .. } => {
                 let guard = take_write_gate(pool, bulk).await?;
                 Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, Some(guard))
             }
@@ -443,7 +443,7 @@ impl Db {
     /// read, so the statement runs to its end and commits before this returns.
     pub async fn write_returning<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
-            Db::Sqlite(pool, _) => {
+            Db::Sqlite { main: pool, .. } => {
                 let asked = std::time::Instant::now();
                 let _turn = take_write_gate(pool, false).await?;
                 let held = std::time::Instant::now();
@@ -473,7 +473,7 @@ impl Db {
     /// another's commits.
     pub fn interactive_writes_within(&self, window: std::time::Duration) -> bool {
         match self {
-            Db::Sqlite(pool, ledger) => [pool, ledger].into_iter().any(|pool| {
+            Db::Sqlite { main: pool, ledger } => [pool, ledger].into_iter().any(|pool| {
                 let last = write_gate(pool).last_interactive_ms.load(std::sync::atomic::Ordering::Relaxed);
                 last > 0 && super::now_ms() - last <= window.as_millis() as i64
             }),
@@ -483,7 +483,7 @@ impl Db {
 
     pub fn backend(&self) -> Backend {
         match self {
-            Db::Sqlite(..) => Backend::Sqlite,
+            Db::Sqlite { .. } => Backend::Sqlite,
             Db::Postgres(_) => Backend::Postgres,
         }
     }
@@ -491,7 +491,7 @@ impl Db {
     /// Runs a statement outside any transaction; returns the number of rows it changed.
     pub async fn execute(&self, sql: Sql) -> Result<u64, sqlx::Error> {
         Ok(match self {
-            Db::Sqlite(pool, _) => {
+            Db::Sqlite { main: pool, .. } => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_with(&text, args).execute(pool).await?.rows_affected()
             }
@@ -504,7 +504,7 @@ impl Db {
 
     pub async fn fetch_all<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
-            Db::Sqlite(pool, _) => {
+            Db::Sqlite { main: pool, .. } => {
                 let (text, args) = sql.into_sqlite()?;
                 sqlx::query_as_with(&text, args).fetch_all(pool).await
             }
@@ -513,6 +513,49 @@ impl Db {
                 sqlx::query_as_with(&text, args).fetch_all(pool).await
             }
         }
+    }
+
+    /// The first row, if any.
+    pub async fn fetch_optional<T: FromBothRows>(&self, sql: Sql) -> Result<Option<T>, sqlx::Error> {
+        match self {
+            Db::Sqlite { main: pool, .. } => {
+                let (text, args) = sql.into_sqlite()?;
+                sqlx::query_as_with(&text, args).fetch_optional(pool).await
+            }
+            Db::Postgres(pool) => {
+                let (text, args) = sql.into_postgres()?;
+                sqlx::query_as_with(&text, args).fetch_optional(pool).await
+            }
+        }
+    }
+
+    /// The first row; none is an error (`RowNotFound`).
+    pub async fn fetch_one<T: FromBothRows>(&self, sql: Sql) -> Result<T, sqlx::Error> {
+        self.fetch_optional(sql).await?.ok_or(sqlx::Error::RowNotFound)
+    }
+
+    /// The first column of every row.
+    pub async fn fetch_column<T>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error>
+    where
+        (T,): FromBothRows,
+    {
+        Ok(self.fetch_all::<(T,)>(sql).await?.into_iter().map(|(v,)| v).collect())
+    }
+
+    /// The first column of the first row, if any.
+    pub async fn fetch_value<T>(&self, sql: Sql) -> Result<Option<T>, sqlx::Error>
+    where
+        (T,): FromBothRows,
+    {
+        Ok(self.fetch_optional::<(T,)>(sql).await?.map(|(v,)| v))
+    }
+
+    /// The first column of the first row; no row is an error (`RowNotFound`).
+    pub async fn fetch_one_value<T>(&self, sql: Sql) -> Result<T, sqlx::Error>
+    where
+        (T,): FromBothRows,
+    {
+        Ok(self.fetch_one::<(T,)>(sql).await?.0)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Agent API tokens: stored as a SHA-256 of the secret (the secret itself is shown once
 //! and never kept), with scopes, last use, and revocation.
 
-use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::sql::Sql;
+use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use crate::access::{format_scopes, Scope};
 use crate::models::TokenSummary;
 
@@ -59,26 +60,18 @@ pub async fn create(db: &Db, token: NewToken<'_>) -> StoreResult<i64> {
     let sql = "INSERT INTO api_tokens (name, prefix, secret_sha256, scopes, created_at, created_by) \
                VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
     let scopes = format_scopes(token.scopes);
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql)
-        .bind(token.name.trim())
-        .bind(token.prefix)
-        .bind(token.secret_sha256)
-        .bind(&scopes)
-        .bind(now_ms())
-        .bind(token.created_by)
-        .fetch_one(pool)
-        .await)?)
+    Ok(db.fetch_one_value(Sql::with_args(sql, vec![token.name.trim().into(), token.prefix.into(), token.secret_sha256.into(), (&scopes).into(), now_ms().into(), token.created_by.into()])).await?)
 }
 
 pub async fn list(db: &Db) -> StoreResult<Vec<TokenSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens ORDER BY revoked_at IS NOT NULL, created_at DESC, id DESC");
-    let rows: Vec<TokenRow> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    let rows: Vec<TokenRow> = db.fetch_all(Sql::new(&sql)).await?;
     Ok(rows.into_iter().map(TokenRow::summary).collect())
 }
 
 pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<TokenSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE id = $1");
-    let row: Option<TokenRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    let row: Option<TokenRow> = db.fetch_optional(Sql::with_args(&sql, vec![id.into()])).await?;
     Ok(row.map(TokenRow::summary))
 }
 
@@ -86,7 +79,7 @@ pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<TokenSummary>> {
 pub async fn active_by_hash(db: &Db, secret_sha256: &str) -> StoreResult<Option<TokenSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL");
     let row: Option<TokenRow> =
-        on_pool!(db, pool => sqlx::query_as(&sql).bind(secret_sha256).fetch_optional(pool).await)?;
+        db.fetch_optional(Sql::with_args(&sql, vec![secret_sha256.into()])).await?;
     Ok(row.map(TokenRow::summary))
 }
 
@@ -94,8 +87,7 @@ pub async fn active_by_hash(db: &Db, secret_sha256: &str) -> StoreResult<Option<
 /// can say so instead of pretending something changed.
 pub async fn revoke(db: &Db, id: i64) -> StoreResult<TokenSummary> {
     let sql = "UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL";
-    let done = on_pool!(db, pool => sqlx::query(sql).bind(now_ms()).bind(id)
-        .execute(pool).await.map(|r| r.rows_affected()))?;
+    let done = db.execute(Sql::with_args(sql, vec![now_ms().into(), id.into()])).await?;
     let token = by_id(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("token {id}")))?;
     if done == 0 {
         return Err(StoreError::Conflict(format!("token `{}` was already revoked", token.name)));
@@ -106,6 +98,6 @@ pub async fn revoke(db: &Db, id: i64) -> StoreResult<TokenSummary> {
 /// Records a use. Callers throttle this so a busy agent does not write on every request.
 pub async fn touch(db: &Db, id: i64, at_ms: i64) -> StoreResult<()> {
     let sql = "UPDATE api_tokens SET last_used_at = $1 WHERE id = $2";
-    on_pool!(db, pool => sqlx::query(sql).bind(at_ms).bind(id).execute(pool).await.map(|_| ()))?;
+    db.execute(Sql::with_args(sql, vec![at_ms.into(), id.into()])).await.map(|_| ())?;
     Ok(())
 }

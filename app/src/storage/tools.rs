@@ -1,7 +1,8 @@
 //! Every tool ingest has seen (`tools`, kept by the write path), with how many runs
 //! called it (kept beside it by the write path and retention), for the admin's tools page.
 
-use super::{on_pool, Db, StoreResult};
+use super::sql::Sql;
+use super::{Db, StoreResult};
 
 /// One tool as stored.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -20,5 +21,5 @@ pub struct SeenTool {
 pub async fn list(db: &Db, limit: i64) -> StoreResult<Vec<SeenTool>> {
     let sql = "SELECT t.tool_name, t.calls, t.runs, t.first_seen_ns, t.last_seen_ns, t.declared_class, t.read_only_hint, t.destructive_hint \
                FROM tools t ORDER BY t.last_seen_ns DESC, t.tool_name LIMIT $1";
-    Ok(on_pool!(db, pool => sqlx::query_as(sql).bind(limit).fetch_all(pool).await)?)
+    Ok(db.fetch_all(Sql::with_args(sql, vec![limit.into()])).await?)
 }

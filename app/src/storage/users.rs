@@ -2,7 +2,8 @@
 //! and the session epoch that signs out every session of a user whose password, roles or
 //! status changed.
 
-use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::sql::Sql;
+use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
 use crate::access::validate_username;
 use crate::access::{format_roles, parse_roles, Role};
 use crate::models::UserSummary;
@@ -50,13 +51,7 @@ pub async fn create(db: &Db, username: &str, password_hash: &str, roles: &[Role]
     let sql = "INSERT INTO users (username, password_hash, roles, session_epoch, created_at) \
                VALUES ($1, $2, $3, 0, $4) RETURNING id";
     let roles = format_roles(roles);
-    let result: Result<i64, sqlx::Error> = on_pool!(db, pool => sqlx::query_scalar(sql)
-        .bind(username)
-        .bind(password_hash)
-        .bind(&roles)
-        .bind(now_ms())
-        .fetch_one(pool)
-        .await);
+    let result: Result<i64, sqlx::Error> = db.fetch_one_value(Sql::with_args(sql, vec![username.into(), password_hash.into(), (&roles).into(), now_ms().into()])).await;
     result.map_err(|e| {
         if is_unique_violation(&e) {
             StoreError::Conflict(format!("a user named `{username}` already exists"))
@@ -68,22 +63,22 @@ pub async fn create(db: &Db, username: &str, password_hash: &str, roles: &[Role]
 
 pub async fn count(db: &Db) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM users";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).fetch_one(pool).await)?)
+    Ok(db.fetch_one_value(Sql::new(sql)).await?)
 }
 
 pub async fn by_username(db: &Db, username: &str) -> StoreResult<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE username = $1");
-    Ok(on_pool!(db, pool => sqlx::query_as(&sql).bind(username).fetch_optional(pool).await)?)
+    Ok(db.fetch_optional(Sql::with_args(&sql, vec![username.into()])).await?)
 }
 
 pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<UserRecord>> {
     let sql = format!("SELECT {COLUMNS} FROM users WHERE id = $1");
-    Ok(on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?)
+    Ok(db.fetch_optional(Sql::with_args(&sql, vec![id.into()])).await?)
 }
 
 pub async fn list(db: &Db) -> StoreResult<Vec<UserSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM users ORDER BY username");
-    let rows: Vec<UserRecord> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    let rows: Vec<UserRecord> = db.fetch_all(Sql::new(&sql)).await?;
     Ok(rows.iter().map(UserRecord::summary).collect())
 }
 
@@ -91,8 +86,7 @@ pub async fn list(db: &Db) -> StoreResult<Vec<UserSummary>> {
 pub async fn set_password(db: &Db, username: &str, password_hash: &str) -> StoreResult<()> {
     let sql = "UPDATE users SET password_hash = $1, session_epoch = session_epoch + 1 \
                WHERE username = $2";
-    let done = on_pool!(db, pool => sqlx::query(sql).bind(password_hash).bind(username)
-        .execute(pool).await.map(|r| r.rows_affected()))?;
+    let done = db.execute(Sql::with_args(sql, vec![password_hash.into(), username.into()])).await?;
     if done == 0 {
         return Err(StoreError::NotFound(format!("user `{username}`")));
     }
@@ -104,8 +98,7 @@ pub async fn set_password(db: &Db, username: &str, password_hash: &str) -> Store
 pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<()> {
     let sql = "UPDATE users SET roles = $1, session_epoch = session_epoch + 1 WHERE username = $2";
     let roles = format_roles(roles);
-    let done = on_pool!(db, pool => sqlx::query(sql).bind(&roles).bind(username)
-        .execute(pool).await.map(|r| r.rows_affected()))?;
+    let done = db.execute(Sql::with_args(sql, vec![(&roles).into(), username.into()])).await?;
     if done == 0 {
         return Err(StoreError::NotFound(format!("user `{username}`")));
     }
@@ -117,8 +110,7 @@ pub async fn set_roles(db: &Db, username: &str, roles: &[Role]) -> StoreResult<(
 pub async fn set_disabled(db: &Db, username: &str, disabled: bool) -> StoreResult<()> {
     let sql = "UPDATE users SET disabled_at = $1, session_epoch = session_epoch + 1 WHERE username = $2";
     let at = disabled.then(now_ms);
-    let done = on_pool!(db, pool => sqlx::query(sql).bind(at).bind(username)
-        .execute(pool).await.map(|r| r.rows_affected()))?;
+    let done = db.execute(Sql::with_args(sql, vec![at.into(), username.into()])).await?;
     if done == 0 {
         return Err(StoreError::NotFound(format!("user `{username}`")));
     }
@@ -128,6 +120,6 @@ pub async fn set_disabled(db: &Db, username: &str, disabled: bool) -> StoreResul
 /// How many enabled users hold `admin`; the last one may not lose it or be disabled.
 pub async fn count_admins(db: &Db) -> StoreResult<usize> {
     let sql = "SELECT roles FROM users WHERE disabled_at IS NULL";
-    let all: Vec<String> = on_pool!(db, pool => sqlx::query_scalar(sql).fetch_all(pool).await)?;
+    let all: Vec<String> = db.fetch_column(Sql::new(sql)).await?;
     Ok(all.iter().filter(|r| parse_roles(r).map(|r| r.contains(&Role::Admin)).unwrap_or(false)).count())
 }

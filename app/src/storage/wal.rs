@@ -109,7 +109,7 @@ pub async fn checkpoint_ledger(db: &Db, restart_at_pages: i64) -> StoreResult<Op
 }
 
 async fn run(db: &Db, sql: &'static str) -> StoreResult<Option<Checkpoint>> {
-    let Db::Sqlite(pool, _) = db else { return Ok(None) };
+    let Db::Sqlite { main: pool, .. } = db else { return Ok(None) };
     let (busy, log, done): (i64, i64, i64) = sqlx::query_as(sql).fetch_one(pool).await?;
     Ok(Some(Checkpoint { busy: busy != 0, log_pages: log, checkpointed_pages: done }))
 }

@@ -106,7 +106,7 @@ pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<
     let now = now_ms();
     let until = now + lease_for.as_millis() as i64;
     let rows: Vec<ClaimedRow> = match db {
-        Db::Sqlite(pool, _) => {
+        Db::Sqlite { main: pool, .. } => {
             let sql = format!("{CLAIM_HEAD}{CLAIM_TAIL}");
             sqlx::query_as(&sql).bind(&lease).bind(until).bind(now).bind(limit).fetch_all(pool).await?
         }

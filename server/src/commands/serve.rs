@@ -340,7 +340,7 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
 /// writer's restarts of the log find little left to copy. Runs until dropped; returns at
 /// once on PostgreSQL.
 pub async fn checkpoint_wal(db: Db) {
-    if !matches!(db, Db::Sqlite(..)) {
+    if !matches!(db, Db::Sqlite { .. }) {
         return;
     }
     let mut every = tokio::time::interval(Duration::from_millis(50));
@@ -366,7 +366,7 @@ const LEDGER_CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Keeps the execution ledger's SQLite log short (`storage::wal::checkpoint_ledger`).
 /// Runs until dropped; returns at once on PostgreSQL.
 pub async fn checkpoint_ledger_wal(db: Db) {
-    if !matches!(db, Db::Sqlite(..)) {
+    if !matches!(db, Db::Sqlite { .. }) {
         return;
     }
     let mut every = tokio::time::interval(LEDGER_CHECKPOINT_EVERY);

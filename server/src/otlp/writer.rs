@@ -129,7 +129,7 @@ pub fn start(
         }
         // Its connection is opened on that thread; it ends when every sender of `jobs`
         // is gone.
-        Db::Sqlite(..) => crate::priority::spawn_on_own_thread("ingest-writer", move || {
+        Db::Sqlite { .. } => crate::priority::spawn_on_own_thread("ingest-writer", move || {
             run(db.dedicated(), body_policy, rules, jobs, alive)
         })?,
     }

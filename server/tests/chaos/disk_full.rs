@@ -78,7 +78,7 @@ async fn a_full_disk_is_answered_503_and_writes_resume_once_space_is_freed() {
 
     let path = disk.dir.path().join("flightdeck.db");
     let db = Db::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-    let Db::Sqlite(pool, ledger_pool) = &db else { unreachable!() };
+    let Db::Sqlite { main: pool, ledger: ledger_pool } = &db else { unreachable!() };
     for pool in [pool, ledger_pool] {
         let integrity: String = sqlx::query_scalar("PRAGMA integrity_check").fetch_one(pool).await.unwrap();
         assert_eq!(integrity, "ok", "no corruption after the disk filled up");
