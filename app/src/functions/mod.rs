@@ -64,9 +64,14 @@ pub mod ssr {
         parts().ok()?.extensions.get::<CurrentUser>().cloned()
     }
 
-    /// The client address, for the audit log and the sign-in rate limit.
+    /// The client address, for the audit log and the sign-in rate limit: as the server's
+    /// `client_address` layer resolved it (behind trusted proxies, the forwarded client),
+    /// else the connection's peer.
     pub fn source() -> Option<String> {
         let parts = parts().ok()?;
+        if let Some(crate::auth::client_address::ClientAddress(ip)) = parts.extensions.get() {
+            return Some(ip.to_string());
+        }
         parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip().to_string())
     }
 
