@@ -414,6 +414,52 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
 }
 
 #[tokio::test]
+async fn a_deploy_script_ends_the_silence_it_created_and_the_alert_pages_again() {
+    use app::access::Scope;
+    use reqwest::{Method, StatusCode};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let live = common::live(&t, &[], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n =
+            Notifications { targets: vec![rx.target("on-call", "/ok/oncall", WebhookFormat::Json)], routes: vec![] };
+        let request = serde_json::json!({"rule": "irreversible_executions", "minutes": 120, "reason": "deploying"});
+        let (status, silence) = live.api(Method::POST, "/api/v1/silences", Some(request), &live.agent).await;
+        assert_eq!(status, StatusCode::CREATED, "{silence}");
+        let id = silence["id"].as_str().unwrap().to_string();
+        irreversible_burst(db).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        assert_eq!(fired[0].silenced_by.as_deref(), Some(id.as_str()), "{}", t.backend());
+
+        let (status, got) = live.api(Method::GET, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!((status, got["reason"].as_str()), (StatusCode::OK, Some("deploying")), "{got}");
+        let (status, ended) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!(status, StatusCode::OK, "{ended}");
+        assert_eq!(ended["ended_by"], "token:agent-7", "{ended}");
+        // Ending it again changes nothing and is no error: a script may retry.
+        let (status, again) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!((status, &again), (StatusCode::OK, &ended));
+        let (status, body) = live.api(Method::DELETE, "/api/v1/silences/sil_nope", None, &live.agent).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        let audit = app::storage::audit::list(db, None, Some("silence_ended"), 10).await.unwrap().entries;
+        assert_eq!(audit.len(), 1, "ended once: {audit:?}");
+        assert_eq!((audit[0].actor.as_deref(), audit[0].target.as_deref()), (Some("token:agent-7"), Some(id.as_str())));
+        assert!(audit[0].source.is_some(), "from the script's address");
+
+        // The next evaluation finds the alert still breaching and pages.
+        evaluate_once(db, &n, now + 5_000, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+        let got = rx.received();
+        assert_eq!(got.iter().map(|r| r.event.as_str()).collect::<Vec<_>>(), ["alert.firing"], "{got:#?}");
+        let token = common::token(db, "reader", &[Scope::Read]).await;
+        let (status, _) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &token).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "scope alerts");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
 async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
     use app::access::{Role, Scope};
     for t in TestDb::each_backend().await {
