@@ -195,6 +195,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "6e5defd9bb9327c27b76ef6b5df85c0d81167eaa60465acd61793bbd9e472b7d30715794580c5c18bd5b391b2b32fd06",
     ),
     ("sqlite", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
+    ("sqlite", "0038_oncall.sql", "738c2a806147b5ae403846e707ed8283520b53d1ab4acefe8229f41a72357280bc791c6df41009f32083a38a9a382529"),
     (
         "postgres",
         "0001_foundation.sql",
@@ -371,6 +372,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "1254711b95557d1b231e21f9220ad3bd0581c40ab86983a644ceea0fc121e1085fa4b1d2b23943528f447cb879acff47",
     ),
     ("postgres", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
+    ("postgres", "0038_oncall.sql", "163a7f798afacdd768f7cf687768c6fa7a88e3ac49c5a68d7bea48ce1bf43d4b28ead894e7b100732599d58b45cf7960"),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
@@ -599,6 +601,7 @@ mod previous_release {
         assert_eq!(open[0].run_id, RUN);
         assert_eq!(open[0].what_was_done[0].external_id.as_deref(), Some("msg_1"));
         assert_eq!(open[0].what_remains[0].description, "call the customer");
+        assert_eq!(open[0].needed_at, open[0].opened_at, "an older escalation needed a person when it was stored");
         // Each tool's run count, kept in `tools` since 0032, is filled from what was stored.
         let mut kept: Vec<(String, i64)> =
             app::storage::tools::list(db, 100).await.unwrap().into_iter().map(|t| (t.tool_name, t.runs)).collect();

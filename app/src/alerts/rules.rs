@@ -197,7 +197,9 @@ pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
 pub struct OpenEscalation {
     pub id: String,
     pub run_id: String,
-    pub opened_at_ms: i64,
+    /// When the run needed a person (its escalation event's time, or the API filing
+    /// time), not when the escalation was stored.
+    pub needed_at_ms: i64,
     pub claimed_by: Option<String>,
 }
 
@@ -217,11 +219,12 @@ fn older_than<'a, T>(
     late
 }
 
-/// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) older than
-/// `threshold` seconds. The value is the oldest one's age.
+/// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) waiting
+/// longer than `threshold` seconds since its run needed a person. The value is the
+/// longest wait.
 pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Vec<Finding> {
     let waiting = open.iter().filter(|e| !s.only_unclaimed || e.claimed_by.is_none());
-    let late = older_than(s, now_ms, waiting, |e| e.opened_at_ms, |e| &e.id);
+    let late = older_than(s, now_ms, waiting, |e| e.needed_at_ms, |e| &e.id);
     if late.is_empty() {
         return Vec::new();
     }
@@ -612,7 +615,7 @@ mod tests {
         OpenEscalation {
             id: id.into(),
             run_id: format!("run-{id}"),
-            opened_at_ms: NOW - age_s * 1000,
+            needed_at_ms: NOW - age_s * 1000,
             claimed_by: claimed.map(Into::into),
         }
     }

@@ -126,12 +126,13 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 }
 
 pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
-    let sql = "SELECT id, run_id, opened_at, claimed_by FROM escalations WHERE status = 'open' ORDER BY opened_at";
+    let sql = "SELECT id, run_id, needed_at, claimed_by FROM escalations \
+               WHERE status = 'open' ORDER BY needed_at";
     let rows: Vec<(String, String, i64, Option<String>)> =
         on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
     Ok(rows
         .into_iter()
-        .map(|(id, run_id, opened_at_ms, claimed_by)| OpenEscalation { id, run_id, opened_at_ms, claimed_by })
+        .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
         .collect())
 }
 
