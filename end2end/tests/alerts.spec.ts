@@ -87,14 +87,14 @@ test('on-call silences alerts like this one from its page and ends the silence f
   await form.locator('select[name="minutes"]').selectOption('60');
   await form.locator('textarea[name="reason"]').fill('forged approvals are a known test fixture');
   await form.getByTestId('create-silence').click();
-  await expect(page.getByTestId('silence-created')).toContainText('Silenced rule approval_violation, agent payments-agent until');
+  await expect(page.getByTestId('silence-created')).toContainText('Silenced rule “Tool ran without a valid approval”, agent payments-agent until');
 
   await page.goto('/alerts');
   await waitForHydration(page);
   const row = page.locator('[data-testid="silences"] tr[data-active="true"]', {
     hasText: 'forged approvals are a known test fixture',
   });
-  await expect(row).toContainText('rule approval_violation');
+  await expect(row).toContainText('rule “Tool ran without a valid approval”');
   await expect(row).toContainText('alice');
   await row.getByTestId('end-silence').click();
   await expect(

@@ -373,7 +373,7 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         // On the page: the alert, marked, and the silence with who and why.
         let olga = live.person("olga").await;
         let page = olga.page("/alerts").await;
-        assert!(page.contains("Silenced: not notified (rule irreversible_executions, agent billing-bot"), "{page}");
+        assert!(page.contains("Silenced: not notified (rule “Irreversible tool executions”, agent billing-bot"), "{page}");
         assert!(page.contains("data-testid=\"end-silence\""));
         assert!(page.contains("data-testid=\"maintenance-form\""), "operators may add a maintenance window");
         let alert_page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
@@ -409,6 +409,122 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         let (_, listed) = live.api(Method::GET, "/api/v1/silences", None, &live.agent).await;
         assert_eq!(listed[0]["tool"], "send_email", "{listed}");
         assert_eq!(listed[0]["created_by"], "olga");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_silence_made_from_an_alert_matches_it_keeps_what_was_chosen_and_the_page_shows_the_timeline() {
+    use app::access::{Role, Scope};
+    use reqwest::StatusCode;
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let operator: &[Role] = &[Role::Operator, Role::Viewer];
+        let live = common::live(&t, &[("olga", operator)], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![
+                rx.target("on-call", "/ok/oncall", WebhookFormat::Json),
+                rx.target("old-pager", "/down/pager", WebhookFormat::Json),
+            ],
+            routes: Vec::new(),
+        };
+        irreversible_burst(db).await; // three executions, one run
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        let alert = &fired[0];
+        assert!(alert.notified_at.is_some(), "{}", t.backend());
+        deliver_all(db, &worker(db, &n)).await;
+
+        let olga = live.person("olga").await;
+        let path = format!("/alerts/{}", alert.id);
+        let page = olga.page(&path).await.replace("<!>", "");
+        // The count beside the list says what it counts: three executions, one run.
+        assert!(page.contains("3 irreversible executions of any tool"), "{page}");
+        assert!(page.contains("Behind it: 1 run"), "{page}");
+        let timeline = &page[page.find("data-testid=\"alert-timeline\"").expect("a timeline")..];
+        assert!(timeline.contains("Fired"), "{timeline}");
+        assert!(timeline.contains("alert.firing to on-call: delivered at "), "{timeline}");
+        assert!(timeline.contains("alert.firing to old-pager: failed after 3 attempts"), "{timeline}");
+        assert!(timeline.contains("HTTP 503: 503 Service Unavailable down for maintenance"), "{timeline}");
+
+        // One that would not match the alert it is made from is refused, saying why.
+        let id = alert.id.as_str();
+        let form = |tool: &'static str, minutes: &'static str| {
+            vec![
+                ("alert", id),
+                ("rule", "irreversible_executions"),
+                ("agent", ""),
+                ("tool", tool),
+                ("minutes", minutes),
+                ("reason", "mail provider migration"),
+            ]
+        };
+        let (status, body) = olga.call("create_silence", &form("wire_money", "1440")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body.contains("would not match the alert it is made from"), "{body}");
+        assert!(body.contains("not about the tool `wire_money` alone"), "{body}");
+        // Without JavaScript the refused form comes back with what was chosen.
+        let back = olga
+            .http
+            .post(format!("{}/fn/create_silence", live.base))
+            .header("accept", "text/html")
+            .header("sec-fetch-site", "same-origin")
+            .header("referer", format!("{}{path}", live.base))
+            .form(&form("wire_money", "1440"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(back.url().path(), path, "back on the alert's page");
+        let query = back.url().query().unwrap_or_default().to_string();
+        assert!(query.contains("minutes=1440") && query.contains("tool=wire_money") && query.contains("__err="), "{query}");
+        let again = back.text().await.unwrap().replace("<!>", "");
+        assert!(again.contains("not about the tool `wire_money` alone"), "the error shows: {again}");
+        assert!(again.contains("<option value=\"1440\" selected"), "the chosen duration stays: {again}");
+        assert!(again.contains("value=\"wire_money\""), "and the tool");
+        assert!(again.contains(">mail provider migration</textarea>"), "and the reason");
+        // A reload of that address shows them too.
+        let reload = olga.page(&format!("{path}?minutes=1440&reason=x")).await;
+        assert!(reload.contains("<option value=\"1440\" selected"), "{reload}");
+
+        // Matching: made, kept for the chosen day, and the alert shows as silenced at once.
+        let (status, body) = olga.call("create_silence", &form("", "1440")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let made: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let ends = chrono::DateTime::parse_from_rfc3339(made["ends_at"].as_str().unwrap()).unwrap();
+        let created = chrono::DateTime::parse_from_rfc3339(made["created_at"].as_str().unwrap()).unwrap();
+        assert_eq!((ends - created).num_minutes(), 1440, "the chosen duration");
+        let stored = alerts::get(db, id).await.unwrap().unwrap();
+        assert_eq!(stored.silenced_by.as_deref(), made["id"].as_str());
+        let page = olga.page(&path).await.replace("<!>", "");
+        assert!(page.contains("Silenced: notified when it fired"), "{page}");
+        assert!(page.contains("Silenced: further notifications held back by olga"), "{page}");
+
+        // It had been notified, so its resolution is sent all the same (the incident closes).
+        let before = rx.received().len();
+        evaluate_once(db, &n, now + 11 * MINUTE_MS, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+        let resolved: Vec<String> = rx.received()[before..].iter().map(|r| r.event.clone()).collect();
+        assert!(resolved.contains(&"alert.resolved".to_string()), "{resolved:?}");
+        let page = olga.page(&path).await.replace("<!>", "");
+        assert!(page.contains("alert.resolved to on-call: delivered"), "{page}");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_long_list_behind_an_alert_says_how_many_there_were() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 2.0).await;
+        let email = ("send_email", "irreversible", "ok");
+        for i in 0..60u8 {
+            run(db, 100 + i, &format!("run-{i:02}"), "completed", MINUTE_MS, &[email]).await;
+        }
+        let fired = evaluate_once(db, &Notifications::default(), now_ms(), 0).await.unwrap().fired;
+        let alert = &fired[0];
+        assert_eq!((alert.value, alert.items.len(), alert.items_total), (60.0, 50, Some(60)), "{}", t.backend());
+        assert_eq!(app::alerts::behind_it(&alert.items, alert.items_total), "the first 50 of 60: 50 runs");
         t.cleanup().await;
     }
 }

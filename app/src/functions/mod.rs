@@ -108,6 +108,32 @@ pub mod ssr {
         }
     }
 
+    /// Refuses a plain (no-JavaScript) form post by sending it back to `page` with what
+    /// was entered (`fields`) in the address, so the form can show it again, and the
+    /// error where the page's action shows errors (Leptos' `__path` / `__err`). A call
+    /// from the hydrated page gets the error as usual.
+    pub fn form_back_with<T>(page: &str, fields: &[(&str, String)], fn_path: &str, err: AppError) -> Result<T, AppError> {
+        let from_form = parts().ok().is_some_and(|p| {
+            p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
+        });
+        if !from_form {
+            return fail(err);
+        }
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in fields.iter().filter(|(_, v)| !v.is_empty()) {
+            query.append_pair(k, v);
+        }
+        let encoded = leptos::server_fn::error::ServerFnUrlError::new(fn_path, err.clone());
+        if let Ok(url) = encoded.to_url(&format!("http://flightdeck{page}?{}", query.finish())) {
+            let back = match url.query() {
+                Some(q) => format!("{}?{q}", url.path()),
+                None => url.path().to_string(),
+            };
+            leptos_axum::redirect(&back);
+        }
+        Err(err)
+    }
+
     /// Records in the audit log what `actor` did, from the request's address.
     pub async fn audit(
         db: &Db,

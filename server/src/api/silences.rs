@@ -48,6 +48,8 @@ pub async fn create(
         source: source.as_deref(),
     };
     audit::record(&db, entry).await?;
+    // Open alerts it matches show as silenced at once.
+    app::storage::alerts::hold_under(&db, &silence, app::storage::now_ms()).await?;
     Ok((StatusCode::CREATED, Json(silence)))
 }
 
