@@ -174,7 +174,7 @@ pub struct Overrides {
     pub slack_response_url_prefix: Option<String>,
 
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
-    /// `format` = "json", "slack", "pagerduty" or "alertmanager", and optionally `events`,
+    /// `format` = "json", "slack", "pagerduty", "alertmanager" or "alertmanager_api", and optionally `events`,
     /// `secret` (Standard Webhooks signing) and, for PagerDuty, `routing_key`)
     #[arg(skip)]
     #[serde(default)]

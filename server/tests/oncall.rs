@@ -198,6 +198,52 @@ async fn alerts_follow_the_first_matching_route_and_alertmanager_gets_its_own_sh
 }
 
 #[tokio::test]
+async fn alertmanager_api_targets_get_alerts_posted_into_alertmanager_re_sent_while_firing_and_ended_on_resolve() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            // The target names the Alertmanager; deliveries go to its /api/v2/alerts.
+            targets: vec![rx.target("alertmanager", "/alertmanager", WebhookFormat::AlertmanagerApi)],
+            routes: Vec::new(),
+        };
+        irreversible_burst(db).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        let id = fired[0].id.clone();
+        deliver_all(db, &worker(db, &n)).await;
+        // Within a minute nothing is re-sent; after one, the still-firing alert is (and
+        // acknowledging it changes nothing for Alertmanager, which has no such state).
+        assert_eq!(evaluate_once(db, &n, now + 30_000, 0).await.unwrap().resent, 0, "{}", t.backend());
+        alerts::acknowledge(db, &id, "olga", &n).await.unwrap();
+        assert_eq!(evaluate_once(db, &n, now + 61_000, 0).await.unwrap().resent, 1);
+        deliver_all(db, &worker(db, &n)).await;
+        // Ten minutes on, the executions left the window: resolved.
+        evaluate_once(db, &n, now + 10 * MINUTE_MS + 1, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+
+        let got = rx.received();
+        let statuses: Vec<&str> = got.iter().map(|r| r.event.as_str()).collect();
+        assert_eq!(statuses, ["alert.firing", "alert.firing", "alert.resolved"], "{got:#?}");
+        assert!(got.iter().all(|r| r.path == "/alertmanager/api/v2/alerts"), "{got:#?}");
+        let failed = webhooks::list(db, true, 10).await.unwrap();
+        assert!(failed.is_empty(), "the stand-in accepted every body: {failed:#?}");
+        let first = &got[0].body[0];
+        assert_eq!(first["labels"]["alertname"], "irreversible_executions");
+        assert_eq!(first["labels"]["severity"], "page");
+        assert_eq!(first["labels"]["flightdeck_alert"], id.as_str());
+        assert_eq!(first["generatorURL"], format!("https://fd.example/alerts/{id}"));
+        let at = |r: &Received, key: &str| chrono::DateTime::parse_from_rfc3339(r.body[0][key].as_str().unwrap()).unwrap();
+        let sent = chrono::Utc::now();
+        assert!(at(&got[0], "endsAt") > sent + chrono::Duration::minutes(3), "firing: endsAt ahead of now");
+        assert_eq!(at(&got[0], "startsAt"), at(&got[2], "startsAt"), "one alert throughout");
+        let resolved = alerts::get(db, &id).await.unwrap().unwrap().resolved_at.unwrap();
+        assert_eq!(at(&got[2], "endsAt").timestamp_millis(), resolved.timestamp_millis(), "ended at its resolution");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
 async fn without_routes_info_alerts_notify_nobody_and_a_refused_pagerduty_event_is_kept_as_failed() {
     for t in TestDb::each_backend().await {
         let db = &t.db;

@@ -8,6 +8,7 @@ use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
 use crate::alerts::lifecycle::{OpenAlert, Transition};
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
+use crate::alerts::alertmanager::RESEND_EVERY_MS;
 use crate::alerts::rules::MAX_ITEMS;
 use crate::alerts::silences::Silence;
 use crate::alerts::{Alert, AlertEvent, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
@@ -110,7 +111,7 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
         "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
                   FROM runs WHERE started_ns > $1 AND started_ns <= $2";
     let top = "SELECT run_id, deduped_calls FROM runs WHERE started_ns > $1 AND deduped_calls > 0 \
-               ORDER BY deduped_calls DESC, run_id LIMIT 50";
+               ORDER BY deduped_calls DESC, run_id LIMIT 1000";
     let ns = |ms: i64| ms.saturating_mul(1_000_000);
     let (window, baseline, runs): ((i64, i64), (i64, i64), Vec<(String, i64)>) = on_pool!(db, pool => {
         let window = sqlx::query_as(totals).bind(ns(window_start_ms)).bind(i64::MAX).fetch_one(pool).await?;
@@ -559,6 +560,40 @@ pub async fn hold_under(db: &Db, silence: &Silence, now: i64) -> StoreResult<Vec
     }
     tx.commit().await?;
     Ok(marked)
+}
+
+/// Re-sends every notified alert that still fires (acknowledged or not) to the
+/// Alertmanager API targets of its route whose last delivery of it is
+/// [`RESEND_EVERY_MS`] old or more: Alertmanager forgets an alert whose `endsAt` passes.
+/// Nothing piles up while a target is down: a pair with a delivery still pending waits
+/// for it. Returns how many re-sends were queued.
+pub async fn resend_to_alertmanager(db: &Db, notifications: &Notifications, now: i64) -> StoreResult<usize> {
+    use crate::notify::WebhookFormat;
+    if !notifications.targets.iter().any(|t| t.format == WebhookFormat::AlertmanagerApi) {
+        return Ok(0);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM alerts WHERE state <> 'resolved' AND notified_at IS NOT NULL");
+    let rows: Vec<AlertRow> = db.fetch_all(Sql::new(&sql)).await?;
+    let mut queued = 0;
+    for row in rows {
+        let alert = row.into_alert()?;
+        let kind = EventKind::AlertFiring;
+        let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), kind);
+        for target in targets.into_iter().filter(|t| t.format == WebhookFormat::AlertmanagerApi) {
+            let last = Sql::with_args(
+                "SELECT MAX(created_at), COUNT(CASE WHEN status = 'pending' THEN 1 END) FROM webhook_deliveries \
+                 WHERE order_key = $1 AND target_name = $2",
+                vec![alert.id.as_str().into(), target.name.as_str().into()],
+            );
+            let found: Vec<(Option<i64>, i64)> = db.fetch_all(last).await?;
+            let (last_at, pending) = found.first().copied().unwrap_or((None, 0));
+            if pending == 0 && last_at.is_none_or(|at| at <= now - RESEND_EVERY_MS) {
+                let event = crate::alerts::notification::event(&alert, kind);
+                queued += super::webhooks::enqueue(db, &event, std::slice::from_ref(&target)).await?;
+            }
+        }
+    }
+    Ok(queued)
 }
 
 /// An alert's timeline, oldest first.
