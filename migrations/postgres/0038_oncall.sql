@@ -18,7 +18,7 @@ UPDATE alerts SET notified_at = fired_at WHERE silenced_by IS NULL;
 -- cut to 50; NULL: all are listed.
 ALTER TABLE alerts ADD COLUMN items_total BIGINT;
 
--- An alert's timeline: fired, refreshed (its value changed; at most once a minute),
+-- An alert's timeline: fired, refreshed (what it counts changed; at most every 5 min),
 -- acknowledged, silenced, notified after a silence, resolved. Earlier alerts get theirs
 -- from their columns.
 CREATE TABLE alert_events (

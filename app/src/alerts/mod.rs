@@ -260,7 +260,7 @@ impl AlertEvent {
     pub fn headline(&self) -> String {
         let what = match self.kind.as_str() {
             "fired" => "Fired",
-            "refreshed" => "Still breaching, value changed",
+            "refreshed" => "Still breaching, changed",
             "acknowledged" => "Acknowledged",
             "silenced" => "Silenced: further notifications held back",
             "unsilenced" => "Silence over",

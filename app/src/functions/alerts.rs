@@ -111,7 +111,7 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
         None => None,
     };
     let can_acknowledge = me.can(crate::access::Role::Operator);
-    let timeline = crate::storage::alerts::timeline(&db, &alert.id).await?;
+    let timeline = crate::storage::alerts::timeline(&db, &alert.id, 200).await?;
     let deliveries = crate::storage::webhooks::for_alert(&db, &alert.id, 200).await?;
     Ok(AlertView { alert, can_acknowledge, now: Utc::now(), silence, agent, thresholds, timeline, deliveries })
 }

@@ -362,9 +362,14 @@ async fn alert_in(tx: &mut Tx, id: &str) -> StoreResult<Alert> {
     Ok(row.into_alert()?)
 }
 
+/// A refresh adds a timeline entry at most this often (an alert can change at every
+/// evaluation for hours).
+const REFRESH_ENTRY_EVERY_MS: i64 = 5 * 60_000;
+
 /// Writes one rule's transitions: new alerts (returned as firing), refreshed ones (their
 /// ids), resolved ones (returned as resolved), each with its timeline entry. A refresh
-/// adds an entry only when the value changed, at most one a minute.
+/// adds an entry only when something changed (`lifecycle::what_changed`), at most one every
+/// [`REFRESH_ENTRY_EVERY_MS`].
 async fn write_transitions(
     tx: &mut Tx,
     rule: AlertRule,
@@ -377,8 +382,7 @@ async fn write_transitions(
                   items_total, fired_at, last_breach_at, updated_at, rule_version) VALUES ($1, $2, $3, $4, 'firing', \
                   $5, $6, $7, $8, $9, $10, $11, $11, $11, COALESCE((SELECT version FROM alert_rules WHERE rule = $2), 0))";
     let changed = "INSERT INTO alert_events (alert_id, at, kind, detail) SELECT $1, $2, 'refreshed', $3 \
-                   WHERE EXISTS (SELECT 1 FROM alerts WHERE id = $1 AND value <> $4) AND NOT EXISTS \
-                   (SELECT 1 FROM alert_events WHERE alert_id = $1 AND kind = 'refreshed' AND at > $5)";
+                   WHERE NOT EXISTS (SELECT 1 FROM alert_events WHERE alert_id = $1 AND kind = 'refreshed' AND at > $4)";
     let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
                    items_total = $8, last_breach_at = $9, updated_at = $9 WHERE id = $1 AND state <> 'resolved'";
     let resolve =
@@ -408,8 +412,11 @@ async fn write_transitions(
                 announced.push((EventKind::AlertFiring, alert_in(tx, &id).await?));
             }
             Transition::Refresh { id, finding: f } => {
-                let args = vec![id.as_str().into(), now.into(), f.title.as_str().into(), f.value.into(), (now - 60_000).into()];
-                tx.execute(Sql::with_args(changed, args)).await?;
+                let before = alert_in(tx, id).await?;
+                if let Some(what) = crate::alerts::lifecycle::what_changed(&before, f) {
+                    let args = vec![id.as_str().into(), now.into(), what.into(), (now - REFRESH_ENTRY_EVERY_MS).into()];
+                    tx.execute(Sql::with_args(changed, args)).await?;
+                }
                 let (items, total) = kept_items(&f.items);
                 let args = vec![
                     id.as_str().into(),
@@ -596,14 +603,20 @@ pub async fn resend_to_alertmanager(db: &Db, notifications: &Notifications, now:
     Ok(queued)
 }
 
-/// An alert's timeline, oldest first.
-pub async fn timeline(db: &Db, id: &str) -> StoreResult<Vec<AlertEvent>> {
+/// An alert's timeline, oldest first: its first entry (when it fired) and the latest
+/// `limit` others.
+pub async fn timeline(db: &Db, id: &str, limit: i64) -> StoreResult<Vec<AlertEvent>> {
     let sql = Sql::with_args(
-        "SELECT at, kind, actor, detail FROM alert_events WHERE alert_id = $1 ORDER BY id LIMIT 500",
-        vec![id.into()],
+        "SELECT id, at, kind, actor, detail FROM alert_events WHERE alert_id = $1 \
+         AND (kind = 'fired' OR id IN (SELECT id FROM alert_events WHERE alert_id = $1 ORDER BY id DESC LIMIT $2)) \
+         ORDER BY id",
+        vec![id.into(), limit.into()],
     );
-    let rows: Vec<(i64, String, Option<String>, Option<String>)> = db.fetch_all(sql).await?;
-    Ok(rows.into_iter().map(|(at, kind, actor, detail)| AlertEvent { at: from_ms(at), kind, actor, detail }).collect())
+    let rows: Vec<(i64, i64, String, Option<String>, Option<String>)> = db.fetch_all(sql).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(_, at, kind, actor, detail)| AlertEvent { at: from_ms(at), kind, actor, detail })
+        .collect())
 }
 
 /// Open alerts (firing first, then acknowledged; pages, then tickets, then info; oldest first), or with

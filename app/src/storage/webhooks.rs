@@ -255,13 +255,14 @@ impl DeliveryRow {
 }
 
 /// The deliveries of one alert's events (its firing, acknowledgement, resolution and
-/// re-sends, to every target), oldest first: what its page shows of who was told.
+/// re-sends, to every target), the latest `limit`, oldest first: what its page shows of
+/// who was told.
 pub async fn for_alert(db: &Db, alert_id: &str, limit: i64) -> StoreResult<Vec<WebhookDelivery>> {
     let sql = "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
-               next_attempt_at, delivered_at FROM webhook_deliveries WHERE order_key = $1 ORDER BY id LIMIT $2";
+               next_attempt_at, delivered_at FROM webhook_deliveries WHERE order_key = $1 ORDER BY id DESC LIMIT $2";
     let rows: Vec<DeliveryRow> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(alert_id).bind(limit).fetch_all(pool).await)?;
-    Ok(rows.into_iter().map(DeliveryRow::into_delivery).collect())
+    Ok(rows.into_iter().rev().map(DeliveryRow::into_delivery).collect())
 }
 
 /// How many deliveries are in `status`.

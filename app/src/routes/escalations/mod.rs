@@ -263,7 +263,7 @@ fn Queue(view: QueueView, query: QueueQuery) -> impl IntoView {
                             <td data-label="Reason"><ReasonTag reason=e.reason/>{e.reason_text.clone().map(|t| view! { <br/><span class="small">{t}</span> })}</td>
                             <td data-label="Agent">{e.agent.clone().unwrap_or_else(|| "—".into())}</td>
                             <td data-label="Run"><a href=run_href(&e.run_id)><code>{e.run_id.clone()}</code></a></td>
-                            <td class="preview" data-label="Blocking fact">{e.blocking_fact.clone().unwrap_or_default()}</td>
+                            <td class="preview" class:empty=e.blocking_fact.is_none() data-label="Blocking fact">{e.blocking_fact.clone().unwrap_or_default()}</td>
                             <td data-label=if resolved { "Outcome" } else { "Claimed by" }>{holder}</td>
                             <td class="open"><a href=escalation_href(&e.id) class="button primary small">"Open"</a></td>
                         </tr>
