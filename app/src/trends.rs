@@ -561,8 +561,16 @@ mod tests {
         let keys: Vec<&str> = s.iter().map(|s| s.key.as_str()).collect();
         assert_eq!(
             keys,
-            ["agent:agent-5", "agent:agent-0", "agent:agent-4", "agent:agent-3", "agent:agent-2", "agent:agent-1",
-             "agent-other", "agent-none"]
+            [
+                "agent:agent-5",
+                "agent:agent-0",
+                "agent:agent-4",
+                "agent:agent-3",
+                "agent:agent-2",
+                "agent:agent-1",
+                "agent-other",
+                "agent-none"
+            ]
         );
         assert_eq!(s[6].label, "2 others");
         assert_eq!(s[6].summary, Some(0.75));

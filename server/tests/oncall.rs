@@ -233,7 +233,8 @@ async fn alertmanager_api_targets_get_alerts_posted_into_alertmanager_re_sent_wh
         assert_eq!(first["labels"]["severity"], "page");
         assert_eq!(first["labels"]["flightdeck_alert"], id.as_str());
         assert_eq!(first["generatorURL"], format!("https://fd.example/alerts/{id}"));
-        let at = |r: &Received, key: &str| chrono::DateTime::parse_from_rfc3339(r.body[0][key].as_str().unwrap()).unwrap();
+        let at =
+            |r: &Received, key: &str| chrono::DateTime::parse_from_rfc3339(r.body[0][key].as_str().unwrap()).unwrap();
         let sent = chrono::Utc::now();
         assert!(at(&got[0], "endsAt") > sent + chrono::Duration::minutes(3), "firing: endsAt ahead of now");
         assert_eq!(at(&got[0], "startsAt"), at(&got[2], "startsAt"), "one alert throughout");
@@ -419,7 +420,10 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         // On the page: the alert, marked, and the silence with who and why.
         let olga = live.person("olga").await;
         let page = olga.page("/alerts").await;
-        assert!(page.contains("Silenced: not notified (rule “Irreversible tool executions”, agent billing-bot"), "{page}");
+        assert!(
+            page.contains("Silenced: not notified (rule “Irreversible tool executions”, agent billing-bot"),
+            "{page}"
+        );
         assert!(page.contains("data-testid=\"end-silence\""));
         assert!(page.contains("data-testid=\"maintenance-form\""), "operators may add a maintenance window");
         let alert_page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
@@ -523,7 +527,10 @@ async fn a_silence_made_from_an_alert_matches_it_keeps_what_was_chosen_and_the_p
             .unwrap();
         assert_eq!(back.url().path(), path, "back on the alert's page");
         let query = back.url().query().unwrap_or_default().to_string();
-        assert!(query.contains("minutes=1440") && query.contains("tool=wire_money") && query.contains("__err="), "{query}");
+        assert!(
+            query.contains("minutes=1440") && query.contains("tool=wire_money") && query.contains("__err="),
+            "{query}"
+        );
         let again = back.text().await.unwrap().replace("<!>", "");
         assert!(again.contains("not about the tool `wire_money` alone"), "the error shows: {again}");
         assert!(again.contains("<option value=\"1440\" selected"), "the chosen duration stays: {again}");

@@ -361,19 +361,31 @@ async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_lis
         let db = &t.db;
         let start = ((now_ms() - 60_000) as u64) * 1_000_000;
         let step = |id: u8, model: &str| {
-            span_at(9, id, Some(1), "chat", start + u64::from(id) * 1_000_000, vec![
-                kv("gen_ai.operation.name", "chat"),
-                kv("gen_ai.request.model", model),
-            ])
+            span_at(
+                9,
+                id,
+                Some(1),
+                "chat",
+                start + u64::from(id) * 1_000_000,
+                vec![kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", model)],
+            )
         };
-        let root = span_at(9, 1, None, "agent.run", start, vec![kv("run.id", "run-models"), kv("run.terminal_reason", "completed")]);
+        let root = span_at(
+            9,
+            1,
+            None,
+            "agent.run",
+            start,
+            vec![kv("run.id", "run-models"), kv("run.terminal_reason", "completed")],
+        );
         ingest(db, vec![root, step(2, "gpt-4o-mini"), step(3, "claude-3-haiku"), step(4, "gpt-4o-mini")]).await;
         let q = app::canonical::QueryParams { model: Some("gpt-4o-mini".into()), ..Default::default() };
         let q = app::storage::runs::resolve_search(db, &q.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
         let page = app::storage::runs::list(db, &q).await.unwrap();
         assert_eq!(page.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["run-models"], "{}", t.backend());
         let other = app::canonical::QueryParams { model: Some("claude-3-haiku".into()), ..Default::default() };
-        let other = app::storage::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        let other =
+            app::storage::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
         assert!(app::storage::runs::list(db, &other).await.unwrap().runs.is_empty(), "only the main model");
         let w = Window::ending_at(Range::Day, now_ms());
         let trends = app::trends::compute(w, &app::storage::trends::inputs(db, &w).await.unwrap());

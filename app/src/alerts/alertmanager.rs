@@ -153,7 +153,8 @@ mod tests {
         let mut a = alert();
         a.subject = "agent:billing-bot".into();
         let now = chrono::Utc.with_ymd_and_hms(2026, 12, 4, 10, 3, 0).unwrap();
-        let firing = api_alerts(&notification::event(&a, EventKind::AlertFiring), &a, "https://fd.example", now).unwrap();
+        let firing =
+            api_alerts(&notification::event(&a, EventKind::AlertFiring), &a, "https://fd.example", now).unwrap();
         let one = &firing.as_array().expect("an array")[0];
         assert_eq!(
             one["labels"],
@@ -169,6 +170,9 @@ mod tests {
             api_alerts(&notification::event(&a, EventKind::AlertResolved), &a, "https://fd.example", now).unwrap();
         assert_eq!(resolved[0]["endsAt"], "2026-12-04T10:05:00.000Z");
         assert!(api_alerts(&notification::event(&a, EventKind::AlertAcknowledged), &a, "x", now).is_none());
-        assert_eq!(crate::notify::WebhookFormat::AlertmanagerApi.post_url("http://am:9093/"), "http://am:9093/api/v2/alerts");
+        assert_eq!(
+            crate::notify::WebhookFormat::AlertmanagerApi.post_url("http://am:9093/"),
+            "http://am:9093/api/v2/alerts"
+        );
     }
 }

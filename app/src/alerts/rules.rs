@@ -186,11 +186,7 @@ pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
         value: share,
         threshold: limit,
         unit: Unit::Percent,
-        items: c
-            .runs
-            .iter()
-            .map(|(run, n)| item(ItemKind::Run, run, format!("{n} deduplicated call(s)")))
-            .collect(),
+        items: c.runs.iter().map(|(run, n)| item(ItemKind::Run, run, format!("{n} deduplicated call(s)"))).collect(),
     }]
 }
 
@@ -452,7 +448,7 @@ pub fn replay_pass_rate(s: &RuleSettings, now_ms: i64, results: &[ReplayOutcome]
                 .iter()
                 .filter(|r| !r.passed)
                 .filter_map(|r| r.run_id.as_ref().map(|run| item(ItemKind::Run, run, format!("{} failed", r.fixture))))
-                    .collect(),
+                .collect(),
         });
     }
     findings

@@ -263,7 +263,9 @@ pub fn why_not(
         let mut others: Vec<&str> = agents_of_runs.iter().map(String::as_str).filter(|a| *a != agent).collect();
         others.dedup();
         if agents_of_runs.is_empty() {
-            return Some(format!("no run behind this alert names an agent, so `{agent}` cannot match; leave the agent blank"));
+            return Some(format!(
+                "no run behind this alert names an agent, so `{agent}` cannot match; leave the agent blank"
+            ));
         }
         if !others.is_empty() {
             let named: Vec<String> =
@@ -331,13 +333,19 @@ mod tests {
         let billing = vec!["billing-bot".to_string()];
         assert_eq!(why_not(Some(AlertRule::ApprovalViolation), Some("billing-bot"), None, &a, &billing), None);
         let rule = why_not(Some(AlertRule::DedupedSpike), None, None, &a, &billing).unwrap();
-        assert_eq!(rule, "it names the rule “Deduplicated-call spike”, and this alert is “Tool ran without a valid approval”");
+        assert_eq!(
+            rule,
+            "it names the rule “Deduplicated-call spike”, and this alert is “Tool ran without a valid approval”"
+        );
         assert!(why_not(None, None, Some("wire"), &a, &billing).unwrap().contains("not about the tool `wire` alone"));
         let both = vec!["billing-bot".to_string(), "ops-bot".to_string()];
         let agent = why_not(None, Some("billing-bot"), None, &a, &both).unwrap();
         assert!(agent.contains("also `ops-bot`"), "{agent}");
         assert!(why_not(None, Some("x"), None, &a, &[]).unwrap().contains("no run behind this alert names an agent"));
-        assert_eq!(silence(Some(AlertRule::ApprovalViolation), Some("b"), None).scope(), "rule “Tool ran without a valid approval”, agent b");
+        assert_eq!(
+            silence(Some(AlertRule::ApprovalViolation), Some("b"), None).scope(),
+            "rule “Tool ran without a valid approval”, agent b"
+        );
     }
 
     #[test]

@@ -173,8 +173,12 @@ pub struct QueueFilter {
 }
 
 /// The waiting times the queue filters by, as the query string and the page name them.
-pub const AGES: [(&str, i64, &str); 4] =
-    [("15m", 15 * 60, "over 15 min"), ("1h", 3600, "over 1 hour"), ("4h", 4 * 3600, "over 4 hours"), ("1d", 86_400, "over 1 day")];
+pub const AGES: [(&str, i64, &str); 4] = [
+    ("15m", 15 * 60, "over 15 min"),
+    ("1h", 3600, "over 1 hour"),
+    ("4h", 4 * 3600, "over 4 hours"),
+    ("1d", 86_400, "over 1 day"),
+];
 
 impl QueueFilter {
     /// Reads the query string's values (blank is "any"); `me` is who `claim=mine` means.
@@ -202,9 +206,12 @@ impl QueueFilter {
             Some(other) => return Err(format!("unknown claim `{other}` (expected unclaimed, claimed or mine)")),
         };
         let waiting_longer_than_s = match given(age) {
-            Some(a) => Some(AGES.iter().find(|(key, _, _)| *key == a).map(|(_, s, _)| *s).ok_or_else(|| {
-                format!("unknown age `{a}` (expected {})", AGES.map(|(k, _, _)| k).join(", "))
-            })?),
+            Some(a) => Some(
+                AGES.iter()
+                    .find(|(key, _, _)| *key == a)
+                    .map(|(_, s, _)| *s)
+                    .ok_or_else(|| format!("unknown age `{a}` (expected {})", AGES.map(|(k, _, _)| k).join(", ")))?,
+            ),
             None => None,
         };
         Ok(QueueFilter { reason, agent: given(agent), claim, waiting_longer_than_s })
@@ -230,15 +237,20 @@ mod tests {
 
     #[test]
     fn queue_filters_read_the_query_string_or_name_what_is_wrong() {
-        let f = QueueFilter::parse(Some("budget_exceeded"), Some(" billing "), Some("mine"), Some("1h"), "olga").unwrap();
+        let f =
+            QueueFilter::parse(Some("budget_exceeded"), Some(" billing "), Some("mine"), Some("1h"), "olga").unwrap();
         assert_eq!(f.reason, Some(EscalationReason::BudgetExceeded));
         assert_eq!(f.agent.as_deref(), Some("billing"));
         assert_eq!(f.claim, Some(ClaimFilter::By("olga".into())));
         assert_eq!(f.waiting_longer_than_s, Some(3600));
         assert!(QueueFilter::parse(Some(""), None, Some(" "), None, "olga").unwrap().is_empty(), "blank is any");
-        assert!(QueueFilter::parse(Some("bored"), None, None, None, "o").unwrap_err().contains("unknown reason `bored`"));
+        assert!(QueueFilter::parse(Some("bored"), None, None, None, "o")
+            .unwrap_err()
+            .contains("unknown reason `bored`"));
         assert!(QueueFilter::parse(None, None, Some("yours"), None, "o").unwrap_err().contains("unknown claim"));
-        assert!(QueueFilter::parse(None, None, None, Some("2h"), "o").unwrap_err().contains("expected 15m, 1h, 4h, 1d"));
+        assert!(QueueFilter::parse(None, None, None, Some("2h"), "o")
+            .unwrap_err()
+            .contains("expected 15m, 1h, 4h, 1d"));
     }
 
     #[test]

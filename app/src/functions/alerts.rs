@@ -236,21 +236,32 @@ pub async fn create_silence(
     use crate::alerts::silences::SilenceRequest;
     let me = ssr::require(crate::access::Role::Operator)?;
     let db = ssr::db()?;
-    let chosen = [("rule", &rule), ("agent", &agent), ("tool", &tool)]
-        .map(|(k, v)| (k, v.clone().unwrap_or_default()));
+    let chosen = [("rule", &rule), ("agent", &agent), ("tool", &tool)].map(|(k, v)| (k, v.clone().unwrap_or_default()));
     let back = |err: AppError| -> Result<Silence, AppError> {
         match &alert {
-            Some(id) => ssr::form_back_with(&format!("/alerts/{}", crate::url::encode(id)), &[
-                chosen[0].clone(),
-                chosen[1].clone(),
-                chosen[2].clone(),
-                ("minutes", minutes.to_string()),
-                ("reason", reason.clone()),
-            ], <CreateSilence as leptos::server_fn::ServerFn>::PATH, err),
+            Some(id) => ssr::form_back_with(
+                &format!("/alerts/{}", crate::url::encode(id)),
+                &[
+                    chosen[0].clone(),
+                    chosen[1].clone(),
+                    chosen[2].clone(),
+                    ("minutes", minutes.to_string()),
+                    ("reason", reason.clone()),
+                ],
+                <CreateSilence as leptos::server_fn::ServerFn>::PATH,
+                err,
+            ),
             None => ssr::fail(err),
         }
     };
-    let request = SilenceRequest { rule: rule.clone(), agent: agent.clone(), tool: tool.clone(), minutes, reason: reason.clone(), schedule: None };
+    let request = SilenceRequest {
+        rule: rule.clone(),
+        agent: agent.clone(),
+        tool: tool.clone(),
+        minutes,
+        reason: reason.clone(),
+        schedule: None,
+    };
     let valid = match request.validate() {
         Ok(v) => v,
         Err(why) => return back(AppError::Invalid(why)),
@@ -262,7 +273,8 @@ pub async fn create_silence(
         let runs: Vec<&str> =
             from.items.iter().filter(|i| i.kind == crate::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
         let agents = crate::storage::silences::agents_of(&db, &runs).await?;
-        let why = crate::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
+        let why =
+            crate::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
         if let Some(why) = why {
             return back(AppError::Invalid(format!("this silence would not match the alert it is made from: {why}")));
         }

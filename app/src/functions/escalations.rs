@@ -81,16 +81,11 @@ pub async fn load_escalations(
     use crate::storage::escalations;
     let me = ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
-    let filter = match QueueFilter::parse(
-        reason.as_deref(),
-        agent.as_deref(),
-        claim.as_deref(),
-        age.as_deref(),
-        &me.username,
-    ) {
-        Ok(f) => f,
-        Err(why) => return ssr::fail(AppError::Invalid(why)),
-    };
+    let filter =
+        match QueueFilter::parse(reason.as_deref(), agent.as_deref(), claim.as_deref(), age.as_deref(), &me.username) {
+            Ok(f) => f,
+            Err(why) => return ssr::fail(AppError::Invalid(why)),
+        };
     let after = match after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
         None => None,
         Some(text) => match text.split_once('~').and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string()))) {

@@ -112,7 +112,12 @@ pub mod ssr {
     /// was entered (`fields`) in the address, so the form can show it again, and the
     /// error where the page's action shows errors (Leptos' `__path` / `__err`). A call
     /// from the hydrated page gets the error as usual.
-    pub fn form_back_with<T>(page: &str, fields: &[(&str, String)], fn_path: &str, err: AppError) -> Result<T, AppError> {
+    pub fn form_back_with<T>(
+        page: &str,
+        fields: &[(&str, String)],
+        fn_path: &str,
+        err: AppError,
+    ) -> Result<T, AppError> {
         let from_form = parts().ok().is_some_and(|p| {
             p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
         });

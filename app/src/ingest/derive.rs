@@ -456,8 +456,15 @@ mod tests {
             model_id: Some(model.into()),
             ..step("t", id, 1, None, (tokens, 0))
         };
-        assert_eq!(main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500), with("c", "gpt-4o", 10)]), Some("gpt-4o"));
-        assert_eq!(main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500)]), Some("claude"), "a tie: more tokens");
+        assert_eq!(
+            main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500), with("c", "gpt-4o", 10)]),
+            Some("gpt-4o")
+        );
+        assert_eq!(
+            main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500)]),
+            Some("claude"),
+            "a tie: more tokens"
+        );
         assert_eq!(main_model(&[with("a", "b-model", 1), with("b", "a-model", 1)]), Some("a-model"), "then by name");
         assert_eq!(main_model(&[step("t", "s", 1, None, (1, 1))]), None, "no step names a model");
     }

@@ -18,7 +18,10 @@ use leptos_router::hooks::use_query_map;
 
 /// The page's address for `range` and `agent`.
 fn trends_href(range: Range, agent: Option<&str>) -> String {
-    format!("/trends{}", crate::url::query(&[("range", Some(range.as_str().to_string())), ("agent", agent.map(str::to_string))]))
+    format!(
+        "/trends{}",
+        crate::url::query(&[("range", Some(range.as_str().to_string())), ("agent", agent.map(str::to_string))])
+    )
 }
 
 #[component]

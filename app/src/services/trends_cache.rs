@@ -103,8 +103,12 @@ impl TrendsCache {
         let keys: Vec<Key> = match &self.kept {
             Some(kept) => {
                 let mut kept = kept.lock().expect("trends cache lock");
-                let idle: Vec<Key> =
-                    kept.viewed.iter().filter(|(_, at)| now_ms - **at > IDLE_AFTER_MS).map(|(k, _)| k.clone()).collect();
+                let idle: Vec<Key> = kept
+                    .viewed
+                    .iter()
+                    .filter(|(_, at)| now_ms - **at > IDLE_AFTER_MS)
+                    .map(|(k, _)| k.clone())
+                    .collect();
                 // An agent's figures nobody looks at any more are dropped; the ranges of
                 // every agent are few and kept.
                 for k in idle.iter().filter(|(_, agent)| agent.is_some()) {
@@ -157,7 +161,8 @@ mod tests {
         );
         let quiet = now + IDLE_AFTER_MS + 10_000;
         idle.refresh_viewed(&t.db, quiet).await.unwrap();
-        let kept = idle.kept.as_ref().unwrap().lock().unwrap().figures.get(&key(Range::Day, None)).unwrap().computed_at_ms;
+        let kept =
+            idle.kept.as_ref().unwrap().lock().unwrap().figures.get(&key(Range::Day, None)).unwrap().computed_at_ms;
         assert_eq!(kept, now + 5_000, "idle for ten minutes: not recomputed");
         assert!(
             !idle.kept.as_ref().unwrap().lock().unwrap().figures.contains_key(&key(Range::Week, None)),

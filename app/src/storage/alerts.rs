@@ -5,11 +5,11 @@
 
 use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::alerts::alertmanager::RESEND_EVERY_MS;
 use crate::alerts::lifecycle::{OpenAlert, Transition};
+use crate::alerts::rules::MAX_ITEMS;
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
-use crate::alerts::alertmanager::RESEND_EVERY_MS;
-use crate::alerts::rules::MAX_ITEMS;
 use crate::alerts::silences::Silence;
 use crate::alerts::{Alert, AlertEvent, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
 use crate::notify::{EventKind, Notifications};
@@ -358,7 +358,8 @@ async fn timeline_entry(
 }
 
 async fn alert_in(tx: &mut Tx, id: &str) -> StoreResult<Alert> {
-    let row: AlertRow = tx.fetch_one(Sql::with_args(format!("SELECT {COLUMNS} FROM alerts WHERE id = $1"), vec![id.into()])).await?;
+    let row: AlertRow =
+        tx.fetch_one(Sql::with_args(format!("SELECT {COLUMNS} FROM alerts WHERE id = $1"), vec![id.into()])).await?;
     Ok(row.into_alert()?)
 }
 
@@ -517,7 +518,8 @@ pub async fn apply(
 async fn mark_silenced(tx: &mut Tx, alert: &mut Alert, silence: &Silence, now: i64) -> StoreResult<()> {
     let sql = "UPDATE alerts SET silenced_by = $2 WHERE id = $1";
     tx.execute(Sql::with_args(sql, vec![alert.id.as_str().into(), silence.id.as_str().into()])).await?;
-    let detail = format!("{} until {}: {}", silence.scope(), silence.ends_at.format("%Y-%m-%d %H:%M UTC"), silence.reason);
+    let detail =
+        format!("{} until {}: {}", silence.scope(), silence.ends_at.format("%Y-%m-%d %H:%M UTC"), silence.reason);
     timeline_entry(tx, &alert.id, now, "silenced", Some(&silence.created_by), Some(&detail)).await?;
     alert.silenced_by = Some(silence.id.clone());
     Ok(())
@@ -532,7 +534,12 @@ async fn mark_notified(tx: &mut Tx, alert: &mut Alert, now: i64) -> StoreResult<
 }
 
 /// The active silence that holds `alert` back, if any.
-async fn silence_of<'a>(tx: &mut Tx, silences: &'a [Silence], alert: &Alert, now: i64) -> StoreResult<Option<&'a Silence>> {
+async fn silence_of<'a>(
+    tx: &mut Tx,
+    silences: &'a [Silence],
+    alert: &Alert,
+    now: i64,
+) -> StoreResult<Option<&'a Silence>> {
     if silences.is_empty() {
         return Ok(None);
     }

@@ -77,10 +77,12 @@ impl Receiver {
                     None => (StatusCode::ACCEPTED, r#"{"status":"success","message":"Event processed"}"#),
                     Some(why) => (StatusCode::BAD_REQUEST, why),
                 },
-                "alertmanager" => match alertmanager_refusal(&path, &serde_json::from_str(&body).unwrap_or(Value::Null)) {
-                    None => (StatusCode::OK, ""),
-                    Some(why) => (StatusCode::BAD_REQUEST, why),
-                },
+                "alertmanager" => {
+                    match alertmanager_refusal(&path, &serde_json::from_str(&body).unwrap_or(Value::Null)) {
+                        None => (StatusCode::OK, ""),
+                        Some(why) => (StatusCode::BAD_REQUEST, why),
+                    }
+                }
                 "flaky" if n > 2 => (StatusCode::NO_CONTENT, ""),
                 "flaky" => (StatusCode::INTERNAL_SERVER_ERROR, "try later"),
                 _ => (StatusCode::SERVICE_UNAVAILABLE, "down for maintenance"),

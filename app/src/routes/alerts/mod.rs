@@ -150,13 +150,9 @@ pub fn AlertCard(
         "Silenced: not notified"
     };
     let silenced = alert.silenced_by.clone().map(|id| match silence {
-        Some(s) => format!(
-            "{held} ({}, by {} until {}): {}",
-            s.scope(),
-            s.created_by,
-            format_utc(&s.ends_at),
-            s.reason
-        ),
+        Some(s) => {
+            format!("{held} ({}, by {} until {}): {}", s.scope(), s.created_by, format_utc(&s.ends_at), s.reason)
+        }
         None => format!("{held} (silence {id})"),
     });
     let state = alert.state;

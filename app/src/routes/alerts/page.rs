@@ -151,7 +151,8 @@ fn delivery_line(d: WebhookDelivery) -> Line {
 #[component]
 fn Timeline(events: Vec<AlertEvent>, deliveries: Vec<WebhookDelivery>) -> impl IntoView {
     let none_sent = deliveries.is_empty();
-    let mut lines: Vec<Line> = events.into_iter().map(event_line).chain(deliveries.into_iter().map(delivery_line)).collect();
+    let mut lines: Vec<Line> =
+        events.into_iter().map(event_line).chain(deliveries.into_iter().map(delivery_line)).collect();
     lines.sort_by_key(|l| l.at);
     view! {
         <section class="card alert-timeline" data-testid="alert-timeline">
@@ -184,7 +185,8 @@ fn SilenceForm(view: AlertView, silence: ServerAction<CreateSilence>, draft: RwS
     let alert_id = view.alert.id.clone();
     let d = draft.get_untracked();
     let rule = d.rule.clone().unwrap_or_else(|| view.alert.rule.as_str().to_string());
-    let tool = d.tool.clone().unwrap_or_else(|| view.alert.subject.strip_prefix("tool:").unwrap_or_default().to_string());
+    let tool =
+        d.tool.clone().unwrap_or_else(|| view.alert.subject.strip_prefix("tool:").unwrap_or_default().to_string());
     let agent = d.agent.clone().unwrap_or_else(|| view.agent.clone().unwrap_or_default());
     let minutes = d.minutes.clone().unwrap_or_else(|| "240".to_string());
     let reason = d.reason.clone().unwrap_or_default();

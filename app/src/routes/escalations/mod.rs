@@ -66,7 +66,9 @@ impl QueueQuery {
         if self.resolved {
             pairs.push(("view", "resolved"));
         }
-        for (key, value) in [("reason", &self.reason), ("agent", &self.agent), ("claim", &self.claim), ("age", &self.age)] {
+        for (key, value) in
+            [("reason", &self.reason), ("agent", &self.agent), ("claim", &self.claim), ("age", &self.age)]
+        {
             if let Some(v) = value {
                 pairs.push((key, v.as_str()));
             }
