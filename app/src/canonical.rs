@@ -237,6 +237,9 @@ pub struct QueryParams {
     /// `1h`, `24h`, `7d` or `30d` back from now; the page's shorthand for `since`.
     pub range: Option<String>,
     pub flag: Option<String>,
+    /// The model most of the run's steps used, exactly (what /trends charts cost by).
+    #[serde(default)]
+    pub model: Option<String>,
     /// A run id, trace id, idempotency key, external resource id or tool name.
     pub q: Option<String>,
     /// started (default), cost or duration; always descending.

@@ -66,6 +66,8 @@ pub struct RunQuery {
     pub since_ns: Option<i64>,
     pub until_ns: Option<i64>,
     pub flag: Option<RunFlag>,
+    /// The run's main model (`runs.model`), exactly.
+    pub model: Option<String>,
     /// A run id, trace id, idempotency key, external resource id or tool name.
     pub search: Option<String>,
     /// The tool name the search term names, as stored, when it differs only in case
@@ -169,6 +171,7 @@ impl QueryParams {
             since_ns: given(&self.since).map(|s| time_ns("since", s)).transpose()?.or(range_since),
             until_ns: given(&self.until).map(|s| time_ns("until", s)).transpose()?,
             flag: given(&self.flag).map(|f| f.parse::<RunFlag>()).transpose()?,
+            model: given(&self.model).map(str::to_string),
             search: given(&self.q).map(str::to_string),
             search_tool: None,
             agent_names: None,
@@ -182,7 +185,7 @@ impl QueryParams {
 impl RunQuery {
     /// Whether a filter needs a column that only `runs` has.
     pub fn filters_on_runs(&self) -> bool {
-        self.agent.is_some() || self.trigger.is_some() || self.flag.is_some()
+        self.agent.is_some() || self.trigger.is_some() || self.flag.is_some() || self.model.is_some()
     }
 
     /// The trimmed search term, if any.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 const HOUR_MS: i64 = 3_600_000;
 
 /// The ranges the page offers, as they appear in the URL (`?range=24h|7d|30d`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum Range {
     #[default]
     #[serde(rename = "24h")]
@@ -149,6 +149,9 @@ pub struct RunPoint {
     pub deduped_calls: i64,
     pub duplicate_side_effects: i64,
     pub completed_without_read: bool,
+    pub agent: Option<String>,
+    /// The model most of its steps used (`None`: none named, or stored before 0.3.0).
+    pub model: Option<String>,
 }
 
 /// Everything read from storage for one window: runs that started in it, and the instants
@@ -311,6 +314,17 @@ pub struct Trends {
     pub replay_pass_rate: Vec<Series>,
     /// `requested`, `decided` and `expired`.
     pub approvals: Vec<Series>,
+    /// Cost (USD) per bucket by agent: the [`COST_GROUPS`] agents that cost most over the
+    /// range (keys `agent:NAME`), the rest (`agent-other`), runs without one (`agent-none`).
+    #[serde(default)]
+    pub cost_by_agent: Vec<Series>,
+    /// Cost per bucket by each run's main model, likewise (`model:NAME`, `model-other`,
+    /// `model-none`).
+    #[serde(default)]
+    pub cost_by_model: Vec<Series>,
+    /// The agent the figures are limited to, if one is.
+    #[serde(default)]
+    pub agent: Option<String>,
     /// When these figures were computed (Unix ms; 0 = not said): the page may show figures
     /// kept for a few seconds (`services::trends_cache`).
     #[serde(default)]
@@ -356,6 +370,65 @@ fn replay_pass_rates(window: &Window, results: &[(i64, String, bool)]) -> Vec<Se
             label: agent,
         })
         .collect()
+}
+
+/// How many agents (and models) the cost charts show one by one; the rest are summed.
+pub const COST_GROUPS: usize = 6;
+
+/// Cost per bucket grouped by `of` (an agent or a model): the groups that cost most over
+/// the range first, each a series `{prefix}:{name}`; the rest as `{prefix}-other`; runs
+/// without one as `{prefix}-none` (labelled `none`).
+pub fn cost_by<'a>(
+    window: &Window,
+    runs: impl Iterator<Item = &'a RunPoint>,
+    of: impl Fn(&RunPoint) -> Option<&str>,
+    prefix: &str,
+    none: &str,
+) -> Vec<Series> {
+    let n = window.buckets;
+    let mut groups: Vec<(Option<String>, Vec<f64>)> = Vec::new();
+    for run in runs {
+        let Some(i) = window.index(run.started_ms) else { continue };
+        let name = of(run).map(str::to_string);
+        let row = match groups.iter().position(|(g, _)| *g == name) {
+            Some(p) => p,
+            None => {
+                groups.push((name, vec![0.0; n]));
+                groups.len() - 1
+            }
+        };
+        groups[row].1[i] += run.cost.max(0.0);
+    }
+    let total = |v: &[f64]| v.iter().sum::<f64>();
+    let (mut named, unnamed): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(g, _)| g.is_some());
+    named.sort_by(|a, b| total(&b.1).total_cmp(&total(&a.1)).then_with(|| a.0.cmp(&b.0)));
+    let rest = if named.len() > COST_GROUPS { named.split_off(COST_GROUPS) } else { Vec::new() };
+    let series = |key: String, label: String, values: Vec<f64>| Series {
+        key,
+        label,
+        summary: Some(total(&values)),
+        values: values.into_iter().map(Some).collect(),
+    };
+    let mut out: Vec<Series> = named
+        .into_iter()
+        .map(|(g, v)| {
+            let name = g.unwrap_or_default();
+            series(format!("{prefix}:{name}"), name, v)
+        })
+        .collect();
+    if !rest.is_empty() {
+        let mut sum = vec![0.0; n];
+        for (_, v) in &rest {
+            for (s, x) in sum.iter_mut().zip(v) {
+                *s += x;
+            }
+        }
+        out.push(series(format!("{prefix}-other"), format!("{} others", rest.len()), sum));
+    }
+    for (_, v) in unnamed {
+        out.push(series(format!("{prefix}-none"), none.to_string(), v));
+    }
+    out
 }
 
 /// The cost quantiles charted, with their keys.
@@ -439,6 +512,9 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
             Series::counts("decided", "decided", bucket_counts(&window, &inputs.approvals_decided)),
             Series::counts("expired", "expired", bucket_counts(&window, &inputs.approvals_expired)),
         ],
+        cost_by_agent: cost_by(&window, inputs.runs.iter(), |r| r.agent.as_deref(), "agent", "no agent named"),
+        cost_by_model: cost_by(&window, inputs.runs.iter(), |r| r.model.as_deref(), "model", "model not recorded"),
+        agent: None,
         computed_at_ms: 0,
     }
 }
@@ -463,7 +539,46 @@ mod tests {
             deduped_calls: 0,
             duplicate_side_effects: 0,
             completed_without_read: false,
+            agent: None,
+            model: None,
         }
+    }
+
+    #[test]
+    fn cost_by_agent_names_the_costliest_and_sums_the_rest() {
+        let w = Window::ending_at(Range::Day, NOW);
+        let t0 = w.start_ms;
+        let mut runs = Vec::new();
+        for (i, cost) in [5.0, 1.0, 2.0, 3.0, 4.0, 6.0, 0.5, 0.25].iter().enumerate() {
+            let mut r = run(t0 + i as i64, TerminalReason::Completed, *cost, 1);
+            r.agent = Some(format!("agent-{i}"));
+            runs.push(r);
+        }
+        let mut nameless = run(NOW, TerminalReason::Running, 0.75, 1);
+        nameless.model = Some("gpt-4o".into());
+        runs.push(nameless);
+        let s = cost_by(&w, runs.iter(), |r| r.agent.as_deref(), "agent", "no agent named");
+        let keys: Vec<&str> = s.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "agent:agent-5",
+                "agent:agent-0",
+                "agent:agent-4",
+                "agent:agent-3",
+                "agent:agent-2",
+                "agent:agent-1",
+                "agent-other",
+                "agent-none"
+            ]
+        );
+        assert_eq!(s[6].label, "2 others");
+        assert_eq!(s[6].summary, Some(0.75));
+        assert_eq!((s[7].values[23], s[7].summary), (Some(0.75), Some(0.75)), "a running run's cost so far counts");
+        assert_eq!(s[0].values[0], Some(6.0));
+        let by_model = cost_by(&w, runs.iter(), |r| r.model.as_deref(), "model", "model not recorded");
+        assert_eq!(by_model[0].key, "model:gpt-4o");
+        assert_eq!(by_model[1].summary, Some(21.75));
     }
 
     #[test]

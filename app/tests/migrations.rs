@@ -196,6 +196,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
     ),
     ("sqlite", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
     ("sqlite", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
+    ("sqlite", "0039_oncall.sql", "83193f1c680f696ba2371ffe092c36d4107bacb5e98547cdc10386980178c831677ddd1cd6ead4baa7b5587f4d24510b"),
     (
         "postgres",
         "0001_foundation.sql",
@@ -373,6 +374,7 @@ const RELEASED: &[(&str, &str, &str)] = &[
     ),
     ("postgres", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
     ("postgres", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
+    ("postgres", "0039_oncall.sql", "99d6f607d644e9149305539b15a1b6400413abf3bf9684323eaab8bb58d21a38fc9c7cfc78628e80dcebbaec29bd6b2f"),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
@@ -601,6 +603,7 @@ mod previous_release {
         assert_eq!(open[0].run_id, RUN);
         assert_eq!(open[0].what_was_done[0].external_id.as_deref(), Some("msg_1"));
         assert_eq!(open[0].what_remains[0].description, "call the customer");
+        assert_eq!(open[0].needed_at, open[0].opened_at, "an older escalation needed a person when it was stored");
         // Each tool's run count, kept in `tools` since 0032, is filled from what was stored.
         let mut kept: Vec<(String, i64)> =
             app::storage::tools::list(db, 100).await.unwrap().into_iter().map(|t| (t.tool_name, t.runs)).collect();

@@ -99,3 +99,72 @@ test('a viewer cannot claim', async ({ page, request }) => {
   });
   expect(forged.status()).toBe(403);
 });
+
+/// A run of `service` that needed a person `hoursAgo` hours ago: its `escalation` span event
+/// says so, though its spans arrive now.
+async function escalatedEarlier(request: APIRequestContext, service: string, runId: string, traceByte: string, reason: string, hoursAgo: number) {
+  const needed = BigInt(Date.now() - hoursAgo * 3_600_000) * 1_000_000n;
+  const hour = 3_600_000_000_000n;
+  await exportSpans(request, service, [{
+    traceId: traceByte.repeat(16),
+    spanId: '01'.repeat(8),
+    parentSpanId: '',
+    name: 'agent.run',
+    kind: 1,
+    startTimeUnixNano: String(needed - hour),
+    endTimeUnixNano: String(needed + 60_000_000_000n),
+    attributes: [attr('run.id', runId)],
+    events: [{ timeUnixNano: String(needed), name: 'escalation', attributes: [attr('escalation.reason', reason), attr('blocking_fact', 'the refund is over the limit')] }],
+  }]);
+}
+
+test('the queue waits from when the run needed a person, reads reasons in words and filters', async ({ page, request }) => {
+  const errors = failOnConsoleErrors(page);
+  const stamp = Date.now();
+  const early = `run-e2e-esc-early-${stamp}`;
+  const other = `run-e2e-esc-other-${stamp}`;
+  await escalatedEarlier(request, 'refunds-agent', early, 'e7', 'budget exceeded', 2);
+  await escalatedEarlier(request, 'refunds-agent', other, 'e8', 'low confidence', 0);
+  await signIn(page, ALICE);
+  await page.goto('/escalations');
+  await waitForHydration(page);
+  const row = page.locator(`tr[data-run="${early}"]`);
+  await expect(row.locator('td.age')).toHaveText('2 h');
+  await expect(row.locator('[data-reason="budget_exceeded"]')).toHaveText('budget exceeded');
+  await expect(page.locator(`tr[data-run="${other}"] td.age`)).toHaveText(/^\d+ (s|min)$/);
+
+  // Filter: reason and agent from the form; the address keeps them.
+  const filters = page.getByTestId('queue-filters');
+  await filters.getByLabel('Reason').selectOption('budget_exceeded');
+  await filters.getByLabel('Agent').selectOption('refunds-agent');
+  await filters.getByRole('button', { name: 'Filter' }).click();
+  await expect(page).toHaveURL(/reason=budget_exceeded/);
+  await expect(page).toHaveURL(/agent=refunds-agent/);
+  await expect(page.locator(`tr[data-run="${early}"]`)).toBeVisible();
+  await expect(page.locator(`tr[data-run="${other}"]`)).toHaveCount(0);
+  await expect(page.getByTestId('queue-count')).toContainText('matching the filters');
+  await page.reload();
+  await expect(page.getByTestId('queue-filters').getByLabel('Reason')).toHaveValue('budget_exceeded');
+  await page.goto('/escalations?age=1h&agent=refunds-agent');
+  await expect(page.locator(`tr[data-run="${early}"]`)).toBeVisible();
+  await expect(page.locator(`tr[data-run="${other}"]`)).toHaveCount(0);
+  expect(errors).toEqual([]);
+});
+
+test.describe('without JavaScript', () => {
+  test.use({ javaScriptEnabled: false });
+
+  test('the queue filters through its form', async ({ page, request }) => {
+    const runId = `run-e2e-esc-nojs-${Date.now()}`;
+    await escalatedEarlier(request, 'nojs-agent', runId, 'e9', 'contradictory information', 1);
+    await signIn(page, ALICE);
+    await page.goto('/escalations');
+    const filters = page.getByTestId('queue-filters');
+    await filters.getByLabel('Agent').selectOption('nojs-agent');
+    await filters.getByLabel('Waiting').selectOption('15m');
+    await filters.getByRole('button', { name: 'Filter' }).click();
+    await expect(page).toHaveURL(/agent=nojs-agent.*age=15m/);
+    await expect(page.locator('tbody tr')).toHaveCount(1);
+    await expect(page.locator(`tr[data-run="${runId}"] [data-reason]`)).toHaveText('contradictory information');
+  });
+});

@@ -10,6 +10,8 @@ const CHARTS: { id: string; legend: RegExp }[] = [
   { id: 'chart-no-read', legend: /completed without a read tool/ },
   { id: 'chart-duplicates', legend: /deduplicated calls: \d+ calls?/ },
   { id: 'chart-cost', legend: /p95: [\d.]+ USD/ },
+  { id: 'chart-cost-agent', legend: /[\d.]+ USD/ },
+  { id: 'chart-cost-model', legend: /[\d.]+ USD/ },
   { id: 'chart-escalations', legend: /opened: \d+ escalations?/ },
   { id: 'chart-approvals', legend: /requested: \d+ approvals?/ },
 ];
@@ -44,6 +46,33 @@ test('the trends page shows the charts for demo data', async ({ page }) => {
   await expect(page.getByRole('link', { name: 'Last 7 days' })).toHaveAttribute('aria-current', 'page');
   await expect(page.getByTestId('chart-reasons').locator('text.caption.x')).toHaveText('6-hour bucket (UTC)');
   await expectCharts(page);
+  expect(errors).toEqual([]);
+});
+
+test('one agent\'s trends, and a bar opens the runs behind it', async ({ page }) => {
+  const errors = failOnConsoleErrors(page);
+  await signIn(page, VICTOR);
+  await page.goto('/trends?range=24h');
+  await waitForHydration(page);
+  const filter = page.getByTestId('trends-filter');
+  // The agent that cost most in the range (the first of the cost-by-agent legend).
+  const key = await page.getByTestId('chart-cost-agent').locator('g.legend-item').first().getAttribute('data-series');
+  expect(key).toMatch(/^agent:/);
+  const agent = key!.slice('agent:'.length);
+  await filter.getByLabel('Agent').selectOption(agent!);
+  await filter.getByRole('button', { name: 'Show' }).click();
+  await expect(page).toHaveURL(new RegExp(`agent=${agent}`));
+  await expect(page.locator('.trends-summary')).toContainText(`of ${agent} started`);
+  await expect(page.getByRole('link', { name: 'Last 7 days' })).toHaveAttribute('href', `/trends?range=7d&agent=${agent}`);
+  // A bar of the cost by agent opens that agent's runs of its hour, costliest first.
+  const bar = page.getByTestId('chart-cost-agent').locator('a').first();
+  const href = await bar.getAttribute('href');
+  expect(href).toContain(`agent=${agent}`);
+  expect(href).toContain('since=');
+  await bar.click();
+  await expect(page).toHaveURL(/\/runs\?.*since=/);
+  await expect(page.getByTestId('time-filter')).toContainText('Started from');
+  await expect(page.locator('table.runs tbody tr').first()).toBeVisible();
   expect(errors).toEqual([]);
 });
 

@@ -5,6 +5,7 @@
 //! serde reads the file into it, and [`Config::resolve`] applies the defaults.
 
 use anyhow::Context;
+use app::auth::client_address::TrustedProxies;
 use app::ingest::decode::DecodeLimits;
 use app::ingest::mapping::MappingTable;
 use app::ingest::normalize::Limits;
@@ -174,11 +175,18 @@ pub struct Overrides {
     pub slack_response_url_prefix: Option<String>,
 
     /// Outgoing webhooks (config file only: `[[webhooks]]` entries with `name`, `url`,
-    /// `format` = "json", "slack", "pagerduty" or "alertmanager", and optionally `events`,
+    /// `format` = "json", "slack", "pagerduty", "alertmanager" or "alertmanager_api", and optionally `events`,
     /// `secret` (Standard Webhooks signing) and, for PagerDuty, `routing_key`)
     #[arg(skip)]
     #[serde(default)]
     pub webhooks: Option<Vec<WebhookTarget>>,
+
+    /// Addresses or networks of the reverse proxies in front of Flightdeck, whose
+    /// `X-Forwarded-For` / `Forwarded: for=` headers name the client for the sign-in
+    /// backoff and the audit log (comma-separated; e.g. 10.0.0.0/8,192.0.2.7) [default:
+    /// none: the headers are ignored and the connection's address counts]
+    #[arg(long, env = "FLIGHTDECK_TRUSTED_PROXIES", global = true, value_name = "ADDRS", value_delimiter = ',')]
+    pub trusted_proxies: Option<Vec<String>>,
 
     /// Where alerts go (config file only: `[[alert_routes]]` entries with `name`,
     /// `targets`, and optionally `rules` and `severities`; the first match decides)
@@ -242,6 +250,7 @@ impl Overrides {
             approval_recheck_seconds: self.approval_recheck_seconds.or(lower.approval_recheck_seconds),
             slack_signing_secret: self.slack_signing_secret.or(lower.slack_signing_secret),
             slack_response_url_prefix: self.slack_response_url_prefix.or(lower.slack_response_url_prefix),
+            trusted_proxies: self.trusted_proxies.or(lower.trusted_proxies),
         }
     }
 
@@ -292,6 +301,8 @@ pub struct Config {
     pub slack_response_url_prefix: String,
     /// Served by the MCP gateway at `/mcp/{name}`.
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Whose forwarding headers are believed (none by default).
+    pub trusted_proxies: TrustedProxies,
 }
 
 /// Writer tasks on PostgreSQL unless configured otherwise. One writer waits on each of
@@ -365,7 +376,10 @@ impl Config {
         if alert_interval_seconds == 0 {
             anyhow::bail!("alert_interval_seconds must be at least 1");
         }
+        let trusted_proxies =
+            TrustedProxies::parse(&o.trusted_proxies.unwrap_or_default()).map_err(anyhow::Error::msg)?;
         Ok(Config {
+            trusted_proxies,
             listen,
             data_dir,
             database_url,
@@ -459,6 +473,7 @@ impl fmt::Display for Config {
         writeln!(f, "  database_url         {}", redact_url(&self.database_url))?;
         writeln!(f, "  site_root            {}", self.site_root.display())?;
         writeln!(f, "  secure_cookies       {}", self.secure_cookies)?;
+        writeln!(f, "  trusted_proxies      {}", self.trusted_proxies.describe())?;
         writeln!(f, "  session_idle_minutes {}", self.session_idle_minutes)?;
         writeln!(f, "  otlp_http_listen     {}", self.otlp_http_listen)?;
         writeln!(f, "  otlp_grpc_listen     {}", self.otlp_grpc_listen)?;
@@ -590,6 +605,23 @@ mod tests {
         let f = file("approval_recheck_seconds = 0\n");
         let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
         assert!(err.contains("approval_recheck_seconds must be at least 1"), "{err}");
+    }
+
+    #[test]
+    fn trusted_proxies_are_off_by_default_and_checked() {
+        let c = Config::resolve(Overrides::default(), None).unwrap();
+        assert!(c.trusted_proxies.is_empty());
+        assert!(c.to_string().contains("trusted_proxies      off (forwarding headers ignored)"), "{c}");
+        let f = file("trusted_proxies = [\"10.0.0.0/8\", \"192.0.2.7\"]\n");
+        let c = Config::resolve(Overrides::default(), Some(f.path())).unwrap();
+        assert!(c.trusted_proxies.trusts("10.1.2.3".parse().unwrap()));
+        assert!(c.to_string().contains("trusted_proxies      10.0.0.0/8, 192.0.2.7"), "{c}");
+        let flags = Overrides { trusted_proxies: Some(vec!["fd00::/8".into()]), ..Default::default() };
+        let c = Config::resolve(flags, Some(f.path())).unwrap();
+        assert!(!c.trusted_proxies.trusts("10.1.2.3".parse().unwrap()), "the flag replaces the file's list");
+        let f = file("trusted_proxies = [\"proxy.internal\"]\n");
+        let err = format!("{:#}", Config::resolve(Overrides::default(), Some(f.path())).unwrap_err());
+        assert!(err.contains("trusted_proxies: `proxy.internal` is not an IP address"), "{err}");
     }
 
     #[test]

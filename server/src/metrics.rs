@@ -172,7 +172,7 @@ pub fn render(s: &Scrape) -> String {
     out.family(
         "flightdeck_escalation_oldest_open_age_seconds",
         "gauge",
-        "Age of the oldest open escalation in seconds; 0 when none is open.",
+        "How long the longest-waiting open escalation has waited since its run needed a person, in seconds; 0 when none is open.",
     );
     out.sample(
         "flightdeck_escalation_oldest_open_age_seconds",

@@ -154,13 +154,13 @@ impl Worker {
         if target.format == app::notify::WebhookFormat::Pagerduty && configured.is_none() {
             return Err(format!("the target `{}` is no longer configured (its routing key is gone)", target.name));
         }
-        let body = app::webhook_body::render(&target, &delivery.event, &self.settings.public_url)?;
+        let body = app::webhook_body::render(&target, &delivery.event, &self.settings.public_url, chrono::Utc::now())?;
         let body = serde_json::to_vec(&body).map_err(|e| format!("cannot encode the body: {e}"))?;
         let id = format!("msg_{}", delivery.id);
         let timestamp = app::storage::now_ms() / 1000;
         let mut request = self
             .client
-            .post(&delivery.target_url)
+            .post(target.format.post_url(&delivery.target_url))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("webhook-id", &id)
             .header("webhook-timestamp", timestamp.to_string())

@@ -389,3 +389,96 @@ async fn reasons_and_details_sent_in_the_articles_words_on_spans_are_understood(
         t.cleanup().await;
     }
 }
+
+/// A run of `agent` that escalated `minutes_ago`: with `event`, through an `escalation`
+/// span event at that time (its span started an hour before and is still going); else
+/// through `escalation.reason` on a span that ended then.
+fn escalated_at(trace: u8, run_id: &str, agent: &str, reason: &str, minutes_ago: i64, event: bool) -> Vec<Span> {
+    let at_ns = (app::storage::now_ms() - minutes_ago * 60_000) as u64 * 1_000_000;
+    let mut attrs = vec![kv("run.id", run_id), kv("gen_ai.agent.name", agent)];
+    if !event {
+        attrs.push(kv("escalation.reason", reason));
+    }
+    let mut root = span_at(trace, 1, None, "agent.run", at_ns - 3_600_000_000_000, attrs);
+    root.end_time_unix_nano = at_ns;
+    if event {
+        root.events.push(Event {
+            name: "escalation".into(),
+            time_unix_nano: at_ns,
+            attributes: vec![kv("escalation.reason", reason), kv("blocking_fact", "the order is locked")],
+            ..Default::default()
+        });
+        root.end_time_unix_nano = at_ns + 60_000_000_000;
+    }
+    vec![root]
+}
+
+#[tokio::test]
+async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason_agent_claim_and_age() {
+    use app::alerts::AlertRule;
+    for t in TestDb::each_backend().await {
+        let s = live(&t).await;
+        let db = &t.db;
+        // Traces that arrive now about runs that needed a person two hours and 30 minutes ago,
+        // and an agent that files through the API now.
+        ingest(db, escalated_at(31, "run-old", "billing-bot", "budget exceeded", 120, true)).await;
+        ingest(db, escalated_at(32, "run-mid", "support-bot", "low_confidence", 30, false)).await;
+        let body = json!({"run_id": "run-new", "reason": "insufficient_permission", "agent": "billing-bot"});
+        assert_eq!(s.escalate(body).await.0, StatusCode::CREATED);
+        let now = chrono::Utc::now();
+        let open = app::storage::escalations::list(db, true, 10).await.unwrap();
+        let runs: Vec<&str> = open.iter().map(|e| e.run_id.as_str()).collect();
+        assert_eq!(runs, ["run-old", "run-mid", "run-new"], "longest waiting first, {}", t.backend());
+        let waited = |i: usize| (now - open[i].needed_at).num_minutes();
+        assert_eq!((waited(0), waited(1), waited(2)), (120, 30, 0), "{open:#?}");
+        assert!(open.iter().all(|e| (now - e.opened_at).num_minutes() < 1), "all stored just now");
+
+        let olga = s.person("olga").await;
+        let page = olga.page("/escalations").await;
+        assert!(page.contains("3 of 3 open, longest waiting first"), "{page}");
+        assert!(page.contains(">2 h<") && page.contains(">30 min<"), "waiting since the run needed a person: {page}");
+        let table = &page[page.find("<tbody").unwrap()..page.find("</tbody>").unwrap()];
+        for words in ["budget exceeded", "low confidence", "insufficient permission"] {
+            assert!(table.contains(&format!(">{words}<")), "{words}: {table}");
+        }
+        assert!(!table.contains(">budget_exceeded<") && !table.contains(">low_confidence<"), "reasons in words");
+
+        let listed = |page: &str| -> Vec<String> {
+            ["run-old", "run-mid", "run-new"]
+                .iter()
+                .filter(|r| page.contains(&format!("data-run=\"{r}\"")))
+                .map(|r| r.to_string())
+                .collect()
+        };
+        let filtered = olga.page("/escalations?reason=budget_exceeded").await;
+        assert_eq!(listed(&filtered), ["run-old"]);
+        assert!(filtered.contains("1 of 1 open matching the filters (3 open in all)"), "{filtered}");
+        assert!(filtered.contains("<option value=\"budget_exceeded\" selected"), "the form shows the filter");
+        assert_eq!(listed(&olga.page("/escalations?agent=billing-bot").await), ["run-old", "run-new"]);
+        assert_eq!(listed(&olga.page("/escalations?age=1h").await), ["run-old"]);
+        assert_eq!(listed(&olga.page("/escalations?age=15m&agent=billing-bot").await), ["run-old"]);
+        let id = open[2].id.clone();
+        assert_eq!(olga.call("claim_escalation", &[("id", &id)]).await.0, StatusCode::OK);
+        assert_eq!(listed(&olga.page("/escalations?claim=mine").await), ["run-new"]);
+        assert_eq!(listed(&olga.page("/escalations?claim=unclaimed").await), ["run-old", "run-mid"]);
+        let oscar = s.person("oscar").await;
+        assert!(listed(&oscar.page("/escalations?claim=mine").await).is_empty(), "mine is olga's");
+        assert_eq!(listed(&oscar.page("/escalations?claim=claimed").await), ["run-new"]);
+        let none = olga.page("/escalations?reason=other").await;
+        assert!(none.contains("None of the 3 open escalations match these filters."), "{none}");
+        let (status, body) = olga.call("load_escalations", &[("resolved", "false"), ("reason", "bored")]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body.contains("unknown reason `bored`"), "{body}");
+
+        // The backlog alert and the navigation count from the same instant.
+        let fired = app::services::alert_evaluation::evaluate_once(db, &Default::default(), app::storage::now_ms(), 0)
+            .await
+            .unwrap()
+            .fired;
+        let backlog = fired.iter().find(|a| a.rule == AlertRule::EscalationBacklog).expect("fires at once");
+        assert!(backlog.value >= 119.0 * 60.0, "the longest wait: {}", backlog.value);
+        let (count, oldest) = app::storage::escalations::backlog(db).await.unwrap();
+        assert_eq!((count, oldest), (3, Some(open[0].needed_at.timestamp_millis())));
+        t.cleanup().await;
+    }
+}

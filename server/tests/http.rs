@@ -17,7 +17,12 @@ const VICTOR_PASSWORD: &str = "victor-password-123";
 
 /// A router on a fresh database with an admin (alice) and a viewer (victor).
 async fn setup(t: &TestDb) -> Router {
-    let config = Config::resolve(Overrides::default(), None).unwrap();
+    setup_with(t, Overrides::default()).await
+}
+
+/// [`setup`] with settings of the test's own.
+async fn setup_with(t: &TestDb, settings: Overrides) -> Router {
+    let config = Config::resolve(settings, None).unwrap();
     users::create(&t.db, "alice", &password::hash(ALICE_PASSWORD), &[Role::Admin, Role::Viewer]).await.unwrap();
     users::create(&t.db, "victor", &password::hash(VICTOR_PASSWORD), &[Role::Viewer]).await.unwrap();
     let state = AppState {
@@ -208,6 +213,72 @@ async fn wrong_passwords_slow_the_guesser_not_the_owner() {
         let failed = audit::list(&t.db, None, Some("login_failed"), 50).await.unwrap().entries;
         assert_eq!(failed.len(), 6, "refused attempts are not failures: they never checked a password");
         assert!(failed.iter().all(|e| e.source.as_deref() == Some("203.0.113.9")));
+        t.cleanup().await;
+    }
+}
+
+/// A browser behind a proxy at `proxy` that says the client is `client`.
+fn forwarded(req: &mut Request<Body>, header_name: &str, value: &str) {
+    req.headers_mut()
+        .insert(axum::http::HeaderName::from_bytes(header_name.as_bytes()).unwrap(), value.parse().unwrap());
+}
+
+impl Browser {
+    async fn login_via(&mut self, header_name: &str, client: &str, user: &str, password: &str) -> Reply {
+        let mut req = Request::post("/fn/login")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::from(format!("username={user}&password={password}&next=%2Fruns")))
+            .unwrap();
+        forwarded(&mut req, header_name, client);
+        self.send(req).await
+    }
+}
+
+#[tokio::test]
+async fn forwarding_headers_count_only_from_trusted_proxies() {
+    for t in TestDb::each_backend().await {
+        // Off (the default): a client that sends X-Forwarded-For is still its own address,
+        // so it can neither dodge the backoff nor write another address into the log.
+        let app = setup(&t).await;
+        let mut direct = Browser::at(&app, "203.0.113.9");
+        for fake in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+            let r = direct.login_via("x-forwarded-for", fake, "alice", "wrong-password").await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+        }
+        let r = direct.login_via("x-forwarded-for", "198.51.100.4", "alice", ALICE_PASSWORD).await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "a new forwarded address does not reset the backoff");
+        let failed = audit::list(&t.db, None, Some("login_failed"), 50).await.unwrap().entries;
+        assert!(failed.iter().all(|e| e.source.as_deref() == Some("203.0.113.9")), "{failed:?}");
+        t.cleanup().await;
+    }
+    for t in TestDb::each_backend().await {
+        // On: requests through the proxy at 10.0.0.5 are keyed on the client it names.
+        let settings = Overrides { trusted_proxies: Some(vec!["10.0.0.0/8".into()]), ..Default::default() };
+        let app = setup_with(&t, settings).await;
+        let mut proxy = Browser::at(&app, "10.0.0.5");
+        for _ in 0..3 {
+            let r = proxy.login_via("x-forwarded-for", "6.6.6.6, 203.0.113.9", "alice", "wrong-password").await;
+            assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+        }
+        let r = proxy.login_via("x-forwarded-for", "203.0.113.9", "alice", ALICE_PASSWORD).await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "the guesser behind the proxy waits");
+        // The owner behind the same proxy is not held up by the guesser's misses.
+        let mut owner = Browser::at(&app, "10.0.0.5");
+        let r = owner.login_via("forwarded", "for=198.51.100.20;proto=https", "alice", ALICE_PASSWORD).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        // A client that talks to Flightdeck directly is not believed.
+        let mut direct = Browser::at(&app, "192.0.2.50");
+        let r = direct.login_via("x-forwarded-for", "10.0.0.9", "victor", "wrong-password").await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+        let entries = audit::list(&t.db, None, None, 50).await.unwrap().entries;
+        let sources = |action: &str| -> Vec<String> {
+            entries.iter().filter(|e| e.action == action).filter_map(|e| e.source.clone()).collect()
+        };
+        assert_eq!(sources("login"), ["198.51.100.20"]);
+        let mut failed = sources("login_failed");
+        failed.sort();
+        assert_eq!(failed, ["192.0.2.50", "203.0.113.9", "203.0.113.9", "203.0.113.9"]);
         t.cleanup().await;
     }
 }

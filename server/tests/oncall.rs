@@ -198,6 +198,53 @@ async fn alerts_follow_the_first_matching_route_and_alertmanager_gets_its_own_sh
 }
 
 #[tokio::test]
+async fn alertmanager_api_targets_get_alerts_posted_into_alertmanager_re_sent_while_firing_and_ended_on_resolve() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            // The target names the Alertmanager; deliveries go to its /api/v2/alerts.
+            targets: vec![rx.target("alertmanager", "/alertmanager", WebhookFormat::AlertmanagerApi)],
+            routes: Vec::new(),
+        };
+        irreversible_burst(db).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        let id = fired[0].id.clone();
+        deliver_all(db, &worker(db, &n)).await;
+        // Within a minute nothing is re-sent; after one, the still-firing alert is (and
+        // acknowledging it changes nothing for Alertmanager, which has no such state).
+        assert_eq!(evaluate_once(db, &n, now + 30_000, 0).await.unwrap().resent, 0, "{}", t.backend());
+        alerts::acknowledge(db, &id, "olga", &n).await.unwrap();
+        assert_eq!(evaluate_once(db, &n, now + 61_000, 0).await.unwrap().resent, 1);
+        deliver_all(db, &worker(db, &n)).await;
+        // Ten minutes on, the executions left the window: resolved.
+        evaluate_once(db, &n, now + 10 * MINUTE_MS + 1, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+
+        let got = rx.received();
+        let statuses: Vec<&str> = got.iter().map(|r| r.event.as_str()).collect();
+        assert_eq!(statuses, ["alert.firing", "alert.firing", "alert.resolved"], "{got:#?}");
+        assert!(got.iter().all(|r| r.path == "/alertmanager/api/v2/alerts"), "{got:#?}");
+        let failed = webhooks::list(db, true, 10).await.unwrap();
+        assert!(failed.is_empty(), "the stand-in accepted every body: {failed:#?}");
+        let first = &got[0].body[0];
+        assert_eq!(first["labels"]["alertname"], "irreversible_executions");
+        assert_eq!(first["labels"]["severity"], "page");
+        assert_eq!(first["labels"]["flightdeck_alert"], id.as_str());
+        assert_eq!(first["generatorURL"], format!("https://fd.example/alerts/{id}"));
+        let at =
+            |r: &Received, key: &str| chrono::DateTime::parse_from_rfc3339(r.body[0][key].as_str().unwrap()).unwrap();
+        let sent = chrono::Utc::now();
+        assert!(at(&got[0], "endsAt") > sent + chrono::Duration::minutes(3), "firing: endsAt ahead of now");
+        assert_eq!(at(&got[0], "startsAt"), at(&got[2], "startsAt"), "one alert throughout");
+        let resolved = alerts::get(db, &id).await.unwrap().unwrap().resolved_at.unwrap();
+        assert_eq!(at(&got[2], "endsAt").timestamp_millis(), resolved.timestamp_millis(), "ended at its resolution");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
 async fn without_routes_info_alerts_notify_nobody_and_a_refused_pagerduty_event_is_kept_as_failed() {
     for t in TestDb::each_backend().await {
         let db = &t.db;
@@ -373,7 +420,10 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         // On the page: the alert, marked, and the silence with who and why.
         let olga = live.person("olga").await;
         let page = olga.page("/alerts").await;
-        assert!(page.contains("Silenced: not notified (rule irreversible_executions, agent billing-bot"), "{page}");
+        assert!(
+            page.contains("Silenced: not notified (rule “Irreversible tool executions”, agent billing-bot"),
+            "{page}"
+        );
         assert!(page.contains("data-testid=\"end-silence\""));
         assert!(page.contains("data-testid=\"maintenance-form\""), "operators may add a maintenance window");
         let alert_page = olga.page(&format!("/alerts/{}", fired[0].id)).await;
@@ -409,6 +459,171 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         let (_, listed) = live.api(Method::GET, "/api/v1/silences", None, &live.agent).await;
         assert_eq!(listed[0]["tool"], "send_email", "{listed}");
         assert_eq!(listed[0]["created_by"], "olga");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_silence_made_from_an_alert_matches_it_keeps_what_was_chosen_and_the_page_shows_the_timeline() {
+    use app::access::{Role, Scope};
+    use reqwest::StatusCode;
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let operator: &[Role] = &[Role::Operator, Role::Viewer];
+        let live = common::live(&t, &[("olga", operator)], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n = Notifications {
+            targets: vec![
+                rx.target("on-call", "/ok/oncall", WebhookFormat::Json),
+                rx.target("old-pager", "/down/pager", WebhookFormat::Json),
+            ],
+            routes: Vec::new(),
+        };
+        irreversible_burst(db).await; // three executions, one run
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        let alert = &fired[0];
+        assert!(alert.notified_at.is_some(), "{}", t.backend());
+        deliver_all(db, &worker(db, &n)).await;
+
+        let olga = live.person("olga").await;
+        let path = format!("/alerts/{}", alert.id);
+        let page = olga.page(&path).await.replace("<!>", "");
+        // The count beside the list says what it counts: three executions, one run.
+        assert!(page.contains("3 irreversible executions of any tool"), "{page}");
+        assert!(page.contains("Behind it: 1 run"), "{page}");
+        let timeline = &page[page.find("data-testid=\"alert-timeline\"").expect("a timeline")..];
+        assert!(timeline.contains("Fired"), "{timeline}");
+        assert!(timeline.contains("alert.firing to on-call: delivered at "), "{timeline}");
+        assert!(timeline.contains("alert.firing to old-pager: failed after 3 attempts"), "{timeline}");
+        assert!(timeline.contains("HTTP 503: 503 Service Unavailable down for maintenance"), "{timeline}");
+
+        // One that would not match the alert it is made from is refused, saying why.
+        let id = alert.id.as_str();
+        let form = |tool: &'static str, minutes: &'static str| {
+            vec![
+                ("alert", id),
+                ("rule", "irreversible_executions"),
+                ("agent", ""),
+                ("tool", tool),
+                ("minutes", minutes),
+                ("reason", "mail provider migration"),
+            ]
+        };
+        let (status, body) = olga.call("create_silence", &form("wire_money", "1440")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body.contains("would not match the alert it is made from"), "{body}");
+        assert!(body.contains("not about the tool `wire_money` alone"), "{body}");
+        // Without JavaScript the refused form comes back with what was chosen.
+        let back = olga
+            .http
+            .post(format!("{}/fn/create_silence", live.base))
+            .header("accept", "text/html")
+            .header("sec-fetch-site", "same-origin")
+            .header("referer", format!("{}{path}", live.base))
+            .form(&form("wire_money", "1440"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(back.url().path(), path, "back on the alert's page");
+        let query = back.url().query().unwrap_or_default().to_string();
+        assert!(
+            query.contains("minutes=1440") && query.contains("tool=wire_money") && query.contains("__err="),
+            "{query}"
+        );
+        let again = back.text().await.unwrap().replace("<!>", "");
+        assert!(again.contains("not about the tool `wire_money` alone"), "the error shows: {again}");
+        assert!(again.contains("<option value=\"1440\" selected"), "the chosen duration stays: {again}");
+        assert!(again.contains("value=\"wire_money\""), "and the tool");
+        assert!(again.contains(">mail provider migration</textarea>"), "and the reason");
+        // A reload of that address shows them too.
+        let reload = olga.page(&format!("{path}?minutes=1440&reason=x")).await;
+        assert!(reload.contains("<option value=\"1440\" selected"), "{reload}");
+
+        // Matching: made, kept for the chosen day, and the alert shows as silenced at once.
+        let (status, body) = olga.call("create_silence", &form("", "1440")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let made: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let ends = chrono::DateTime::parse_from_rfc3339(made["ends_at"].as_str().unwrap()).unwrap();
+        let created = chrono::DateTime::parse_from_rfc3339(made["created_at"].as_str().unwrap()).unwrap();
+        assert_eq!((ends - created).num_minutes(), 1440, "the chosen duration");
+        let stored = alerts::get(db, id).await.unwrap().unwrap();
+        assert_eq!(stored.silenced_by.as_deref(), made["id"].as_str());
+        let page = olga.page(&path).await.replace("<!>", "");
+        assert!(page.contains("Silenced: notified when it fired"), "{page}");
+        assert!(page.contains("Silenced: further notifications held back by olga"), "{page}");
+
+        // It had been notified, so its resolution is sent all the same (the incident closes).
+        let before = rx.received().len();
+        evaluate_once(db, &n, now + 11 * MINUTE_MS, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+        let resolved: Vec<String> = rx.received()[before..].iter().map(|r| r.event.clone()).collect();
+        assert!(resolved.contains(&"alert.resolved".to_string()), "{resolved:?}");
+        let page = olga.page(&path).await.replace("<!>", "");
+        assert!(page.contains("alert.resolved to on-call: delivered"), "{page}");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_long_list_behind_an_alert_says_how_many_there_were() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        tune(db, AlertRule::IrreversibleExecutions, |s| s.threshold = 2.0).await;
+        let email = ("send_email", "irreversible", "ok");
+        for i in 0..60u8 {
+            run(db, 100 + i, &format!("run-{i:02}"), "completed", MINUTE_MS, &[email]).await;
+        }
+        let fired = evaluate_once(db, &Notifications::default(), now_ms(), 0).await.unwrap().fired;
+        let alert = &fired[0];
+        assert_eq!((alert.value, alert.items.len(), alert.items_total), (60.0, 50, Some(60)), "{}", t.backend());
+        assert_eq!(app::alerts::behind_it(&alert.items, alert.items_total), "the first 50 of 60: 50 runs");
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn a_deploy_script_ends_the_silence_it_created_and_the_alert_pages_again() {
+    use app::access::Scope;
+    use reqwest::{Method, StatusCode};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let live = common::live(&t, &[], &[Scope::Alerts]).await;
+        let rx = Receiver::start().await;
+        let n =
+            Notifications { targets: vec![rx.target("on-call", "/ok/oncall", WebhookFormat::Json)], routes: vec![] };
+        let request = serde_json::json!({"rule": "irreversible_executions", "minutes": 120, "reason": "deploying"});
+        let (status, silence) = live.api(Method::POST, "/api/v1/silences", Some(request), &live.agent).await;
+        assert_eq!(status, StatusCode::CREATED, "{silence}");
+        let id = silence["id"].as_str().unwrap().to_string();
+        irreversible_burst(db).await;
+        let now = now_ms();
+        let fired = evaluate_once(db, &n, now, 0).await.unwrap().fired;
+        assert_eq!(fired[0].silenced_by.as_deref(), Some(id.as_str()), "{}", t.backend());
+
+        let (status, got) = live.api(Method::GET, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!((status, got["reason"].as_str()), (StatusCode::OK, Some("deploying")), "{got}");
+        let (status, ended) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!(status, StatusCode::OK, "{ended}");
+        assert_eq!(ended["ended_by"], "token:agent-7", "{ended}");
+        // Ending it again changes nothing and is no error: a script may retry.
+        let (status, again) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &live.agent).await;
+        assert_eq!((status, &again), (StatusCode::OK, &ended));
+        let (status, body) = live.api(Method::DELETE, "/api/v1/silences/sil_nope", None, &live.agent).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        let audit = app::storage::audit::list(db, None, Some("silence_ended"), 10).await.unwrap().entries;
+        assert_eq!(audit.len(), 1, "ended once: {audit:?}");
+        assert_eq!((audit[0].actor.as_deref(), audit[0].target.as_deref()), (Some("token:agent-7"), Some(id.as_str())));
+        assert!(audit[0].source.is_some(), "from the script's address");
+
+        // The next evaluation finds the alert still breaching and pages.
+        evaluate_once(db, &n, now + 5_000, 0).await.unwrap();
+        deliver_all(db, &worker(db, &n)).await;
+        let got = rx.received();
+        assert_eq!(got.iter().map(|r| r.event.as_str()).collect::<Vec<_>>(), ["alert.firing"], "{got:#?}");
+        let token = common::token(db, "reader", &[Scope::Read]).await;
+        let (status, _) = live.api(Method::DELETE, &format!("/api/v1/silences/{id}"), None, &token).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "scope alerts");
         t.cleanup().await;
     }
 }

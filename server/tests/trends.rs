@@ -108,12 +108,14 @@ async fn seed(db: &Db, a: i64, b: i64) {
     insert_approval(db, "ap4", "cancelled", a, Some(b)).await;
 }
 
-const CHARTS: [&str; 7] = [
+const CHARTS: [&str; 9] = [
     "chart-reasons",
     "chart-tool-calls",
     "chart-no-read",
     "chart-duplicates",
     "chart-cost",
+    "chart-cost-agent",
+    "chart-cost-model",
     "chart-escalations",
     "chart-approvals",
 ];
@@ -203,6 +205,92 @@ async fn the_charts_state_the_figures_of_each_range() {
     }
 }
 
+/// The `href`s of the links around the marks of chart `testid` of series `series`, as the
+/// browser reads them.
+fn mark_links(html: &str, testid: &str, series: &str) -> Vec<String> {
+    let start = html.find(&format!("data-testid=\"{testid}\"")).expect("the chart");
+    let chart = &html[start..start + html[start..].find("</svg>").unwrap()];
+    chart
+        .split("<a href=\"")
+        .skip(1)
+        .filter(|part| part.split("</a>").next().unwrap_or("").contains(&format!("data-series=\"{series}\"")))
+        .map(|part| part.split('"').next().unwrap().replace("&amp;", "&"))
+        .collect()
+}
+
+async fn insert_agent_run(db: &Db, id: &str, agent: &str, model: Option<&str>, reason: &str, at_ms: i64, cost: f64) {
+    let sql = "INSERT INTO runs (run_id, agent, model, run_trigger, terminal_reason, started_ns, cost, input_tokens, \
+               output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
+               completed_without_read, approval_violations, duplicates, updated_at) \
+               VALUES ($1, $2, $3, 'user', $4, $5, $6, 0, 0, 0, 1, 1, '[]', 0, 0, FALSE, 0, '[]', 0)";
+    app::on_pool!(db, pool => sqlx::query(sql)
+        .bind(id)
+        .bind(agent)
+        .bind(model)
+        .bind(reason)
+        .bind(at_ms * MS)
+        .bind(cost)
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .unwrap());
+}
+
+#[tokio::test]
+async fn cost_by_agent_and_model_and_an_agent_filter_with_bars_that_open_their_runs() {
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let live = common::live(&t, &[("victor", &[Role::Viewer])], &[Scope::Read]).await;
+        let victor = live.person("victor").await;
+        let w = Window::ending_at(Range::Day, now_ms());
+        let (a, b) = (w.bucket_start(5) + 60_000, w.bucket_start(12) + 60_000);
+        insert_agent_run(db, "run-bill", "billing-agent", Some("gpt-4o"), "completed", a, 0.30).await;
+        insert_agent_run(db, "run-help", "support-bot", Some("claude-3"), "completed", a + 1, 1.20).await;
+        insert_agent_run(db, "run-old", "support-bot", None, "error", b, 0.50).await;
+
+        let html = victor.page("/trends?range=24h").await.replace("<!>", "");
+        assert_has(&html, "support-bot: 1.70 USD");
+        assert_has(&html, "billing-agent: 0.3000 USD");
+        assert_has(&html, "claude-3: 1.20 USD");
+        assert_has(&html, "gpt-4o: 0.3000 USD");
+        assert_has(&html, "model not recorded: 0.5000 USD");
+        assert_has(&html, &format!("{}: support-bot 1.20 USD (open the runs)", w.bucket_title(5)));
+
+        // A bar opens exactly the runs it counts.
+        let listed = |page: &str| -> Vec<&str> {
+            ["run-bill", "run-help", "run-old"].into_iter().filter(|r| page.contains(&format!("/runs/{r}\""))).collect()
+        };
+        let agent_bar = mark_links(&html, "chart-cost-agent", "agent:support-bot");
+        assert_eq!(agent_bar.len(), 2, "one per bucket with a cost: {agent_bar:?}");
+        assert!(agent_bar[0].starts_with("/runs?agent=support-bot&sort=cost&since="), "{agent_bar:?}");
+        assert_eq!(listed(&victor.page(&agent_bar[0]).await), ["run-help"]);
+        let model_bar = mark_links(&html, "chart-cost-model", "model:claude-3");
+        assert_eq!(listed(&victor.page(&model_bar[0]).await), ["run-help"]);
+        assert!(mark_links(&html, "chart-cost-model", "model-none").is_empty(), "nothing to filter by");
+        let error_bar = mark_links(&html, "chart-reasons", "error");
+        let runs_page = victor.page(&error_bar[0]).await;
+        assert_eq!(listed(&runs_page), ["run-old"]);
+        assert!(runs_page.contains("data-testid=\"time-filter\""), "the run list says it is limited in time");
+        let completed = mark_links(&html, "chart-reasons", "completed");
+        assert_eq!(listed(&victor.page(&completed[0]).await), ["run-bill", "run-help"]);
+
+        // One agent's figures: its runs only, and its links keep it.
+        let one = victor.page("/trends?range=24h&agent=support-bot").await.replace("<!>", "");
+        assert_has(&one, "2 runs of support-bot started in the last 24 hours");
+        assert_has(&one, "completed: 1 run<");
+        assert!(!one.contains("billing-agent: "), "no other agent's cost");
+        assert_has(&one, "<option value=\"support-bot\" selected");
+        assert_has(&one, "href=\"/trends?range=7d&amp;agent=support-bot\"");
+        let completed = mark_links(&one, "chart-reasons", "completed");
+        assert!(completed[0].contains("agent=support-bot"), "{completed:?}");
+        assert_eq!(listed(&victor.page(&completed[0]).await), ["run-help"]);
+        assert_has(&one, "Calls the ledger stopped are counted per hour for every agent together");
+        let nobody = victor.page("/trends?range=24h&agent=nobody").await.replace("<!>", "");
+        assert_has(&nobody, "No runs, escalations or approvals of nobody in the last 24 hours");
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn anonymous_visitors_cannot_see_trends() {
     for t in TestDb::each_backend().await {
@@ -262,6 +350,46 @@ async fn timing_thirty_days_of_100k_runs() {
         times.sort();
         let (read, total) = times[times.len() / 2];
         eprintln!("{}: read {read:?}, read + compute {total:?} (median of 8)", t.backend());
+        t.cleanup().await;
+    }
+}
+
+#[tokio::test]
+async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_list() {
+    use common::spans::{ingest, kv, span_at};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let start = ((now_ms() - 60_000) as u64) * 1_000_000;
+        let step = |id: u8, model: &str| {
+            span_at(
+                9,
+                id,
+                Some(1),
+                "chat",
+                start + u64::from(id) * 1_000_000,
+                vec![kv("gen_ai.operation.name", "chat"), kv("gen_ai.request.model", model)],
+            )
+        };
+        let root = span_at(
+            9,
+            1,
+            None,
+            "agent.run",
+            start,
+            vec![kv("run.id", "run-models"), kv("run.terminal_reason", "completed")],
+        );
+        ingest(db, vec![root, step(2, "gpt-4o-mini"), step(3, "claude-3-haiku"), step(4, "gpt-4o-mini")]).await;
+        let q = app::canonical::QueryParams { model: Some("gpt-4o-mini".into()), ..Default::default() };
+        let q = app::storage::runs::resolve_search(db, &q.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        let page = app::storage::runs::list(db, &q).await.unwrap();
+        assert_eq!(page.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["run-models"], "{}", t.backend());
+        let other = app::canonical::QueryParams { model: Some("claude-3-haiku".into()), ..Default::default() };
+        let other =
+            app::storage::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        assert!(app::storage::runs::list(db, &other).await.unwrap().runs.is_empty(), "only the main model");
+        let w = Window::ending_at(Range::Day, now_ms());
+        let trends = app::trends::compute(w, &app::storage::trends::inputs(db, &w).await.unwrap());
+        assert_eq!(trends.cost_by_model[0].key, "model:gpt-4o-mini");
         t.cleanup().await;
     }
 }

@@ -41,6 +41,19 @@ pub fn reconcile(open: &[OpenAlert], findings: Vec<Finding>, now_ms: i64, hold_m
     transitions
 }
 
+/// What changed in a refresh worth a timeline entry, if anything: the value of a count,
+/// share or cost ("3 → 5: …"), or for an age (which grows at every evaluation) how many
+/// things are behind it.
+pub fn what_changed(before: &super::Alert, after: &Finding) -> Option<String> {
+    let count = |items: usize, total: Option<i64>| total.unwrap_or(items as i64);
+    if after.unit == super::Unit::Seconds {
+        let (was, now) = (count(before.items.len(), before.items_total), after.items.len() as i64);
+        return (was != now).then(|| format!("{was} → {now} behind it: {}", after.title));
+    }
+    (before.value != after.value)
+        .then(|| format!("{} → {}: {}", before.unit.format(before.value), after.unit.format(after.value), after.title))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +68,21 @@ mod tests {
             unit: Unit::Count,
             items: vec![],
         }
+    }
+
+    #[test]
+    fn a_refresh_is_worth_an_entry_when_what_it_counts_changed() {
+        let mut before = crate::alerts::tests_support::alert(); // value 2, one run
+        let mut after = Finding { value: 2.0, title: "2 calls".into(), items: before.items.clone(), ..finding("") };
+        assert_eq!(what_changed(&before, &after), None);
+        after.value = 5.0;
+        assert_eq!(what_changed(&before, &after).as_deref(), Some("2 → 5: 2 calls"));
+        // An age grows at every evaluation: only the number of things waiting counts.
+        before.unit = Unit::Seconds;
+        after.unit = Unit::Seconds;
+        assert_eq!(what_changed(&before, &after), None);
+        after.items.push(after.items[0].clone());
+        assert_eq!(what_changed(&before, &after).as_deref(), Some("1 → 2 behind it: 2 calls"));
     }
 
     fn open(id: &str, subject: &str, last_breach_ms: i64) -> OpenAlert {

@@ -197,6 +197,82 @@ pub struct Alert {
     /// fired before versions were kept).
     #[serde(default)]
     pub rule_version: Option<i64>,
+    /// When its firing was sent to its route's targets; None while a silence holds it
+    /// back. Once notified, its acknowledgement and resolution are sent too.
+    #[serde(default)]
+    pub notified_at: Option<DateTime<Utc>>,
+    /// How many items were behind it when more than [`rules::MAX_ITEMS`] were (only the
+    /// first ones are kept); None when `items` are all of them.
+    #[serde(default)]
+    pub items_total: Option<i64>,
+}
+
+impl ItemKind {
+    /// "run", "approval", "escalation"; with `n`, the plural when it is not 1.
+    pub fn noun(self, n: usize) -> String {
+        let one = match self {
+            ItemKind::Run => "run",
+            ItemKind::Approval => "approval request",
+            ItemKind::Escalation => "escalation",
+        };
+        format!("{n} {one}{}", if n == 1 { "" } else { "s" })
+    }
+}
+
+/// What the list behind an alert holds, counted by kind, so the count beside the list
+/// says what it counts: "2 runs", "1 run and 1 approval request", or for a list cut short
+/// "the first 50 of 73: 50 runs".
+pub fn behind_it(items: &[AlertItem], total: Option<i64>) -> String {
+    let mut parts = Vec::new();
+    for kind in [ItemKind::Run, ItemKind::Approval, ItemKind::Escalation] {
+        let n = items.iter().filter(|i| i.kind == kind).count();
+        if n > 0 {
+            parts.push(kind.noun(n));
+        }
+    }
+    let listed = match parts.len() {
+        0 => "nothing".to_string(),
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{} and {last}", parts.join(", "))
+        }
+    };
+    match total {
+        Some(total) if total > items.len() as i64 => format!("the first {} of {total}: {listed}", items.len()),
+        _ => listed,
+    }
+}
+
+/// One entry of an alert's timeline (`alert_events`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertEvent {
+    pub at: DateTime<Utc>,
+    /// `fired`, `refreshed`, `acknowledged`, `silenced`, `unsilenced`, `notified`, `resolved`.
+    pub kind: String,
+    pub actor: Option<String>,
+    /// Agent text may be in here (titles name tools): render as text.
+    pub detail: Option<String>,
+}
+
+impl AlertEvent {
+    /// The entry as a sentence's start: "Fired", "Silenced by olga", "Value changed".
+    pub fn headline(&self) -> String {
+        let what = match self.kind.as_str() {
+            "fired" => "Fired",
+            "refreshed" => "Still breaching, changed",
+            "acknowledged" => "Acknowledged",
+            "silenced" => "Silenced: further notifications held back",
+            "unsilenced" => "Silence over",
+            "notified" => "Silence over: notified",
+            "resolved" => "Resolved",
+            other => other,
+        };
+        match &self.actor {
+            Some(who) => format!("{what} by {who}"),
+            None => what.to_string(),
+        }
+    }
 }
 
 /// "17 min" style length of a window, for titles.
@@ -238,6 +314,8 @@ pub(crate) mod tests_support {
             resolved_at: None,
             silenced_by: None,
             rule_version: Some(0),
+            notified_at: Some(fired_at),
+            items_total: None,
         }
     }
 }
@@ -258,6 +336,18 @@ mod tests {
         assert_eq!(window_text(3600), "1 h");
         assert_eq!(window_text(86_400), "1 d");
         assert_eq!(window_text(90), "90 s");
+    }
+
+    #[test]
+    fn what_is_behind_an_alert_is_counted_by_kind() {
+        let run = |id: &str| AlertItem { kind: ItemKind::Run, id: id.into(), note: String::new() };
+        let approval = AlertItem { kind: ItemKind::Approval, id: "apr_1".into(), note: String::new() };
+        assert_eq!(behind_it(&[run("a"), run("b")], None), "2 runs");
+        assert_eq!(behind_it(&[run("a"), approval.clone()], None), "1 run and 1 approval request");
+        let esc = AlertItem { kind: ItemKind::Escalation, ..approval.clone() };
+        assert_eq!(behind_it(&[run("a"), approval, esc], None), "1 run, 1 approval request and 1 escalation");
+        assert_eq!(behind_it(&[run("a"), run("b")], Some(73)), "the first 2 of 73: 2 runs");
+        assert_eq!(behind_it(&[run("a")], Some(1)), "1 run");
     }
 
     #[test]

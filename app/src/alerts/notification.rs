@@ -30,6 +30,8 @@ pub fn test_alert(route: &str, rule: AlertRule, severity: Severity, id: &str, no
         resolved_at: None,
         silenced_by: None,
         rule_version: None,
+        notified_at: Some(now),
+        items_total: None,
     }
 }
 

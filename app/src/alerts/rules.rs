@@ -10,8 +10,13 @@ use super::settings::RuleSettings;
 use super::{window_text, AlertItem, ItemKind, Unit};
 use std::collections::BTreeMap;
 
-/// The most items an alert lists; the value still counts them all.
+/// The most items an alert keeps and lists; the rules hand over all they found, storage
+/// keeps the first ones and their total, and the value still counts them all.
 pub const MAX_ITEMS: usize = 50;
+/// The most items read from the database for a rule whose items come from a query of
+/// their own (the runs of a deduplication spike, the costliest runs): their total is exact
+/// up to this many.
+pub const ITEMS_READ: usize = 1000;
 
 /// One breach the rule found.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +68,6 @@ pub fn irreversible_executions(s: &RuleSettings, now_ms: i64, executions: &[Exec
         }
         let items = runs_by_count(matching.iter().map(|e| e.run_id.as_str()))
             .into_iter()
-            .take(MAX_ITEMS)
             .map(|(run, _)| {
                 let tools = per_run[run].iter().map(|(tool, n)| format!("{n} × {tool}")).collect::<Vec<_>>();
                 item(ItemKind::Run, run, tools.join(", "))
@@ -135,7 +139,6 @@ pub fn approval_violations(s: &RuleSettings, now_ms: i64, violations: &[Violatio
             }
         }
     }
-    items.truncate(MAX_ITEMS);
     vec![Finding {
         subject: String::new(),
         title: format!(
@@ -183,12 +186,7 @@ pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
         value: share,
         threshold: limit,
         unit: Unit::Percent,
-        items: c
-            .runs
-            .iter()
-            .take(MAX_ITEMS)
-            .map(|(run, n)| item(ItemKind::Run, run, format!("{n} deduplicated call(s)")))
-            .collect(),
+        items: c.runs.iter().map(|(run, n)| item(ItemKind::Run, run, format!("{n} deduplicated call(s)"))).collect(),
     }]
 }
 
@@ -197,7 +195,9 @@ pub fn deduped_spike(s: &RuleSettings, c: &DedupedCounts) -> Vec<Finding> {
 pub struct OpenEscalation {
     pub id: String,
     pub run_id: String,
-    pub opened_at_ms: i64,
+    /// When the run needed a person (its escalation event's time, or the API filing
+    /// time), not when the escalation was stored.
+    pub needed_at_ms: i64,
     pub claimed_by: Option<String>,
 }
 
@@ -217,11 +217,12 @@ fn older_than<'a, T>(
     late
 }
 
-/// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) older than
-/// `threshold` seconds. The value is the oldest one's age.
+/// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) waiting
+/// longer than `threshold` seconds since its run needed a person. The value is the
+/// longest wait.
 pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Vec<Finding> {
     let waiting = open.iter().filter(|e| !s.only_unclaimed || e.claimed_by.is_none());
-    let late = older_than(s, now_ms, waiting, |e| e.opened_at_ms, |e| &e.id);
+    let late = older_than(s, now_ms, waiting, |e| e.needed_at_ms, |e| &e.id);
     if late.is_empty() {
         return Vec::new();
     }
@@ -240,7 +241,6 @@ pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]
         unit: Unit::Seconds,
         items: late
             .iter()
-            .take(MAX_ITEMS)
             .map(|(e, age)| {
                 let who = match &e.claimed_by {
                     Some(h) => format!("claimed by {h}"),
@@ -346,7 +346,7 @@ pub fn cost_per_run_jump(s: &RuleSettings, window: &CostTail, baseline: &CostTai
 }
 
 /// The finding for a cost jump; `costliest` are the window's runs above the limit,
-/// costliest first (at most [`MAX_ITEMS`] are listed).
+/// costliest first.
 pub fn cost_jump_finding(s: &RuleSettings, jump: &CostJump, costliest: &[RunCost]) -> Finding {
     Finding {
         subject: String::new(),
@@ -365,7 +365,6 @@ pub fn cost_jump_finding(s: &RuleSettings, jump: &CostJump, costliest: &[RunCost
         items: costliest
             .iter()
             .filter(|r| r.cost > jump.limit)
-            .take(MAX_ITEMS)
             .map(|r| item(ItemKind::Run, &r.run_id, format!("cost {}", Unit::Usd.format(r.cost))))
             .collect(),
     }
@@ -399,7 +398,6 @@ pub fn failed_to_recover(s: &RuleSettings, now_ms: i64, runs: &[FailedRun]) -> V
         unit: Unit::Count,
         items: recent
             .iter()
-            .take(MAX_ITEMS)
             .map(|r| item(ItemKind::Run, &r.run_id, format!("ended in error after {} failed", r.failed_tool)))
             .collect(),
     }]
@@ -450,7 +448,6 @@ pub fn replay_pass_rate(s: &RuleSettings, now_ms: i64, results: &[ReplayOutcome]
                 .iter()
                 .filter(|r| !r.passed)
                 .filter_map(|r| r.run_id.as_ref().map(|run| item(ItemKind::Run, run, format!("{} failed", r.fixture))))
-                .take(MAX_ITEMS)
                 .collect(),
         });
     }
@@ -490,7 +487,6 @@ pub fn call_outcome_unknown(s: &RuleSettings, now_ms: i64, calls: &[SilentCall])
         unit: Unit::Seconds,
         items: late
             .iter()
-            .take(MAX_ITEMS)
             .map(|(c, age)| {
                 let note = format!(
                     "{} step {} (natural key {}) unreported for {}",
@@ -612,7 +608,7 @@ mod tests {
         OpenEscalation {
             id: id.into(),
             run_id: format!("run-{id}"),
-            opened_at_ms: NOW - age_s * 1000,
+            needed_at_ms: NOW - age_s * 1000,
             claimed_by: claimed.map(Into::into),
         }
     }

@@ -133,11 +133,11 @@ impl Silence {
         self.ended_by.is_none() && now < self.ends_at
     }
 
-    /// "rule approval_violation, agent billing-bot" for lists and notes.
+    /// "rule “Tool ran without a valid approval”, agent billing-bot" for lists and notes.
     pub fn scope(&self) -> String {
         let mut parts = Vec::new();
         if let Some(rule) = self.rule {
-            parts.push(format!("rule {}", rule.as_str()));
+            parts.push(format!("rule “{}”", rule.title()));
         }
         if let Some(agent) = &self.agent {
             parts.push(format!("agent {agent}"));
@@ -234,27 +234,49 @@ fn minute_text(m: i64) -> String {
 
 /// What a silence is matched against: the alert, and the agents of the runs behind it.
 pub fn matches(silence: &Silence, alert: &Alert, agents_of_runs: &[String]) -> bool {
-    if silence.rule.is_some_and(|r| r != alert.rule) {
-        return false;
+    why_not(silence.rule, silence.agent.as_deref(), silence.tool.as_deref(), alert, agents_of_runs).is_none()
+}
+
+/// Why a silence of `rule`, `agent` and `tool` (None: any) does not match `alert`, in
+/// words on-call can act on; None when it matches.
+pub fn why_not(
+    rule: Option<AlertRule>,
+    agent: Option<&str>,
+    tool: Option<&str>,
+    alert: &Alert,
+    agents_of_runs: &[String],
+) -> Option<String> {
+    if let Some(rule) = rule.filter(|r| *r != alert.rule) {
+        return Some(format!("it names the rule “{}”, and this alert is “{}”", rule.title(), alert.rule.title()));
     }
-    if let Some(tool) = &silence.tool {
-        let about_tool = alert.subject.strip_prefix("tool:") == Some(tool.as_str())
+    if let Some(tool) = tool {
+        let about_tool = alert.subject.strip_prefix("tool:") == Some(tool)
             || (!alert.items.is_empty()
                 && alert.items.iter().all(|i| {
-                    i.note
-                        .strip_prefix(tool.as_str())
-                        .is_some_and(|rest| rest.starts_with(':') || rest.starts_with(' '))
+                    i.note.strip_prefix(tool).is_some_and(|rest| rest.starts_with(':') || rest.starts_with(' '))
                 }));
         if !about_tool {
-            return false;
+            return Some(format!("this alert is not about the tool `{tool}` alone; leave the tool blank"));
         }
     }
-    if let Some(agent) = &silence.agent {
-        if agents_of_runs.is_empty() || agents_of_runs.iter().any(|a| a != agent) {
-            return false;
+    if let Some(agent) = agent {
+        let mut others: Vec<&str> = agents_of_runs.iter().map(String::as_str).filter(|a| *a != agent).collect();
+        others.dedup();
+        if agents_of_runs.is_empty() {
+            return Some(format!(
+                "no run behind this alert names an agent, so `{agent}` cannot match; leave the agent blank"
+            ));
+        }
+        if !others.is_empty() {
+            let named: Vec<String> =
+                others.iter().map(|a| if a.is_empty() { "(unnamed)".to_string() } else { format!("`{a}`") }).collect();
+            return Some(format!(
+                "not every run behind this alert is `{agent}`'s (also {}); leave the agent blank",
+                named.join(", ")
+            ));
         }
     }
-    true
+    None
 }
 
 /// The first active silence that matches, if any.
@@ -303,6 +325,27 @@ mod tests {
         per_tool.subject = "tool:delete_account".into();
         per_tool.items.push(AlertItem { kind: ItemKind::Run, id: "r2".into(), note: "other".into() });
         assert!(matches(&silence(None, None, Some("delete_account")), &per_tool, &[]));
+    }
+
+    #[test]
+    fn a_mismatch_says_why_in_words() {
+        let a = alert(); // approval_violation, one run item noted "send_email: no approval"
+        let billing = vec!["billing-bot".to_string()];
+        assert_eq!(why_not(Some(AlertRule::ApprovalViolation), Some("billing-bot"), None, &a, &billing), None);
+        let rule = why_not(Some(AlertRule::DedupedSpike), None, None, &a, &billing).unwrap();
+        assert_eq!(
+            rule,
+            "it names the rule “Deduplicated-call spike”, and this alert is “Tool ran without a valid approval”"
+        );
+        assert!(why_not(None, None, Some("wire"), &a, &billing).unwrap().contains("not about the tool `wire` alone"));
+        let both = vec!["billing-bot".to_string(), "ops-bot".to_string()];
+        let agent = why_not(None, Some("billing-bot"), None, &a, &both).unwrap();
+        assert!(agent.contains("also `ops-bot`"), "{agent}");
+        assert!(why_not(None, Some("x"), None, &a, &[]).unwrap().contains("no run behind this alert names an agent"));
+        assert_eq!(
+            silence(Some(AlertRule::ApprovalViolation), Some("b"), None).scope(),
+            "rule “Tool ran without a valid approval”, agent b"
+        );
     }
 
     #[test]

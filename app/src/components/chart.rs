@@ -1,7 +1,8 @@
 //! Charts drawn on the server as plain SVG (bars, stacked or side by side; lines; a
 //! histogram), so they are readable before, and without, the wasm bundle. Every chart has
 //! a title, axes with tick labels and its unit, a legend, and a `<title>` tooltip on each
-//! mark stating its exact figure. Labels are rendered as text nodes, never as markup.
+//! mark stating its exact figure. Labels are rendered as text nodes, never as markup. A
+//! mark may link somewhere (the runs behind a bar): an SVG `<a>` around it.
 
 use crate::trends::Series;
 use leptos::prelude::*;
@@ -12,6 +13,8 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = WIDTH - 16.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = HEIGHT - 48.0;
+/// The height of one more row of legend.
+const LEGEND_ROW: f64 = 16.0;
 
 /// What the y values measure: decides the axis caption and how figures are written.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -108,7 +111,7 @@ impl XAxis {
 /// The colour of a series: fixed for the terminal reasons (matching their badges), else
 /// by position.
 pub fn colour(key: &str, index: usize) -> &'static str {
-    const PALETTE: [&str; 4] = ["#2454d6", "#b42318", "#a05a00", "#1f7a3d"];
+    const PALETTE: [&str; 8] = ["#2454d6", "#b42318", "#a05a00", "#1f7a3d", "#6d28d9", "#0e7490", "#be185d", "#64748b"];
     match key {
         "completed" => "#1f7a3d",
         "step_limit" => "#a05a00",
@@ -116,6 +119,8 @@ pub fn colour(key: &str, index: usize) -> &'static str {
         "error" => "#b42318",
         "escalated" => "#6d28d9",
         "running" => "#60a5fa",
+        k if k.ends_with("-none") => "#cbd5e1",
+        k if k.ends_with("-other") => "#94a3b8",
         _ => PALETTE[index % PALETTE.len()],
     }
 }
@@ -189,18 +194,29 @@ fn frame(
             }
         })
         .collect_view();
+    // Legend items left to right, wrapping onto more rows (the plot moves down by them).
     let mut at = LEFT;
-    let legend = legend
+    let mut row = 0.0;
+    let mut placed = Vec::new();
+    for item in legend {
+        // Text width estimated at 6 px a character (11 px type); the SVG scales, the guess holds.
+        let width = item.text.chars().count() as f64 * 6.0 + if item.colour.is_some() { 30.0 } else { 16.0 };
+        if at > LEFT && at + width > RIGHT + 8.0 {
+            at = LEFT;
+            row += 1.0;
+        }
+        placed.push((at, row * LEGEND_ROW, item));
+        at += width;
+    }
+    let extra = row * LEGEND_ROW;
+    let legend = placed
         .into_iter()
-        .map(|item| {
-            let x0 = at;
-            // Text width estimated at 6 px a character (11 px type); the SVG scales, the guess holds.
-            at += item.text.chars().count() as f64 * 6.0 + if item.colour.is_some() { 30.0 } else { 16.0 };
+        .map(|(x0, dy, item)| {
             let text_x = if item.colour.is_some() { x0 + 14.0 } else { x0 };
             view! {
                 <g class="legend-item" data-series=item.key>
-                    {item.colour.map(|c| view! { <rect x=f(x0) y="8" width="10" height="10" rx="2" fill=c/> })}
-                    <text x=f(text_x) y="17">{item.text}</text>
+                    {item.colour.map(|c| view! { <rect x=f(x0) y=f(8.0 + dy) width="10" height="10" rx="2" fill=c/> })}
+                    <text x=f(text_x) y=f(17.0 + dy)>{item.text}</text>
                 </g>
             }
         })
@@ -211,24 +227,26 @@ fn frame(
             data-testid=testid
             role="img"
             aria-label=label
-            viewBox=format!("0 0 {WIDTH} {HEIGHT}")
+            viewBox=format!("0 0 {WIDTH} {}", HEIGHT + extra)
             preserveAspectRatio="xMinYMin meet"
             xmlns="http://www.w3.org/2000/svg"
         >
             <title>{title}</title>
             <g class="legend">{legend}</g>
-            <g class="y-axis">{y_ticks}</g>
-            <text class="caption y" x="12" y=f((TOP + BOTTOM) / 2.0) text-anchor="middle"
-                transform=format!("rotate(-90 12 {})", f((TOP + BOTTOM) / 2.0))>
-                {unit.caption()}
-            </text>
-            <g class="marks">{marks}</g>
-            <line class="axis" x1=f(LEFT) x2=f(RIGHT) y1=f(BOTTOM) y2=f(BOTTOM)/>
-            <line class="axis" x1=f(LEFT) x2=f(LEFT) y1=f(TOP) y2=f(BOTTOM)/>
-            <g class="x-axis">{x_ticks}</g>
-            <text class="caption x" x=f((LEFT + RIGHT) / 2.0) y=f(HEIGHT - 8.0) text-anchor="middle">
-                {x.caption.clone()}
-            </text>
+            <g class="plot" transform=format!("translate(0 {})", f(extra))>
+                <g class="y-axis">{y_ticks}</g>
+                <text class="caption y" x="12" y=f((TOP + BOTTOM) / 2.0) text-anchor="middle"
+                    transform=format!("rotate(-90 12 {})", f((TOP + BOTTOM) / 2.0))>
+                    {unit.caption()}
+                </text>
+                <g class="marks">{marks}</g>
+                <line class="axis" x1=f(LEFT) x2=f(RIGHT) y1=f(BOTTOM) y2=f(BOTTOM)/>
+                <line class="axis" x1=f(LEFT) x2=f(LEFT) y1=f(TOP) y2=f(BOTTOM)/>
+                <g class="x-axis">{x_ticks}</g>
+                <text class="caption x" x=f((LEFT + RIGHT) / 2.0) y=f(HEIGHT - 8.0) text-anchor="middle">
+                    {x.caption.clone()}
+                </text>
+            </g>
         </svg>
     }
 }
@@ -244,8 +262,21 @@ fn bar_height(v: f64, top: f64) -> f64 {
     }
 }
 
-/// Counts per bucket, one bar per series side by side, or (`stacked`) one bar per bucket
-/// split by series.
+/// Where mark `i` of series `k` links, if anywhere: `links[k][i]`.
+fn link_of(links: &[Vec<Option<String>>], k: usize, i: usize) -> Option<String> {
+    links.get(k).and_then(|l| l.get(i)).cloned().flatten()
+}
+
+/// `mark` wrapped in an SVG link to `href` (the `<g>` makes the `<a>` an SVG one).
+fn linked(href: Option<String>, mark: AnyView) -> AnyView {
+    match href {
+        Some(href) => view! { <g class="mark-link"><a href=href>{mark}</a></g> }.into_any(),
+        None => mark,
+    }
+}
+
+/// Values per bucket, one bar per series side by side, or (`stacked`) one bar per bucket
+/// split by series. With `links` (per series, per bucket), a bar opens what it counts.
 #[component]
 pub fn BarChart(
     #[prop(into)] title: String,
@@ -254,6 +285,7 @@ pub fn BarChart(
     x: XAxis,
     series: Vec<Series>,
     #[prop(optional)] stacked: bool,
+    #[prop(optional)] links: Vec<Vec<Option<String>>>,
 ) -> impl IntoView {
     let n = x.labels.len();
     let value = |s: &Series, i: usize| s.values.get(i).copied().flatten().unwrap_or(0.0);
@@ -280,13 +312,21 @@ pub fn BarChart(
             if stacked {
                 base = y;
             }
-            let tip = format!("{}: {} {}", x.titles.get(i).cloned().unwrap_or_default(), s.label, unit.format(v));
-            rects.push(view! {
+            let href = link_of(&links, k, i);
+            let tip = format!(
+                "{}: {} {}{}",
+                x.titles.get(i).cloned().unwrap_or_default(),
+                s.label,
+                unit.format(v),
+                if href.is_some() { " (open the runs)" } else { "" }
+            );
+            let rect = view! {
                 <rect class="bar" x=f(left) y=f(y) width=f(width) height=f(h) fill=colour(&s.key, k)
                     data-series=s.key.clone() data-bucket=i data-value=v.to_string()>
                     <title>{tip}</title>
                 </rect>
-            });
+            };
+            rects.push(linked(href, rect.into_any()));
         }
     }
     let legend = legend_for(&series, unit);
@@ -294,7 +334,7 @@ pub fn BarChart(
 }
 
 /// One line per series across the buckets; buckets without a value are gaps, and every
-/// measured point has a dot with its figure as tooltip.
+/// measured point has a dot with its figure as tooltip (and, with `links`, a link).
 #[component]
 pub fn LineChart(
     #[prop(into)] title: String,
@@ -302,6 +342,7 @@ pub fn LineChart(
     unit: Unit,
     x: XAxis,
     series: Vec<Series>,
+    #[prop(optional)] links: Vec<Vec<Option<String>>>,
 ) -> impl IntoView {
     let max = series.iter().flat_map(|s| s.values.iter().flatten().copied()).fold(0.0, f64::max);
     let ticks = nice_ticks(max, unit.integer());
@@ -327,16 +368,23 @@ pub fn LineChart(
         }
         for (i, v) in s.values.iter().enumerate() {
             let Some(v) = *v else { continue };
-            let tip = format!("{}: {} {}", x.titles.get(i).cloned().unwrap_or_default(), s.label, unit.format(v));
-            marks.push(
-                view! {
-                    <circle class="dot" cx=f(x.centre(i)) cy=f(y_of(v, top)) r="3" fill=c
-                        data-series=s.key.clone() data-bucket=i data-value=v.to_string()>
-                        <title>{tip}</title>
-                    </circle>
-                }
-                .into_any(),
+            let href = link_of(&links, k, i);
+            let tip = format!(
+                "{}: {} {}{}",
+                x.titles.get(i).cloned().unwrap_or_default(),
+                s.label,
+                unit.format(v),
+                if href.is_some() { " (open the runs)" } else { "" }
             );
+            // A linked point is a larger target than the 3 px dot.
+            let r = if href.is_some() { "4" } else { "3" };
+            let dot = view! {
+                <circle class="dot" cx=f(x.centre(i)) cy=f(y_of(v, top)) r=r fill=c
+                    data-series=s.key.clone() data-bucket=i data-value=v.to_string()>
+                    <title>{tip}</title>
+                </circle>
+            };
+            marks.push(linked(href, dot.into_any()));
         }
     }
     let legend = legend_for(&series, unit);

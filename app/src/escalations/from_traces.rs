@@ -33,13 +33,16 @@ pub struct ToOpen<'a> {
     /// The agent's words when they name no known reason.
     pub reason_text: Option<String>,
     pub details: Details,
+    /// When the run needed a person, as its traces tell (Unix ms), if they do.
+    pub needed_at_ms: Option<i64>,
 }
 
 /// What the traces of this write change.
 #[derive(Debug, Default, PartialEq)]
 pub struct Decision<'a> {
-    /// API-filed escalations the traces now report too.
-    pub merged: Vec<&'a str>,
+    /// API-filed escalations the traces now report too, with when their traces say the
+    /// run needed a person (an agent may file after it stopped).
+    pub merged: Vec<(&'a str, Option<i64>)>,
     pub opened: Vec<ToOpen<'a>>,
 }
 
@@ -62,25 +65,48 @@ pub fn decide<'a>(
 ) -> Decision<'a> {
     let mut decision = Decision::default();
     for run in escalated {
+        let of_run = || spans.iter().filter(|s| run.trace_ids.contains(&s.trace_id));
         match latest.get(&run.run_id) {
             Some(Latest { from_trace: true, .. }) => {}
-            Some(Latest { id, .. }) => decision.merged.push(id.as_str()),
+            Some(Latest { id, .. }) => decision.merged.push((id.as_str(), needed_at(run, of_run()))),
             None => {
                 let raw = run.escalation_reason.clone().unwrap_or_else(|| "unspecified".into());
                 let (reason, reason_text) = match EscalationReason::from_words(&raw) {
                     Some(r) => (r, None),
                     None => (EscalationReason::Other, Some(raw)),
                 };
-                let of_run = || spans.iter().filter(|s| run.trace_ids.contains(&s.trace_id));
                 let details = of_run()
                     .find_map(|s| details_from_events(&s.events))
                     .or_else(|| of_run().find_map(|s| s.escalation_details.as_ref()).map(details_from_attributes))
                     .unwrap_or_default();
-                decision.opened.push(ToOpen { run, reason, reason_text, details });
+                let needed_at_ms = needed_at(run, of_run());
+                decision.opened.push(ToOpen { run, reason, reason_text, details, needed_at_ms });
             }
         }
     }
     decision
+}
+
+/// When the run needed a person, by its traces: the earliest `escalation` span event's
+/// time, else the end of the earliest span carrying `escalation.reason`, else the end of
+/// the run (one that ended `escalated`). Among `spans`, the ones this write brought; a
+/// run whose escalating span came in an earlier write falls back to its end.
+pub fn needed_at<'a>(run: &RunSummary, spans: impl Iterator<Item = &'a NormalizedSpan>) -> Option<i64> {
+    let mut event: Option<i64> = None;
+    let mut span: Option<i64> = None;
+    for s in spans {
+        for e in s.events.iter().filter(|e| e["name"] == "escalation") {
+            let at = e["time_unix_nano"].as_str().and_then(|t| t.parse::<i64>().ok()).filter(|t| *t > 0);
+            if let Some(ms) = at.map(|ns| ns / 1_000_000) {
+                event = Some(event.map_or(ms, |m| m.min(ms)));
+            }
+        }
+        if s.escalation_reason.is_some() && s.end_ns > 0 {
+            let ms = s.end_ns / 1_000_000;
+            span = Some(span.map_or(ms, |m| m.min(ms)));
+        }
+    }
+    event.or(span).or_else(|| run.ended_at.map(|t| t.timestamp_millis()))
 }
 
 /// The details sent as span attributes (`escalation.blocking_fact`, ...).

@@ -135,7 +135,12 @@ pub struct Escalation {
     pub from_trace: bool,
     pub agent: Option<String>,
     pub open: bool,
+    /// When the escalation was stored.
     pub opened_at: DateTime<Utc>,
+    /// When the run needed a person: the time its traces' `escalation` event (or the span
+    /// or run reporting it) carried, or when the API filed it. Waiting time counts from
+    /// here.
+    pub needed_at: DateTime<Utc>,
     pub claimed_by: Option<String>,
     pub claimed_at: Option<DateTime<Utc>>,
     pub resolved_by: Option<String>,
@@ -144,6 +149,77 @@ pub struct Escalation {
     pub resolution_note: Option<String>,
     /// For `handed_back`: what the agent should do next.
     pub instructions: Option<String>,
+}
+
+/// Whose claim the queue shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimFilter {
+    Unclaimed,
+    Claimed,
+    /// Claimed by this user.
+    By(String),
+}
+
+/// The queue's filters, as checked from its query string (`?reason=&agent=&claim=&age=`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueFilter {
+    pub reason: Option<EscalationReason>,
+    /// An agent's name, exactly.
+    pub agent: Option<String>,
+    /// Open escalations only.
+    pub claim: Option<ClaimFilter>,
+    /// Open escalations waiting longer than this, in seconds.
+    pub waiting_longer_than_s: Option<i64>,
+}
+
+/// The waiting times the queue filters by, as the query string and the page name them.
+pub const AGES: [(&str, i64, &str); 4] = [
+    ("15m", 15 * 60, "over 15 min"),
+    ("1h", 3600, "over 1 hour"),
+    ("4h", 4 * 3600, "over 4 hours"),
+    ("1d", 86_400, "over 1 day"),
+];
+
+impl QueueFilter {
+    /// Reads the query string's values (blank is "any"); `me` is who `claim=mine` means.
+    /// The error names the parameter that is wrong.
+    pub fn parse(
+        reason: Option<&str>,
+        agent: Option<&str>,
+        claim: Option<&str>,
+        age: Option<&str>,
+        me: &str,
+    ) -> Result<QueueFilter, String> {
+        let given = |v: Option<&str>| v.map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let reason = match given(reason) {
+            Some(r) => Some(EscalationReason::parse(&r).ok_or_else(|| {
+                let all: Vec<&str> = EscalationReason::ALL.iter().map(|r| r.as_str()).collect();
+                format!("unknown reason `{r}` (expected {})", all.join(", "))
+            })?),
+            None => None,
+        };
+        let claim = match given(claim).as_deref() {
+            None => None,
+            Some("unclaimed") => Some(ClaimFilter::Unclaimed),
+            Some("claimed") => Some(ClaimFilter::Claimed),
+            Some("mine") => Some(ClaimFilter::By(me.to_string())),
+            Some(other) => return Err(format!("unknown claim `{other}` (expected unclaimed, claimed or mine)")),
+        };
+        let waiting_longer_than_s = match given(age) {
+            Some(a) => Some(
+                AGES.iter()
+                    .find(|(key, _, _)| *key == a)
+                    .map(|(_, s, _)| *s)
+                    .ok_or_else(|| format!("unknown age `{a}` (expected {})", AGES.map(|(k, _, _)| k).join(", ")))?,
+            ),
+            None => None,
+        };
+        Ok(QueueFilter { reason, agent: given(agent), claim, waiting_longer_than_s })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == QueueFilter::default()
+    }
 }
 
 /// One entry of an escalation's timeline.
@@ -158,6 +234,24 @@ pub struct TimelineEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_filters_read_the_query_string_or_name_what_is_wrong() {
+        let f =
+            QueueFilter::parse(Some("budget_exceeded"), Some(" billing "), Some("mine"), Some("1h"), "olga").unwrap();
+        assert_eq!(f.reason, Some(EscalationReason::BudgetExceeded));
+        assert_eq!(f.agent.as_deref(), Some("billing"));
+        assert_eq!(f.claim, Some(ClaimFilter::By("olga".into())));
+        assert_eq!(f.waiting_longer_than_s, Some(3600));
+        assert!(QueueFilter::parse(Some(""), None, Some(" "), None, "olga").unwrap().is_empty(), "blank is any");
+        assert!(QueueFilter::parse(Some("bored"), None, None, None, "o")
+            .unwrap_err()
+            .contains("unknown reason `bored`"));
+        assert!(QueueFilter::parse(None, None, Some("yours"), None, "o").unwrap_err().contains("unknown claim"));
+        assert!(QueueFilter::parse(None, None, None, Some("2h"), "o")
+            .unwrap_err()
+            .contains("expected 15m, 1h, 4h, 1d"));
+    }
 
     #[test]
     fn reasons_in_the_articles_words_map_to_the_canonical_one() {

@@ -41,6 +41,12 @@ pub struct AlertView {
     pub agent: Option<String>,
     /// The rule's settings when it fired, if known.
     pub thresholds: Option<ThresholdsInForce>,
+    /// What happened to it: fired, refreshed, acknowledged, silenced, resolved.
+    #[serde(default)]
+    pub timeline: Vec<crate::alerts::AlertEvent>,
+    /// Every delivery of its events to a target, with how it went.
+    #[serde(default)]
+    pub deliveries: Vec<crate::models::WebhookDelivery>,
 }
 
 /// The version of a rule's settings an alert fired under.
@@ -105,7 +111,9 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
         None => None,
     };
     let can_acknowledge = me.can(crate::access::Role::Operator);
-    Ok(AlertView { alert, can_acknowledge, now: Utc::now(), silence, agent, thresholds })
+    let timeline = crate::storage::alerts::timeline(&db, &alert.id, 200).await?;
+    let deliveries = crate::storage::webhooks::for_alert(&db, &alert.id, 200).await?;
+    Ok(AlertView { alert, can_acknowledge, now: Utc::now(), silence, agent, thresholds, timeline, deliveries })
 }
 
 /// Alerts firing (nobody acknowledged them) and acknowledged, for the navigation.
@@ -209,7 +217,12 @@ pub async fn save_alert_rule(
 }
 
 /// Silences alerts from now for `minutes` (from the alert page's form: blank parts are
-/// "any"). Role `operator`, audited.
+/// "any"). Made from alert `alert`, it must match that alert: one that would not is
+/// refused, saying why. Open alerts it matches show as silenced at once. Role `operator`,
+/// audited.
+///
+/// Without JavaScript a refused form comes back to the alert's page with what was chosen
+/// in the address, so the form shows it again beside the error.
 #[server(prefix = "/fn", endpoint = "create_silence")]
 pub async fn create_silence(
     rule: Option<String>,
@@ -217,18 +230,59 @@ pub async fn create_silence(
     tool: Option<String>,
     minutes: i64,
     reason: String,
+    #[server(default)] alert: Option<String>,
 ) -> Result<Silence, AppError> {
     use super::ssr;
     use crate::alerts::silences::SilenceRequest;
     let me = ssr::require(crate::access::Role::Operator)?;
     let db = ssr::db()?;
-    let valid = match (SilenceRequest { rule, agent, tool, minutes, reason, schedule: None }).validate() {
-        Ok(v) => v,
-        Err(why) => return ssr::fail(AppError::Invalid(why)),
+    let chosen = [("rule", &rule), ("agent", &agent), ("tool", &tool)].map(|(k, v)| (k, v.clone().unwrap_or_default()));
+    let back = |err: AppError| -> Result<Silence, AppError> {
+        match &alert {
+            Some(id) => ssr::form_back_with(
+                &format!("/alerts/{}", crate::url::encode(id)),
+                &[
+                    chosen[0].clone(),
+                    chosen[1].clone(),
+                    chosen[2].clone(),
+                    ("minutes", minutes.to_string()),
+                    ("reason", reason.clone()),
+                ],
+                <CreateSilence as leptos::server_fn::ServerFn>::PATH,
+                err,
+            ),
+            None => ssr::fail(err),
+        }
     };
+    let request = SilenceRequest {
+        rule: rule.clone(),
+        agent: agent.clone(),
+        tool: tool.clone(),
+        minutes,
+        reason: reason.clone(),
+        schedule: None,
+    };
+    let valid = match request.validate() {
+        Ok(v) => v,
+        Err(why) => return back(AppError::Invalid(why)),
+    };
+    if let Some(id) = &alert {
+        let Some(from) = crate::storage::alerts::get(&db, id).await? else {
+            return back(AppError::NotFound(format!("alert `{id}`")));
+        };
+        let runs: Vec<&str> =
+            from.items.iter().filter(|i| i.kind == crate::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
+        let agents = crate::storage::silences::agents_of(&db, &runs).await?;
+        let why =
+            crate::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
+        if let Some(why) = why {
+            return back(AppError::Invalid(format!("this silence would not match the alert it is made from: {why}")));
+        }
+    }
     let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
     let detail = format!("{}: {}", silence.scope(), silence.reason);
     ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    crate::storage::alerts::hold_under(&db, &silence, crate::storage::now_ms()).await?;
     Ok(silence)
 }
 
@@ -289,5 +343,6 @@ pub async fn create_maintenance_window(
     let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
     let detail = format!("{}: {}", silence.scope(), silence.reason);
     ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    crate::storage::alerts::hold_under(&db, &silence, crate::storage::now_ms()).await?;
     Ok(silence)
 }

@@ -14,9 +14,16 @@ use serde::{Deserialize, Serialize};
 pub struct QueueView {
     pub escalations: Vec<Escalation>,
     pub now: DateTime<Utc>,
-    /// How many there are in this view (open or resolved), over all pages.
+    /// How many there are in this view (open or resolved) that pass the filters, over all
+    /// pages.
     #[serde(default)]
     pub total: i64,
+    /// How many there are in this view without filters (the same as `total` when none is set).
+    #[serde(default)]
+    pub unfiltered: i64,
+    /// The agents the view's escalations name, for the agent filter.
+    #[serde(default)]
+    pub agents: Vec<String>,
     /// The cursor of the next page, when there is one.
     #[serde(default)]
     pub next: Option<String>,
@@ -30,7 +37,7 @@ pub const PAGE_SIZE: i64 = 50;
 
 /// A page cursor: the last escalation's time (ms) and id, `~` between (ids never hold one).
 pub fn cursor_of(e: &Escalation, resolved: bool) -> String {
-    let at = if resolved { e.resolved_at.unwrap_or(e.opened_at) } else { e.opened_at };
+    let at = if resolved { e.resolved_at.unwrap_or(e.opened_at) } else { e.needed_at };
     format!("{}~{}", at.timestamp_millis(), e.id)
 }
 
@@ -56,13 +63,29 @@ pub struct EscalationView {
     pub irreversible_calls: Vec<String>,
 }
 
-/// One page of the queue ([`PAGE_SIZE`]), after the cursor `after` from the page before.
+/// One page of the queue ([`PAGE_SIZE`]), after the cursor `after` from the page before,
+/// filtered by reason, agent, claim (`unclaimed`, `claimed`, `mine`) and waiting time
+/// (`15m`, `1h`, `4h`, `1d`; see `escalations::QueueFilter`).
+#[allow(clippy::too_many_arguments)]
 #[server(prefix = "/fn", endpoint = "load_escalations")]
-pub async fn load_escalations(resolved: bool, #[server(default)] after: Option<String>) -> Result<QueueView, AppError> {
+pub async fn load_escalations(
+    resolved: bool,
+    #[server(default)] after: Option<String>,
+    #[server(default)] reason: Option<String>,
+    #[server(default)] agent: Option<String>,
+    #[server(default)] claim: Option<String>,
+    #[server(default)] age: Option<String>,
+) -> Result<QueueView, AppError> {
     use super::ssr;
+    use crate::escalations::QueueFilter;
     use crate::storage::escalations;
-    ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(crate::access::Role::Viewer)?;
     let db = ssr::db()?;
+    let filter =
+        match QueueFilter::parse(reason.as_deref(), agent.as_deref(), claim.as_deref(), age.as_deref(), &me.username) {
+            Ok(f) => f,
+            Err(why) => return ssr::fail(AppError::Invalid(why)),
+        };
     let after = match after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
         None => None,
         Some(text) => match text.split_once('~').and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string()))) {
@@ -75,15 +98,18 @@ pub async fn load_escalations(resolved: bool, #[server(default)] after: Option<S
         },
     };
     let first = after.is_none();
-    let mut list = escalations::page(&db, !resolved, after, PAGE_SIZE + 1).await?;
+    let mut list = escalations::page(&db, !resolved, &filter, after, PAGE_SIZE + 1).await?;
     let next = if list.len() as i64 > PAGE_SIZE {
         list.truncate(PAGE_SIZE as usize);
         list.last().map(|e| cursor_of(e, resolved))
     } else {
         None
     };
-    let total = escalations::count(&db, !resolved).await?;
-    Ok(QueueView { escalations: list, now: Utc::now(), total, next, first })
+    let total = escalations::count(&db, !resolved, &filter).await?;
+    let unfiltered =
+        if filter.is_empty() { total } else { escalations::count(&db, !resolved, &QueueFilter::default()).await? };
+    let agents = escalations::agents(&db, !resolved).await?;
+    Ok(QueueView { escalations: list, now: Utc::now(), total, unfiltered, agents, next, first })
 }
 
 /// Open escalations and when the oldest was opened, for the navigation.

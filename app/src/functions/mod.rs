@@ -64,9 +64,14 @@ pub mod ssr {
         parts().ok()?.extensions.get::<CurrentUser>().cloned()
     }
 
-    /// The client address, for the audit log and the sign-in rate limit.
+    /// The client address, for the audit log and the sign-in rate limit: as the server's
+    /// `client_address` layer resolved it (behind trusted proxies, the forwarded client),
+    /// else the connection's peer.
     pub fn source() -> Option<String> {
         let parts = parts().ok()?;
+        if let Some(crate::auth::client_address::ClientAddress(ip)) = parts.extensions.get() {
+            return Some(ip.to_string());
+        }
         parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(addr)| addr.ip().to_string())
     }
 
@@ -101,6 +106,37 @@ pub mod ssr {
         if from_form {
             leptos_axum::redirect(path);
         }
+    }
+
+    /// Refuses a plain (no-JavaScript) form post by sending it back to `page` with what
+    /// was entered (`fields`) in the address, so the form can show it again, and the
+    /// error where the page's action shows errors (Leptos' `__path` / `__err`). A call
+    /// from the hydrated page gets the error as usual.
+    pub fn form_back_with<T>(
+        page: &str,
+        fields: &[(&str, String)],
+        fn_path: &str,
+        err: AppError,
+    ) -> Result<T, AppError> {
+        let from_form = parts().ok().is_some_and(|p| {
+            p.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"))
+        });
+        if !from_form {
+            return fail(err);
+        }
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in fields.iter().filter(|(_, v)| !v.is_empty()) {
+            query.append_pair(k, v);
+        }
+        let encoded = leptos::server_fn::error::ServerFnUrlError::new(fn_path, err.clone());
+        if let Ok(url) = encoded.to_url(&format!("http://flightdeck{page}?{}", query.finish())) {
+            let back = match url.query() {
+                Some(q) => format!("{}?{q}", url.path()),
+                None => url.path().to_string(),
+            };
+            leptos_axum::redirect(&back);
+        }
+        Err(err)
     }
 
     /// Records in the audit log what `actor` did, from the request's address.

@@ -97,6 +97,22 @@ pub fn first_failed_tool(spans: &[SpanFacts]) -> Option<&str> {
         .as_deref()
 }
 
+/// The model most of a run's steps named (ties: the one with more tokens, then the first
+/// by name), kept in `runs.model` at ingest for the trends' cost by model and the run
+/// list's model filter; `None` when no step names one (pure).
+pub fn main_model(spans: &[SpanFacts]) -> Option<&str> {
+    let mut by_model: BTreeMap<&str, (usize, i64)> = BTreeMap::new();
+    for s in spans.iter().filter(|s| s.role.as_deref() == Some("step")) {
+        if let Some(model) = s.model_id.as_deref().filter(|m| !m.is_empty()) {
+            let entry = by_model.entry(model).or_default();
+            entry.0 += 1;
+            entry.1 = entry.1.saturating_add(s.input_tokens.unwrap_or(0)).saturating_add(s.output_tokens.unwrap_or(0));
+        }
+    }
+    // Ascending by name, so on a full tie `max_by` keeps the last: reverse the name order.
+    by_model.into_iter().rev().max_by_key(|(_, (steps, tokens))| (*steps, *tokens)).map(|(m, _)| m)
+}
+
 /// Recomputes everything about a run from all of its spans, with the shipped prices and
 /// no policies (tests and tools that have no database).
 pub fn derive_run(run_id: &str, spans: &[SpanFacts]) -> RunDetail {
@@ -432,6 +448,25 @@ mod tests {
         assert_eq!(first_failed_tool(&spans), Some("search"));
         assert_eq!(first_failed_tool(&spans[1..2]), None, "nothing failed");
         assert_eq!(first_failed_tool(&[call("d", 5, None, "error")]), None, "a failed span without a tool");
+    }
+
+    #[test]
+    fn the_main_model_is_the_one_most_steps_used() {
+        let with = |id: &str, model: &str, tokens: i64| SpanFacts {
+            model_id: Some(model.into()),
+            ..step("t", id, 1, None, (tokens, 0))
+        };
+        assert_eq!(
+            main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500), with("c", "gpt-4o", 10)]),
+            Some("gpt-4o")
+        );
+        assert_eq!(
+            main_model(&[with("a", "gpt-4o", 10), with("b", "claude", 500)]),
+            Some("claude"),
+            "a tie: more tokens"
+        );
+        assert_eq!(main_model(&[with("a", "b-model", 1), with("b", "a-model", 1)]), Some("a-model"), "then by name");
+        assert_eq!(main_model(&[step("t", "s", 1, None, (1, 1))]), None, "no step names a model");
     }
 
     fn step(trace: &str, id: &str, start: i64, index: Option<i64>, tokens: (i64, i64)) -> SpanFacts {

@@ -100,11 +100,20 @@ pub enum WebhookFormat {
     Pagerduty,
     /// Alertmanager's webhook receiver format (`alerts::alertmanager`): alerts only.
     Alertmanager,
+    /// Alertmanager's own API (`POST {url}/api/v2/alerts`, `alerts::alertmanager`):
+    /// alerts only, re-sent while they fire so Alertmanager's routing, grouping and
+    /// silences apply.
+    AlertmanagerApi,
 }
 
 impl WebhookFormat {
-    pub const ALL: [WebhookFormat; 4] =
-        [WebhookFormat::Json, WebhookFormat::Slack, WebhookFormat::Pagerduty, WebhookFormat::Alertmanager];
+    pub const ALL: [WebhookFormat; 5] = [
+        WebhookFormat::Json,
+        WebhookFormat::Slack,
+        WebhookFormat::Pagerduty,
+        WebhookFormat::Alertmanager,
+        WebhookFormat::AlertmanagerApi,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -112,6 +121,7 @@ impl WebhookFormat {
             WebhookFormat::Slack => "slack",
             WebhookFormat::Pagerduty => "pagerduty",
             WebhookFormat::Alertmanager => "alertmanager",
+            WebhookFormat::AlertmanagerApi => "alertmanager_api",
         }
     }
 
@@ -125,7 +135,18 @@ impl WebhookFormat {
         match self {
             WebhookFormat::Json | WebhookFormat::Slack => true,
             WebhookFormat::Pagerduty => kind.is_alert(),
-            WebhookFormat::Alertmanager => matches!(kind, EventKind::AlertFiring | EventKind::AlertResolved),
+            WebhookFormat::Alertmanager | WebhookFormat::AlertmanagerApi => {
+                matches!(kind, EventKind::AlertFiring | EventKind::AlertResolved)
+            }
+        }
+    }
+
+    /// Where a delivery to a target at `url` is posted: the URL itself, or for
+    /// Alertmanager's API (whose targets name the Alertmanager) its alerts endpoint.
+    pub fn post_url(self, url: &str) -> String {
+        match self {
+            WebhookFormat::AlertmanagerApi => format!("{}/api/v2/alerts", url.trim_end_matches('/')),
+            _ => url.to_string(),
         }
     }
 }

@@ -17,6 +17,8 @@ pub struct Report {
     pub resolved: Vec<Alert>,
     /// Rules whose window could not be read this time (the rest were still evaluated).
     pub failed_rules: Vec<(AlertRule, String)>,
+    /// Firing alerts re-sent to Alertmanager's API.
+    pub resent: usize,
 }
 
 /// Evaluates every rule as of `now_ms`. A rule switched off resolves its alerts at once;
@@ -47,6 +49,7 @@ pub async fn evaluate_once(db: &Db, notifications: &Notifications, now_ms: i64, 
             }
         }
     }
+    report.resent = store::resend_to_alertmanager(db, notifications, now_ms).await?;
     Ok(report)
 }
 
@@ -73,7 +76,7 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
                 None => Vec::new(),
                 Some(jump) => {
                     let costliest =
-                        store::costliest_runs(db, window_start, now_ms, jump.limit, rules::MAX_ITEMS).await?;
+                        store::costliest_runs(db, window_start, now_ms, jump.limit, rules::ITEMS_READ).await?;
                     vec![rules::cost_jump_finding(s, &jump, &costliest)]
                 }
             }

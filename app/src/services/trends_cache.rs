@@ -34,10 +34,13 @@ pub struct TrendsCache {
 
 #[derive(Default)]
 struct Kept {
-    figures: HashMap<&'static str, Arc<Trends>>,
-    /// When each range was last viewed (Unix ms).
-    viewed: HashMap<&'static str, i64>,
+    figures: HashMap<Key, Arc<Trends>>,
+    /// When each range (of each agent looked at) was last viewed (Unix ms).
+    viewed: HashMap<Key, i64>,
 }
+
+/// A range, and the agent the figures are limited to (`None`: every agent).
+type Key = (Range, Option<String>);
 
 impl std::fmt::Debug for TrendsCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,24 +48,21 @@ impl std::fmt::Debug for TrendsCache {
     }
 }
 
-fn key(range: Range) -> &'static str {
-    match range {
-        Range::Day => "24h",
-        Range::Week => "7d",
-        Range::Month => "30d",
-    }
+fn key(range: Range, agent: Option<&str>) -> Key {
+    (range, agent.map(str::to_string))
 }
 
-/// One range's figures as of `now_ms`, read and computed now.
-pub async fn compute_now(db: &Db, range: Range, now_ms: i64) -> StoreResult<Trends> {
+/// One range's figures as of `now_ms` (of `agent` only, when given), read and computed now.
+pub async fn compute_now(db: &Db, range: Range, agent: Option<&str>, now_ms: i64) -> StoreResult<Trends> {
     let window = Window::ending_at(range, now_ms);
-    let inputs = crate::storage::trends::inputs(db, &window).await?;
+    let inputs = crate::storage::trends::inputs_for(db, &window, agent).await?;
     // Bucketing 100,000 runs and sorting their costs is CPU work: keep it off the
     // threads that serve other requests.
     let mut trends = tokio::task::spawn_blocking(move || compute(window, &inputs))
         .await
         .map_err(|e| crate::storage::StoreError::Invalid(format!("computing trends failed: {e}")))?;
     trends.computed_at_ms = now_ms;
+    trends.agent = agent.map(str::to_string);
     Ok(trends)
 }
 
@@ -72,44 +72,62 @@ impl TrendsCache {
         TrendsCache { kept: Some(Default::default()) }
     }
 
-    /// The figures for `range`: the kept ones when young enough, else computed (and kept).
-    pub async fn get(&self, db: &Db, range: Range, now_ms: i64) -> StoreResult<Trends> {
-        let Some(kept) = &self.kept else { return compute_now(db, range, now_ms).await };
+    /// The figures for `range` (of `agent` only, when given): the kept ones when young
+    /// enough, else computed (and kept).
+    pub async fn get(&self, db: &Db, range: Range, agent: Option<&str>, now_ms: i64) -> StoreResult<Trends> {
+        let Some(kept) = &self.kept else { return compute_now(db, range, agent, now_ms).await };
         let found = {
             let mut kept = kept.lock().expect("trends cache lock");
-            kept.viewed.insert(key(range), now_ms);
-            kept.figures.get(key(range)).cloned()
+            kept.viewed.insert(key(range, agent), now_ms);
+            kept.figures.get(&key(range, agent)).cloned()
         };
         // Young enough, and for the same buckets (an hour or a day may have begun since).
         let window = Window::ending_at(range, now_ms);
         if let Some(t) = found.filter(|t| now_ms - t.computed_at_ms <= MAX_AGE_MS && t.window == window) {
             return Ok((*t).clone());
         }
-        let fresh = compute_now(db, range, now_ms).await?;
-        kept.lock().expect("trends cache lock").figures.insert(key(range), Arc::new(fresh.clone()));
+        let fresh = compute_now(db, range, agent, now_ms).await?;
+        kept.lock().expect("trends cache lock").figures.insert(key(range, agent), Arc::new(fresh.clone()));
         Ok(fresh)
     }
 
-    /// Recomputes every range; returns how long it took.
+    /// Recomputes every range (of every agent); returns how long it took.
     pub async fn refresh(&self, db: &Db, now_ms: i64) -> StoreResult<Duration> {
-        self.recompute(db, now_ms, |_| true).await
+        let keys: Vec<Key> = Range::ALL.into_iter().map(|r| key(r, None)).collect();
+        self.recompute(db, now_ms, keys).await
     }
 
-    /// Recomputes the ranges viewed in the last [`IDLE_AFTER_MS`] (what `serve` runs).
+    /// Recomputes the ranges (and agents) viewed in the last [`IDLE_AFTER_MS`] (what
+    /// `serve` runs); the ones idle longer are forgotten.
     pub async fn refresh_viewed(&self, db: &Db, now_ms: i64) -> StoreResult<Duration> {
-        let viewed = match &self.kept {
-            Some(kept) => kept.lock().expect("trends cache lock").viewed.clone(),
-            None => HashMap::new(),
+        let keys: Vec<Key> = match &self.kept {
+            Some(kept) => {
+                let mut kept = kept.lock().expect("trends cache lock");
+                let idle: Vec<Key> = kept
+                    .viewed
+                    .iter()
+                    .filter(|(_, at)| now_ms - **at > IDLE_AFTER_MS)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                // An agent's figures nobody looks at any more are dropped; the ranges of
+                // every agent are few and kept.
+                for k in idle.iter().filter(|(_, agent)| agent.is_some()) {
+                    kept.viewed.remove(k);
+                    kept.figures.remove(k);
+                }
+                kept.viewed.iter().filter(|(_, at)| now_ms - **at <= IDLE_AFTER_MS).map(|(k, _)| k.clone()).collect()
+            }
+            None => Vec::new(),
         };
-        self.recompute(db, now_ms, |range| viewed.get(key(range)).is_some_and(|at| now_ms - at <= IDLE_AFTER_MS)).await
+        self.recompute(db, now_ms, keys).await
     }
 
-    async fn recompute(&self, db: &Db, now_ms: i64, wanted: impl Fn(Range) -> bool) -> StoreResult<Duration> {
+    async fn recompute(&self, db: &Db, now_ms: i64, keys: Vec<Key>) -> StoreResult<Duration> {
         let started = std::time::Instant::now();
         if let Some(kept) = &self.kept {
-            for range in Range::ALL.into_iter().filter(|r| wanted(*r)) {
-                let fresh = compute_now(db, range, now_ms).await?;
-                kept.lock().expect("trends cache lock").figures.insert(key(range), Arc::new(fresh));
+            for (range, agent) in keys {
+                let fresh = compute_now(db, range, agent.as_deref(), now_ms).await?;
+                kept.lock().expect("trends cache lock").figures.insert((range, agent), Arc::new(fresh));
             }
         }
         Ok(started.elapsed())
@@ -127,29 +145,35 @@ mod tests {
         let now = crate::storage::now_ms();
         let cache = TrendsCache::refreshed();
         cache.refresh(&t.db, now).await.unwrap();
-        let kept = cache.get(&t.db, Range::Day, now + 1_000).await.unwrap();
+        let kept = cache.get(&t.db, Range::Day, None, now + 1_000).await.unwrap();
         assert_eq!(kept.computed_at_ms, now, "young enough: the kept figures");
         let later = now + MAX_AGE_MS + 1;
-        assert_eq!(cache.get(&t.db, Range::Day, later).await.unwrap().computed_at_ms, later, "too old: computed");
+        assert_eq!(cache.get(&t.db, Range::Day, None, later).await.unwrap().computed_at_ms, later, "too old: computed");
         // The background refresh leaves alone what nobody looked at lately.
         let idle = TrendsCache::refreshed();
-        idle.get(&t.db, Range::Day, now).await.unwrap();
+        idle.get(&t.db, Range::Day, None, now).await.unwrap();
+        idle.get(&t.db, Range::Day, Some("billing-bot"), now).await.unwrap();
         idle.refresh_viewed(&t.db, now + 5_000).await.unwrap();
         assert_eq!(
-            idle.get(&t.db, Range::Day, now + 6_000).await.unwrap().computed_at_ms,
+            idle.get(&t.db, Range::Day, None, now + 6_000).await.unwrap().computed_at_ms,
             now + 5_000,
             "viewed: refreshed"
         );
         let quiet = now + IDLE_AFTER_MS + 10_000;
         idle.refresh_viewed(&t.db, quiet).await.unwrap();
-        let kept = idle.kept.as_ref().unwrap().lock().unwrap().figures.get("24h").unwrap().computed_at_ms;
+        let kept =
+            idle.kept.as_ref().unwrap().lock().unwrap().figures.get(&key(Range::Day, None)).unwrap().computed_at_ms;
         assert_eq!(kept, now + 5_000, "idle for ten minutes: not recomputed");
         assert!(
-            !idle.kept.as_ref().unwrap().lock().unwrap().figures.contains_key("7d"),
+            !idle.kept.as_ref().unwrap().lock().unwrap().figures.contains_key(&key(Range::Week, None)),
             "never viewed: never computed"
         );
+        assert!(
+            !idle.kept.as_ref().unwrap().lock().unwrap().figures.contains_key(&key(Range::Day, Some("billing-bot"))),
+            "an agent's figures nobody looks at are dropped"
+        );
         let off = TrendsCache::default();
-        assert_eq!(off.get(&t.db, Range::Week, now + 5).await.unwrap().computed_at_ms, now + 5);
+        assert_eq!(off.get(&t.db, Range::Week, None, now + 5).await.unwrap().computed_at_ms, now + 5);
         t.cleanup().await;
     }
 }

@@ -5,10 +5,13 @@
 
 use super::sql::{Sql, Tx};
 use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use crate::alerts::alertmanager::RESEND_EVERY_MS;
 use crate::alerts::lifecycle::{OpenAlert, Transition};
+use crate::alerts::rules::MAX_ITEMS;
 use crate::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
 use crate::alerts::settings::RuleSettings;
-use crate::alerts::{Alert, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
+use crate::alerts::silences::Silence;
+use crate::alerts::{Alert, AlertEvent, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
 use crate::notify::{EventKind, Notifications};
 
 /// Every rule with its settings: the admin's if saved, else the defaults.
@@ -108,7 +111,7 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
         "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
                   FROM runs WHERE started_ns > $1 AND started_ns <= $2";
     let top = "SELECT run_id, deduped_calls FROM runs WHERE started_ns > $1 AND deduped_calls > 0 \
-               ORDER BY deduped_calls DESC, run_id LIMIT 50";
+               ORDER BY deduped_calls DESC, run_id LIMIT 1000";
     let ns = |ms: i64| ms.saturating_mul(1_000_000);
     let (window, baseline, runs): ((i64, i64), (i64, i64), Vec<(String, i64)>) = on_pool!(db, pool => {
         let window = sqlx::query_as(totals).bind(ns(window_start_ms)).bind(i64::MAX).fetch_one(pool).await?;
@@ -126,12 +129,13 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 }
 
 pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
-    let sql = "SELECT id, run_id, opened_at, claimed_by FROM escalations WHERE status = 'open' ORDER BY opened_at";
+    let sql = "SELECT id, run_id, needed_at, claimed_by FROM escalations \
+               WHERE status = 'open' ORDER BY needed_at";
     let rows: Vec<(String, String, i64, Option<String>)> =
         on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
     Ok(rows
         .into_iter()
-        .map(|(id, run_id, opened_at_ms, claimed_by)| OpenEscalation { id, run_id, opened_at_ms, claimed_by })
+        .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
         .collect())
 }
 
@@ -260,7 +264,8 @@ const FAILED_RUNS_PER_READ: usize = 500;
 // ---- alerts -----------------------------------------------------------------------------
 
 const COLUMNS: &str = "id, rule, subject, severity, state, title, value, threshold, unit, items, fired_at, \
-                       last_breach_at, acknowledged_by, acknowledged_at, resolved_at, silenced_by, rule_version";
+                       last_breach_at, acknowledged_by, acknowledged_at, resolved_at, silenced_by, rule_version, \
+                       notified_at, items_total";
 
 #[derive(sqlx::FromRow)]
 struct AlertRow {
@@ -281,6 +286,8 @@ struct AlertRow {
     resolved_at: Option<i64>,
     silenced_by: Option<String>,
     rule_version: Option<i64>,
+    notified_at: Option<i64>,
+    items_total: Option<i64>,
 }
 
 impl AlertRow {
@@ -303,6 +310,8 @@ impl AlertRow {
             resolved_at: self.resolved_at.map(from_ms),
             silenced_by: self.silenced_by,
             rule_version: self.rule_version,
+            notified_at: self.notified_at.map(from_ms),
+            items_total: self.items_total,
         })
     }
 }
@@ -311,8 +320,12 @@ fn unit_text(unit: Unit) -> String {
     serde_json::to_value(unit).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
 
-fn items_json(items: &[AlertItem]) -> String {
-    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
+/// The items an alert keeps (the first [`MAX_ITEMS`]) as stored, and how many there were
+/// when there were more.
+fn kept_items(items: &[AlertItem]) -> (String, Option<i64>) {
+    let kept = &items[..items.len().min(MAX_ITEMS)];
+    let json = serde_json::to_string(kept).unwrap_or_else(|_| "[]".into());
+    (json, (items.len() > MAX_ITEMS).then_some(items.len() as i64))
 }
 
 fn new_id() -> String {
@@ -330,10 +343,117 @@ pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>
     Ok(rows.into_iter().map(|(id, subject, last_breach_ms)| OpenAlert { id, subject, last_breach_ms }).collect())
 }
 
+/// Appends an entry to an alert's timeline, inside the transaction that changed it.
+async fn timeline_entry(
+    tx: &mut Tx,
+    alert_id: &str,
+    at: i64,
+    kind: &str,
+    actor: Option<&str>,
+    detail: Option<&str>,
+) -> StoreResult<()> {
+    let sql = "INSERT INTO alert_events (alert_id, at, kind, actor, detail) VALUES ($1, $2, $3, $4, $5)";
+    tx.execute(Sql::with_args(sql, vec![alert_id.into(), at.into(), kind.into(), actor.into(), detail.into()])).await?;
+    Ok(())
+}
+
+async fn alert_in(tx: &mut Tx, id: &str) -> StoreResult<Alert> {
+    let row: AlertRow =
+        tx.fetch_one(Sql::with_args(format!("SELECT {COLUMNS} FROM alerts WHERE id = $1"), vec![id.into()])).await?;
+    Ok(row.into_alert()?)
+}
+
+/// A refresh adds a timeline entry at most this often (an alert can change at every
+/// evaluation for hours).
+const REFRESH_ENTRY_EVERY_MS: i64 = 5 * 60_000;
+
+/// Writes one rule's transitions: new alerts (returned as firing), refreshed ones (their
+/// ids), resolved ones (returned as resolved), each with its timeline entry. A refresh
+/// adds an entry only when something changed (`lifecycle::what_changed`), at most one every
+/// [`REFRESH_ENTRY_EVERY_MS`].
+async fn write_transitions(
+    tx: &mut Tx,
+    rule: AlertRule,
+    severity: Severity,
+    transitions: &[Transition],
+    now: i64,
+) -> StoreResult<(Vec<(EventKind, Alert)>, Vec<String>)> {
+    // The settings' version in force is recorded with the alert (0: the defaults).
+    let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
+                  items_total, fired_at, last_breach_at, updated_at, rule_version) VALUES ($1, $2, $3, $4, 'firing', \
+                  $5, $6, $7, $8, $9, $10, $11, $11, $11, COALESCE((SELECT version FROM alert_rules WHERE rule = $2), 0))";
+    let changed = "INSERT INTO alert_events (alert_id, at, kind, detail) SELECT $1, $2, 'refreshed', $3 \
+                   WHERE NOT EXISTS (SELECT 1 FROM alert_events WHERE alert_id = $1 AND kind = 'refreshed' AND at > $4)";
+    let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
+                   items_total = $8, last_breach_at = $9, updated_at = $9 WHERE id = $1 AND state <> 'resolved'";
+    let resolve =
+        "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
+    let mut announced = Vec::new();
+    let mut refreshed = Vec::new();
+    for t in transitions {
+        match t {
+            Transition::Fire(f) => {
+                let id = new_id();
+                let (items, total) = kept_items(&f.items);
+                let args = vec![
+                    id.as_str().into(),
+                    rule.as_str().into(),
+                    f.subject.as_str().into(),
+                    severity.as_str().into(),
+                    f.title.as_str().into(),
+                    f.value.into(),
+                    f.threshold.into(),
+                    unit_text(f.unit).into(),
+                    items.into(),
+                    total.into(),
+                    now.into(),
+                ];
+                tx.execute(Sql::with_args(insert, args)).await?;
+                timeline_entry(tx, &id, now, "fired", None, Some(&f.title)).await?;
+                announced.push((EventKind::AlertFiring, alert_in(tx, &id).await?));
+            }
+            Transition::Refresh { id, finding: f } => {
+                let before = alert_in(tx, id).await?;
+                if let Some(what) = crate::alerts::lifecycle::what_changed(&before, f) {
+                    let args = vec![id.as_str().into(), now.into(), what.into(), (now - REFRESH_ENTRY_EVERY_MS).into()];
+                    tx.execute(Sql::with_args(changed, args)).await?;
+                }
+                let (items, total) = kept_items(&f.items);
+                let args = vec![
+                    id.as_str().into(),
+                    severity.as_str().into(),
+                    f.title.as_str().into(),
+                    f.value.into(),
+                    f.threshold.into(),
+                    unit_text(f.unit).into(),
+                    items.into(),
+                    total.into(),
+                    now.into(),
+                ];
+                tx.execute(Sql::with_args(refresh, args)).await?;
+                refreshed.push(id.clone());
+            }
+            Transition::Resolve { id } => {
+                if tx.execute(Sql::with_args(resolve, vec![id.as_str().into(), now.into()])).await? == 1 {
+                    timeline_entry(tx, id, now, "resolved", None, None).await?;
+                    announced.push((EventKind::AlertResolved, alert_in(tx, id).await?));
+                }
+            }
+        }
+    }
+    Ok((announced, refreshed))
+}
+
 /// Records one rule's transitions and queues their webhooks (`alert.firing` for a new
 /// alert, `alert.resolved` for a resolved one) to the targets of the alert's route, in the
 /// same transaction, so an alert and its notification are committed together. Returns
 /// what fired and what resolved.
+///
+/// Silences hold notifications back (the alerts are recorded all the same): an alert a
+/// silence holds when it fires is marked and not notified, and is notified once its
+/// silence is over if it still breaches. An alert that was notified keeps its incident up
+/// to date whatever silences come later (its resolution is sent), and one that never was
+/// sends nothing more.
 pub async fn apply(
     db: &Db,
     rule: AlertRule,
@@ -345,86 +465,45 @@ pub async fn apply(
     if transitions.is_empty() {
         return Ok(Vec::new());
     }
-    // The settings' version in force is recorded with the alert (0: the defaults).
-    let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
-                  fired_at, last_breach_at, updated_at, rule_version) VALUES ($1, $2, $3, $4, 'firing', $5, $6, $7, $8, \
-                  $9, $10, $10, $10, COALESCE((SELECT version FROM alert_rules WHERE rule = $2), 0))";
-    let refresh = "UPDATE alerts SET severity = $2, title = $3, value = $4, threshold = $5, unit = $6, items = $7, \
-                   last_breach_at = $8, updated_at = $8 WHERE id = $1 AND state <> 'resolved'";
-    let resolve =
-        "UPDATE alerts SET state = 'resolved', resolved_at = $2, updated_at = $2 WHERE id = $1 AND state <> 'resolved'";
-    let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     let mut tx = Tx::begin_write(db).await?;
-    let mut announced = Vec::new();
-    let mut refreshed = Vec::new();
-    for t in transitions {
-        match t {
-            Transition::Fire(f) => {
-                let id = new_id();
-                let args = vec![
-                    id.as_str().into(),
-                    rule.as_str().into(),
-                    f.subject.as_str().into(),
-                    severity.as_str().into(),
-                    f.title.as_str().into(),
-                    f.value.into(),
-                    f.threshold.into(),
-                    unit_text(f.unit).into(),
-                    items_json(&f.items).into(),
-                    now.into(),
-                ];
-                tx.execute(Sql::with_args(insert, args)).await?;
-                let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
-                announced.push((EventKind::AlertFiring, row.into_alert()?));
-            }
-            Transition::Refresh { id, finding: f } => {
-                let args = vec![
-                    id.as_str().into(),
-                    severity.as_str().into(),
-                    f.title.as_str().into(),
-                    f.value.into(),
-                    f.threshold.into(),
-                    unit_text(f.unit).into(),
-                    items_json(&f.items).into(),
-                    now.into(),
-                ];
-                tx.execute(Sql::with_args(refresh, args)).await?;
-                refreshed.push(id.clone());
-            }
-            Transition::Resolve { id } => {
-                if tx.execute(Sql::with_args(resolve, vec![id.as_str().into(), now.into()])).await? == 1 {
-                    let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
-                    announced.push((EventKind::AlertResolved, row.into_alert()?));
-                }
-            }
-        }
-    }
-    // Silences hold notifications back (the alerts are recorded all the same); an alert
-    // silenced when it fired is announced once its silence is over and it still breaches.
+    let (mut announced, refreshed) = write_transitions(&mut tx, rule, severity, transitions, now).await?;
     let silences = super::silences::active_in(&mut tx, now).await?;
     let mut notify = Vec::new();
     for (kind, alert) in &mut announced {
-        let held = match kind {
-            EventKind::AlertFiring => silence_of(&mut tx, &silences, alert, now).await?,
-            _ => alert.silenced_by.clone(),
-        };
-        match held {
-            Some(silence) if *kind == EventKind::AlertFiring => {
-                let mark = "UPDATE alerts SET silenced_by = $2 WHERE id = $1";
-                tx.execute(Sql::with_args(mark, vec![alert.id.as_str().into(), silence.as_str().into()])).await?;
-                alert.silenced_by = Some(silence);
-            }
-            Some(_) => {}
-            None => notify.push((*kind, alert.clone())),
+        match kind {
+            EventKind::AlertFiring => match silence_of(&mut tx, &silences, alert, now).await? {
+                Some(silence) => mark_silenced(&mut tx, alert, silence, now).await?,
+                None => {
+                    mark_notified(&mut tx, alert, now).await?;
+                    notify.push((*kind, alert.clone()));
+                }
+            },
+            _ if alert.notified_at.is_some() => notify.push((*kind, alert.clone())),
+            _ => {}
         }
     }
     for id in refreshed {
-        let row: AlertRow = tx.fetch_one(Sql::with_args(select.as_str(), vec![id.as_str().into()])).await?;
-        let alert = row.into_alert()?;
-        if alert.silenced_by.is_some() && silence_of(&mut tx, &silences, &alert, now).await?.is_none() {
-            tx.execute(Sql::with_args("UPDATE alerts SET silenced_by = NULL WHERE id = $1", vec![id.as_str().into()]))
-                .await?;
-            notify.push((EventKind::AlertFiring, Alert { silenced_by: None, ..alert }));
+        let mut alert = alert_in(&mut tx, &id).await?;
+        let holding = silence_of(&mut tx, &silences, &alert, now).await?;
+        match (alert.silenced_by.clone(), holding) {
+            // A silence that began after it fired (a new one, or a window's hours).
+            (None, Some(silence)) => mark_silenced(&mut tx, &mut alert, silence, now).await?,
+            (Some(old), Some(silence)) if old != silence.id => {
+                let sql = "UPDATE alerts SET silenced_by = $2 WHERE id = $1";
+                tx.execute(Sql::with_args(sql, vec![id.as_str().into(), silence.id.as_str().into()])).await?;
+            }
+            (Some(_), None) => {
+                let sql = "UPDATE alerts SET silenced_by = NULL WHERE id = $1";
+                tx.execute(Sql::with_args(sql, vec![id.as_str().into()])).await?;
+                if alert.notified_at.is_none() {
+                    mark_notified(&mut tx, &mut alert, now).await?;
+                    timeline_entry(&mut tx, &id, now, "notified", None, None).await?;
+                    notify.push((EventKind::AlertFiring, Alert { silenced_by: None, ..alert }));
+                } else {
+                    timeline_entry(&mut tx, &id, now, "unsilenced", None, None).await?;
+                }
+            }
+            _ => {}
         }
     }
     for (kind, alert) in &notify {
@@ -435,19 +514,116 @@ pub async fn apply(
     Ok(announced)
 }
 
+/// Marks `alert` held back by `silence`, with its timeline entry.
+async fn mark_silenced(tx: &mut Tx, alert: &mut Alert, silence: &Silence, now: i64) -> StoreResult<()> {
+    let sql = "UPDATE alerts SET silenced_by = $2 WHERE id = $1";
+    tx.execute(Sql::with_args(sql, vec![alert.id.as_str().into(), silence.id.as_str().into()])).await?;
+    let detail =
+        format!("{} until {}: {}", silence.scope(), silence.ends_at.format("%Y-%m-%d %H:%M UTC"), silence.reason);
+    timeline_entry(tx, &alert.id, now, "silenced", Some(&silence.created_by), Some(&detail)).await?;
+    alert.silenced_by = Some(silence.id.clone());
+    Ok(())
+}
+
+/// Notes that `alert`'s firing is being sent now.
+async fn mark_notified(tx: &mut Tx, alert: &mut Alert, now: i64) -> StoreResult<()> {
+    let sql = "UPDATE alerts SET notified_at = $2 WHERE id = $1";
+    tx.execute(Sql::with_args(sql, vec![alert.id.as_str().into(), now.into()])).await?;
+    alert.notified_at = Some(from_ms(now));
+    Ok(())
+}
+
 /// The active silence that holds `alert` back, if any.
-async fn silence_of(
+async fn silence_of<'a>(
     tx: &mut Tx,
-    silences: &[crate::alerts::silences::Silence],
+    silences: &'a [Silence],
     alert: &Alert,
     now: i64,
-) -> StoreResult<Option<String>> {
+) -> StoreResult<Option<&'a Silence>> {
     if silences.is_empty() {
         return Ok(None);
     }
+    let agents = agents_behind(tx, alert).await?;
+    Ok(crate::alerts::silences::silenced_by(silences, alert, &agents, from_ms(now)))
+}
+
+/// The agents of the runs behind `alert`.
+async fn agents_behind(tx: &mut Tx, alert: &Alert) -> StoreResult<Vec<String>> {
     let runs: Vec<&str> = alert.items.iter().filter(|i| i.kind == ItemKind::Run).map(|i| i.id.as_str()).collect();
-    let agents = super::silences::agents_of_runs(tx, &runs).await?;
-    Ok(crate::alerts::silences::silenced_by(silences, alert, &agents, from_ms(now)).map(|s| s.id.clone()))
+    super::silences::agents_of_runs(tx, &runs).await
+}
+
+/// Marks the open alerts a new silence matches as held back by it (when it is active
+/// now): the alert it was made from shows as silenced at once, without waiting for the
+/// next evaluation. Their notifications already sent stand. Returns the alerts marked.
+pub async fn hold_under(db: &Db, silence: &Silence, now: i64) -> StoreResult<Vec<String>> {
+    if !silence.is_active(from_ms(now)) {
+        return Ok(Vec::new());
+    }
+    let mut tx = Tx::begin_write(db).await?;
+    let sql = format!("SELECT {COLUMNS} FROM alerts WHERE state <> 'resolved' AND silenced_by IS NULL");
+    let rows: Vec<AlertRow> = tx.fetch_all(Sql::new(&sql)).await?;
+    let mut marked = Vec::new();
+    for row in rows {
+        let mut alert = row.into_alert()?;
+        let agents = agents_behind(&mut tx, &alert).await?;
+        if crate::alerts::silences::matches(silence, &alert, &agents) {
+            mark_silenced(&mut tx, &mut alert, silence, now).await?;
+            marked.push(alert.id);
+        }
+    }
+    tx.commit().await?;
+    Ok(marked)
+}
+
+/// Re-sends every notified alert that still fires (acknowledged or not) to the
+/// Alertmanager API targets of its route whose last delivery of it is
+/// [`RESEND_EVERY_MS`] old or more: Alertmanager forgets an alert whose `endsAt` passes.
+/// Nothing piles up while a target is down: a pair with a delivery still pending waits
+/// for it. Returns how many re-sends were queued.
+pub async fn resend_to_alertmanager(db: &Db, notifications: &Notifications, now: i64) -> StoreResult<usize> {
+    use crate::notify::WebhookFormat;
+    if !notifications.targets.iter().any(|t| t.format == WebhookFormat::AlertmanagerApi) {
+        return Ok(0);
+    }
+    let sql = format!("SELECT {COLUMNS} FROM alerts WHERE state <> 'resolved' AND notified_at IS NOT NULL");
+    let rows: Vec<AlertRow> = db.fetch_all(Sql::new(&sql)).await?;
+    let mut queued = 0;
+    for row in rows {
+        let alert = row.into_alert()?;
+        let kind = EventKind::AlertFiring;
+        let targets = notifications.for_alert(alert.rule.as_str(), alert.severity.as_str(), kind);
+        for target in targets.into_iter().filter(|t| t.format == WebhookFormat::AlertmanagerApi) {
+            let last = Sql::with_args(
+                "SELECT MAX(created_at), COUNT(CASE WHEN status = 'pending' THEN 1 END) FROM webhook_deliveries \
+                 WHERE order_key = $1 AND target_name = $2",
+                vec![alert.id.as_str().into(), target.name.as_str().into()],
+            );
+            let found: Vec<(Option<i64>, i64)> = db.fetch_all(last).await?;
+            let (last_at, pending) = found.first().copied().unwrap_or((None, 0));
+            if pending == 0 && last_at.is_none_or(|at| at <= now - RESEND_EVERY_MS) {
+                let event = crate::alerts::notification::event(&alert, kind);
+                queued += super::webhooks::enqueue(db, &event, std::slice::from_ref(&target)).await?;
+            }
+        }
+    }
+    Ok(queued)
+}
+
+/// An alert's timeline, oldest first: its first entry (when it fired) and the latest
+/// `limit` others.
+pub async fn timeline(db: &Db, id: &str, limit: i64) -> StoreResult<Vec<AlertEvent>> {
+    let sql = Sql::with_args(
+        "SELECT id, at, kind, actor, detail FROM alert_events WHERE alert_id = $1 \
+         AND (kind = 'fired' OR id IN (SELECT id FROM alert_events WHERE alert_id = $1 ORDER BY id DESC LIMIT $2)) \
+         ORDER BY id",
+        vec![id.into(), limit.into()],
+    );
+    let rows: Vec<(i64, i64, String, Option<String>, Option<String>)> = db.fetch_all(sql).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(_, at, kind, actor, detail)| AlertEvent { at: from_ms(at), kind, actor, detail })
+        .collect())
 }
 
 /// Open alerts (firing first, then acknowledged; pages, then tickets, then info; oldest first), or with
@@ -493,7 +669,11 @@ pub async fn acknowledge(db: &Db, id: &str, user: &str, notifications: &Notifica
     let select = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
     let row: Option<AlertRow> = tx.fetch_optional(Sql::with_args(select, vec![id.into()])).await?;
     let alert = row.ok_or_else(|| StoreError::NotFound(format!("alert `{id}`")))?.into_alert()?;
-    if done == 1 && alert.silenced_by.is_some() {
+    if done == 1 {
+        timeline_entry(&mut tx, id, now, "acknowledged", Some(user), None).await?;
+    }
+    // One held back by a silence from its start was never notified: nothing to update.
+    if done == 1 && alert.notified_at.is_none() {
         tx.commit().await?;
         return Ok(alert);
     }

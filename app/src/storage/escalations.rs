@@ -7,13 +7,15 @@ use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, Store
 use crate::canonical::{RunDetail, RunSummary};
 use crate::escalations::from_traces::{self, Decision, Latest, ToOpen};
 use crate::escalations::request::ValidEscalation;
-use crate::escalations::{Escalation, EscalationReason, RemainingItem, Resolution, TimelineEntry};
+use crate::escalations::{
+    ClaimFilter, Escalation, EscalationReason, QueueFilter, RemainingItem, Resolution, TimelineEntry,
+};
 use crate::ingest::normalize::NormalizedSpan;
 use std::collections::BTreeMap;
 
 const COLUMNS: &str = "id, run_id, reason, reason_text, blocking_fact, what_was_done, what_remains, from_api, \
     from_trace, agent, status, opened_at, claimed_by, claimed_at, resolved_by, resolved_at, outcome, \
-    resolution_note, instructions, idempotency_key, body_sha256";
+    resolution_note, instructions, idempotency_key, body_sha256, needed_at";
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -39,6 +41,7 @@ struct Row {
     #[allow(dead_code)] // selected with the rest; matched in SQL, not read here
     idempotency_key: Option<String>,
     body_sha256: Option<String>,
+    needed_at: Option<i64>,
 }
 
 impl TryFrom<Row> for Escalation {
@@ -67,6 +70,7 @@ impl TryFrom<Row> for Escalation {
             agent: r.agent,
             open: r.status == "open",
             opened_at: from_ms(r.opened_at),
+            needed_at: from_ms(r.needed_at.unwrap_or(r.opened_at)),
             claimed_by: r.claimed_by,
             claimed_at: r.claimed_at.map(from_ms),
             resolved_by: r.resolved_by,
@@ -169,7 +173,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         };
         let sql = "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                    what_remains, from_api, from_trace, idempotency_key, body_sha256, agent, requested_by, status, \
-                   opened_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'open', $14)";
+                   opened_at, needed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'open', $14, $14)";
         let inserted = on_pool!(db, pool => sqlx::query(sql)
             .bind(&id)
             .bind(&v.run_id)
@@ -213,19 +217,49 @@ pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Escalation>> {
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
-/// Open escalations oldest first, or resolved ones newest first.
+/// Open escalations longest waiting first, or resolved ones newest first.
 pub async fn list(db: &Db, open: bool, limit: i64) -> StoreResult<Vec<Escalation>> {
-    page(db, open, None, limit).await
+    page(db, open, &QueueFilter::default(), None, limit).await
 }
 
-/// One page of the queue: open escalations oldest first, or resolved ones newest first,
-/// after `after` (the previous page's last escalation: its opened or resolved time in ms
-/// and its id). Keyset paging: each page is one index range, however deep.
-pub async fn page(db: &Db, open: bool, after: Option<(i64, String)>, limit: i64) -> StoreResult<Vec<Escalation>> {
-    let (status, column, order, cmp) =
-        if open { ("open", "opened_at", "ASC", ">") } else { ("resolved", "resolved_at", "DESC", "<") };
-    let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM escalations WHERE status = "));
-    sql.bind(status);
+/// `WHERE` for the open or resolved escalations that pass `filter` (the claim and the
+/// waiting time concern open ones only).
+fn filtered(sql: &mut Sql, open: bool, filter: &QueueFilter) {
+    sql.push(" WHERE status = ");
+    sql.bind(if open { "open" } else { "resolved" });
+    if let Some(reason) = filter.reason {
+        sql.push(" AND reason = ").bind(reason.as_str());
+    }
+    if let Some(agent) = &filter.agent {
+        sql.push(" AND agent = ").bind(agent.as_str());
+    }
+    if open {
+        match &filter.claim {
+            Some(ClaimFilter::Unclaimed) => sql.push(" AND claimed_by IS NULL"),
+            Some(ClaimFilter::Claimed) => sql.push(" AND claimed_by IS NOT NULL"),
+            Some(ClaimFilter::By(user)) => sql.push(" AND claimed_by = ").bind(user.as_str()),
+            None => sql,
+        };
+        if let Some(seconds) = filter.waiting_longer_than_s {
+            sql.push(" AND needed_at < ").bind(now_ms() - seconds * 1000);
+        }
+    }
+}
+
+/// One page of the queue: open escalations longest waiting first (by when their run
+/// needed a person), or resolved ones newest first, that pass `filter`, after `after`
+/// (the previous page's last escalation: its needed or resolved time in ms and its id).
+/// Keyset paging: each page is one index range, however deep.
+pub async fn page(
+    db: &Db,
+    open: bool,
+    filter: &QueueFilter,
+    after: Option<(i64, String)>,
+    limit: i64,
+) -> StoreResult<Vec<Escalation>> {
+    let (column, order, cmp) = if open { ("needed_at", "ASC", ">") } else { ("resolved_at", "DESC", "<") };
+    let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM escalations"));
+    filtered(&mut sql, open, filter);
     if let Some((at, id)) = after {
         let (a, b, c) = (sql.arg(at), sql.arg(at), sql.arg(id));
         sql.push(&format!(" AND ({column} {cmp} {a} OR ({column} = {b} AND id {cmp} {c}))"));
@@ -236,17 +270,28 @@ pub async fn page(db: &Db, open: bool, after: Option<(i64, String)>, limit: i64)
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
-/// How many escalations are open, or resolved.
-pub async fn count(db: &Db, open: bool) -> StoreResult<i64> {
-    let sql = "SELECT COUNT(*) FROM escalations WHERE status = $1";
-    Ok(
-        on_pool!(db, pool => sqlx::query_scalar(sql).bind(if open { "open" } else { "resolved" }).fetch_one(pool).await)?,
-    )
+/// How many escalations are open, or resolved, and pass `filter`.
+pub async fn count(db: &Db, open: bool, filter: &QueueFilter) -> StoreResult<i64> {
+    let mut sql = Sql::new("SELECT COUNT(*) FROM escalations");
+    filtered(&mut sql, open, filter);
+    let rows: Vec<(i64,)> = db.fetch_all(sql).await?;
+    Ok(rows.first().map_or(0, |(n,)| *n))
 }
 
-/// How many are open and when the oldest was opened (ms), for the navigation.
+/// The agents named by open (or resolved) escalations, for the queue's filter.
+pub async fn agents(db: &Db, open: bool) -> StoreResult<Vec<String>> {
+    let sql = Sql::with_args(
+        "SELECT DISTINCT agent FROM escalations WHERE status = $1 AND agent IS NOT NULL ORDER BY agent",
+        vec![(if open { "open" } else { "resolved" }).into()],
+    );
+    let rows: Vec<(String,)> = db.fetch_all(sql).await?;
+    Ok(rows.into_iter().map(|(a,)| a).collect())
+}
+
+/// How many are open and when the longest-waiting one's run needed a person (ms), for
+/// the navigation.
 pub async fn backlog(db: &Db) -> StoreResult<(i64, Option<i64>)> {
-    let sql = "SELECT COUNT(*), MIN(opened_at) FROM escalations WHERE status = 'open'";
+    let sql = "SELECT COUNT(*), MIN(needed_at) FROM escalations WHERE status = 'open'";
     Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_one(pool).await)?)
 }
 
@@ -564,16 +609,20 @@ pub async fn open_from_traces(
         }
     }
     let Decision { merged, opened } = from_traces::decide(&escalated, &latest, spans);
-    for chunk in cacheable_chunks(&merged, 500) {
-        let mut sql = Sql::new("UPDATE escalations SET from_trace = ");
-        sql.bind(true).push(" WHERE id IN ").list(chunk.iter().copied());
+    // An agent may file after its run stopped: the traces' earlier time is when it needed a person.
+    for (id, needed_at) in &merged {
+        let sql = Sql::with_args(
+            "UPDATE escalations SET from_trace = $1, \
+             needed_at = CASE WHEN $2 IS NOT NULL AND $2 < needed_at THEN $2 ELSE needed_at END WHERE id = $3",
+            vec![true.into(), needed_at.map(|t| t.min(now)).into(), (*id).into()],
+        );
         tx.execute(sql).await?;
     }
     let opened: Vec<(String, &ToOpen<'_>)> = opened.iter().map(|o| (new_id(), o)).collect();
     for chunk in cacheable_chunks(&opened, 100) {
         let mut sql = Sql::new(
             "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
-             what_remains, from_api, from_trace, agent, status, opened_at) ",
+             what_remains, from_api, from_trace, agent, status, opened_at, needed_at) ",
         );
         sql.values(chunk, |row, (id, o)| {
             row.bind(id.as_str())
@@ -587,14 +636,16 @@ pub async fn open_from_traces(
                 .bind(true)
                 .bind(&o.run.agent)
                 .bind("open")
-                .bind(now);
+                .bind(now)
+                // An agent's clock ahead of ours must not make the wait negative.
+                .bind(o.needed_at_ms.map_or(now, |t| t.min(now)));
         });
         tx.execute(sql).await?;
     }
     // The timeline's first entry for each, after the rows it refers to.
     let events: Vec<(&str, &str, &str)> = merged
         .iter()
-        .map(|id| (*id, "merged", "the run's traces report the same escalation"))
+        .map(|(id, _)| (*id, "merged", "the run's traces report the same escalation"))
         .chain(opened.iter().map(|(id, _)| (id.as_str(), "opened", "opened from the run's traces")))
         .collect();
     for chunk in cacheable_chunks(&events, 200) {

@@ -102,7 +102,7 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
 
     let (escalations_open, escalations_unclaimed, oldest_open_escalation_ms): (i64, i64, Option<i64>) = on_pool!(db, pool => sqlx::query_as(
             "SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN claimed_by IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT), \
-             MIN(opened_at) FROM escalations WHERE status = 'open'"
+             MIN(needed_at) FROM escalations WHERE status = 'open'"
         ).fetch_one(pool).await)?;
 
     // Running runs have no `ended_ns`, so the range alone selects ended runs; the index

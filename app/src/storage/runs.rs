@@ -135,6 +135,10 @@ fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, aft
         let p = sql.arg(t.as_str());
         sql.push(&format!(" AND {}run_trigger = {p}", c.runs));
     }
+    if let Some(model) = &q.model {
+        let p = sql.arg(model.clone());
+        sql.push(&format!(" AND {}model = {p}", c.runs));
+    }
     if let Some(since) = q.since_ns {
         let p = sql.arg(since);
         sql.push(&format!(" AND {} >= {p}", c.started));

@@ -228,28 +228,41 @@ pub async fn list(db: &Db, failed_only: bool, limit: i64) -> StoreResult<Vec<Web
     let only = failed_only.then_some(status::FAILED);
     let rows: Vec<DeliveryRow> =
         on_pool!(db, pool => sqlx::query_as(sql).bind(only).bind(limit).fetch_all(pool).await)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| {
-            let title = serde_json::from_str::<serde_json::Value>(&r.event)
-                .ok()
-                .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(str::to_string))
-                .unwrap_or_default();
-            WebhookDelivery {
-                id: r.id,
-                created_at: from_ms(r.created_at),
-                event_kind: r.event_kind,
-                title,
-                target_name: r.target_name,
-                next_attempt_at: (r.status == status::PENDING).then(|| from_ms(r.next_attempt_at)),
-                status: r.status,
-                attempts: r.attempts,
-                last_status: r.last_status,
-                last_error: r.last_error,
-                delivered_at: r.delivered_at.map(from_ms),
-            }
-        })
-        .collect())
+    Ok(rows.into_iter().map(DeliveryRow::into_delivery).collect())
+}
+
+impl DeliveryRow {
+    fn into_delivery(self) -> WebhookDelivery {
+        let r = self;
+        let title = serde_json::from_str::<serde_json::Value>(&r.event)
+            .ok()
+            .and_then(|v| v.get("title").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        WebhookDelivery {
+            id: r.id,
+            created_at: from_ms(r.created_at),
+            event_kind: r.event_kind,
+            title,
+            target_name: r.target_name,
+            next_attempt_at: (r.status == status::PENDING).then(|| from_ms(r.next_attempt_at)),
+            status: r.status,
+            attempts: r.attempts,
+            last_status: r.last_status,
+            last_error: r.last_error,
+            delivered_at: r.delivered_at.map(from_ms),
+        }
+    }
+}
+
+/// The deliveries of one alert's events (its firing, acknowledgement, resolution and
+/// re-sends, to every target), the latest `limit`, oldest first: what its page shows of
+/// who was told.
+pub async fn for_alert(db: &Db, alert_id: &str, limit: i64) -> StoreResult<Vec<WebhookDelivery>> {
+    let sql = "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
+               next_attempt_at, delivered_at FROM webhook_deliveries WHERE order_key = $1 ORDER BY id DESC LIMIT $2";
+    let rows: Vec<DeliveryRow> =
+        on_pool!(db, pool => sqlx::query_as(sql).bind(alert_id).bind(limit).fetch_all(pool).await)?;
+    Ok(rows.into_iter().rev().map(DeliveryRow::into_delivery).collect())
 }
 
 /// How many deliveries are in `status`.

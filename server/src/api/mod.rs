@@ -20,7 +20,7 @@ use app::services::approval_hub::ApprovalHub;
 use app::storage::Db;
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post, MethodRouter};
+use axum::routing::{delete, get, post, MethodRouter};
 use axum::{Extension, Json, Router};
 
 /// One authenticated route of the API and the scope its handler requires (`None`: any
@@ -54,6 +54,8 @@ fn table() -> Vec<Entry> {
         (M::POST, "/calls/{id}/complete", Some(Scope::Calls), post(calls::complete)),
         (M::POST, "/silences", Some(Scope::Alerts), post(silences::create)),
         (M::GET, "/silences", Some(Scope::Alerts), get(silences::list)),
+        (M::GET, "/silences/{id}", Some(Scope::Alerts), get(silences::get)),
+        (M::DELETE, "/silences/{id}", Some(Scope::Alerts), delete(silences::end)),
         (M::POST, "/replays/results", Some(Scope::Replays), post(replays::record)),
         (M::POST, "/mcp/tools", Some(Scope::Mcp), post(mcp::tools)),
         (M::POST, "/mcp/calls", Some(Scope::Mcp), post(mcp::ask)),

@@ -31,6 +31,8 @@ use utoipa::{Modify, OpenApi};
         calls::complete,
         silences::create,
         silences::list,
+        silences::get,
+        silences::end,
         replays::record,
         mcp::tools,
         mcp::ask,

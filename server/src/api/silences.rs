@@ -1,15 +1,18 @@
 //! Alert silences for automation (scope `alerts`): a deploy script silences what it is
-//! about to disturb and lists what is silenced. People do the same from the alert page.
+//! about to disturb, lists what is silenced, and ends its silence when it is done. People
+//! do the same from the alert page and /alerts.
 //!
-//! `POST /api/v1/silences`, `GET /api/v1/silences`.
+//! `POST /api/v1/silences`, `GET /api/v1/silences`, `GET /api/v1/silences/{id}`,
+//! `DELETE /api/v1/silences/{id}`.
 
 use super::{AgentToken, ApiError, ErrorBody};
 use app::access::Scope;
 use app::alerts::silences::{Silence, SilenceRequest};
+use app::auth::client_address::ClientAddress;
 use app::storage::audit::{self, action};
 use app::storage::{silences, Db};
 use axum::extract::rejection::JsonRejection;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 
@@ -28,6 +31,7 @@ use axum::{Extension, Json};
 pub async fn create(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
+    from: Option<Extension<ClientAddress>>,
     body: Result<Json<SilenceRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Silence>), ApiError> {
     token.require(Scope::Alerts)?;
@@ -35,14 +39,17 @@ pub async fn create(
     let valid = request.validate().map_err(ApiError::BadRequest)?;
     let by = format!("token:{}", token.name);
     let silence = silences::create(&db, &valid, &by).await?;
+    let source = from.map(|Extension(ClientAddress(ip))| ip.to_string());
     let entry = audit::NewEntry {
         actor: Some(&by),
         action: action::SILENCE_CREATED,
         target: Some(&silence.id),
         detail: Some(&format!("{}: {}", silence.scope(), silence.reason)),
-        source: None,
+        source: source.as_deref(),
     };
     audit::record(&db, entry).await?;
+    // Open alerts it matches show as silenced at once.
+    app::storage::alerts::hold_under(&db, &silence, app::storage::now_ms()).await?;
     Ok((StatusCode::CREATED, Json(silence)))
 }
 
@@ -60,4 +67,66 @@ pub async fn list(
 ) -> Result<Json<Vec<Silence>>, ApiError> {
     token.require(Scope::Alerts)?;
     Ok(Json(silences::list(&db, 100).await?))
+}
+
+#[utoipa::path(
+    get,
+    path = "/silences/{id}",
+    tag = "alerts",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The silence's id (`sil_...`)")),
+    responses(
+        (status = 200, description = "The silence: `ended_by` is set once someone ended it early", body = Silence),
+        (status = 404, description = "No such silence", body = ErrorBody),
+    )
+)]
+/// `GET /api/v1/silences/{id}`
+pub async fn get(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    Path(id): Path<String>,
+) -> Result<Json<Silence>, ApiError> {
+    token.require(Scope::Alerts)?;
+    silences::get(&db, &id).await?.map(Json).ok_or_else(|| ApiError::NotFound(format!("silence `{id}` not found")))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/silences/{id}",
+    tag = "alerts",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The silence's id (`sil_...`)")),
+    responses(
+        (status = 200, description = "Ended now (audited as `silence_ended` by `token:NAME`); a silence that was \
+            over already is answered as it is, unchanged, so a script may end its silence twice", body = Silence),
+        (status = 404, description = "No such silence", body = ErrorBody),
+    )
+)]
+/// `DELETE /api/v1/silences/{id}`: ends (expires) a silence now, so the alerts it held
+/// back notify again at the next evaluation.
+pub async fn end(
+    State(db): State<Db>,
+    Extension(token): Extension<AgentToken>,
+    from: Option<Extension<ClientAddress>>,
+    Path(id): Path<String>,
+) -> Result<Json<Silence>, ApiError> {
+    token.require(Scope::Alerts)?;
+    let by = format!("token:{}", token.name);
+    match silences::end(&db, &id, &by).await {
+        Ok(silence) => {
+            let source = from.map(|Extension(ClientAddress(ip))| ip.to_string());
+            let entry = audit::NewEntry {
+                actor: Some(&by),
+                action: action::SILENCE_ENDED,
+                target: Some(&silence.id),
+                detail: Some(&format!("{}: {}", silence.scope(), silence.reason)),
+                source: source.as_deref(),
+            };
+            audit::record(&db, entry).await?;
+            Ok(Json(silence))
+        }
+        // Over already (ended by someone, or past its end): nothing to do.
+        Err(app::storage::StoreError::Conflict(_)) => get(State(db), Extension(token), Path(id)).await,
+        Err(e) => Err(e.into()),
+    }
 }

@@ -3,6 +3,7 @@
 //! layers in front of them.
 
 pub mod assets;
+mod client_address;
 mod csrf;
 mod current_user;
 mod fn_status;
@@ -126,6 +127,7 @@ fn base_router(state: AppState, config: &Config, ingest: Arc<IngestCounters>, mc
         .nest_service("/pkg", assets::router(&pkg_dir(&state.leptos_options)))
         .merge(pages)
         .layer(from_fn(csrf::refuse_cross_site))
+        .layer(from_fn_with_state(Arc::new(config.trusted_proxies.clone()), client_address::resolve))
         .layer(from_fn(paths::refuse_malformed))
         .layer(from_fn_with_state(
             headers::SecurityHeaders { https: config.public_url.starts_with("https://") },

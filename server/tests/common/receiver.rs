@@ -33,9 +33,10 @@ struct ReceiverState {
 }
 
 /// A local webhook receiver: `/ok/*` answers 200, `/flaky/*` 500 twice and then 204,
-/// `/down/*` always 503 with a reason, and `/pagerduty/*` stands in for PagerDuty's
-/// Events API v2: 202 for an event it would accept, 400 with PagerDuty's message for one
-/// it would refuse (see [`pagerduty_refusal`]).
+/// `/down/*` always 503 with a reason, `/pagerduty/*` stands in for PagerDuty's Events
+/// API v2: 202 for an event it would accept, 400 with PagerDuty's message for one it
+/// would refuse (see [`pagerduty_refusal`]), and `/alertmanager/*` for an Alertmanager's
+/// `POST /api/v2/alerts` (see [`alertmanager_refusal`]).
 pub struct Receiver {
     pub addr: SocketAddr,
     state: Arc<ReceiverState>,
@@ -66,7 +67,7 @@ impl Receiver {
             });
             let n = {
                 let mut seen = state.seen.lock().unwrap();
-                let n = seen.entry(path).or_default();
+                let n = seen.entry(path.clone()).or_default();
                 *n += 1;
                 *n
             };
@@ -76,6 +77,12 @@ impl Receiver {
                     None => (StatusCode::ACCEPTED, r#"{"status":"success","message":"Event processed"}"#),
                     Some(why) => (StatusCode::BAD_REQUEST, why),
                 },
+                "alertmanager" => {
+                    match alertmanager_refusal(&path, &serde_json::from_str(&body).unwrap_or(Value::Null)) {
+                        None => (StatusCode::OK, ""),
+                        Some(why) => (StatusCode::BAD_REQUEST, why),
+                    }
+                }
                 "flaky" if n > 2 => (StatusCode::NO_CONTENT, ""),
                 "flaky" => (StatusCode::INTERNAL_SERVER_ERROR, "try later"),
                 _ => (StatusCode::SERVICE_UNAVAILABLE, "down for maintenance"),
@@ -130,4 +137,36 @@ pub fn pagerduty_refusal(event: &Value) -> Option<&'static str> {
         Some("acknowledge" | "resolve") => Some("Event object is invalid: dedup_key"),
         _ => Some("Event object is invalid: event_action"),
     }
+}
+
+/// Why Alertmanager's `POST /api/v2/alerts` (API v2, `postableAlerts`) would refuse
+/// `body` sent to `path`: the path must be the endpoint, the body an array of alerts,
+/// each with a non-empty `labels` map of strings (with `alertname`), optional
+/// `annotations` of strings, `startsAt` / `endsAt` as RFC 3339 date-times with `endsAt`
+/// not before `startsAt`, and `generatorURL` an absolute URL.
+pub fn alertmanager_refusal(path: &str, body: &Value) -> Option<&'static str> {
+    if !path.ends_with("/api/v2/alerts") {
+        return Some("not found");
+    }
+    let Some(alerts) = body.as_array() else { return Some("body must be an array of alerts") };
+    for a in alerts {
+        let strings = |v: &Value| v.as_object().is_some_and(|m| m.values().all(Value::is_string));
+        if !strings(&a["labels"]) || a["labels"]["alertname"].as_str().is_none_or(str::is_empty) {
+            return Some("labels must be a map of strings with alertname");
+        }
+        if !a["annotations"].is_null() && !strings(&a["annotations"]) {
+            return Some("annotations must be a map of strings");
+        }
+        let time = |v: &Value| v.as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let (Some(starts), Some(ends)) = (time(&a["startsAt"]), time(&a["endsAt"])) else {
+            return Some("startsAt and endsAt must be date-times");
+        };
+        if ends < starts {
+            return Some("endsAt before startsAt");
+        }
+        if !a["generatorURL"].as_str().is_some_and(|u| u.starts_with("http://") || u.starts_with("https://")) {
+            return Some("generatorURL must be a URL");
+        }
+    }
+    None
 }

@@ -64,7 +64,7 @@ fn TokenTable(tokens: Vec<TokenSummary>, revoke: ServerAction<RevokeToken>) -> i
             .into_any();
     }
     view! {
-        <table class="grid" data-testid="token-table">
+        <table class="grid stack" data-testid="token-table">
             <thead>
                 <tr>
                     <th>"Name"</th><th>"Prefix"</th><th>"Scopes"</th><th>"Created"</th>
@@ -81,17 +81,17 @@ fn TokenTable(tokens: Vec<TokenSummary>, revoke: ServerAction<RevokeToken>) -> i
                         view! {
                             <tr class:revoked=!active>
                                 <td class="name">{t.name.clone()}</td>
-                                <td><code>{t.prefix.clone()} "…"</code></td>
-                                <td>{scopes}</td>
-                                <td><Timestamp at=t.created_at/>{created_by}</td>
-                                <td><MaybeTimestamp at=t.last_used_at none="never"/></td>
-                                <td>
+                                <td data-label="Prefix"><code>{t.prefix.clone()} "…"</code></td>
+                                <td data-label="Scopes">{scopes}</td>
+                                <td data-label="Created"><span><Timestamp at=t.created_at/>{created_by}</span></td>
+                                <td data-label="Last used"><MaybeTimestamp at=t.last_used_at none="never"/></td>
+                                <td data-label="Status">
                                     {match t.revoked_at {
                                         Some(at) => view! { <span class="badge badge-muted">"revoked "</span><Timestamp at/> }.into_any(),
                                         None => view! { <span class="badge badge-ok">"active"</span> }.into_any(),
                                     }}
                                 </td>
-                                <td>
+                                <td class="actions">
                                     {active.then(|| view! {
                                         <ActionForm action=revoke attr:class="inline">
                                             <input type="hidden" name="id" value=t.id/>

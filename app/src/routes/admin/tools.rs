@@ -46,7 +46,7 @@ pub fn ToolsAdmin() -> impl IntoView {
                                 {format!("{} tools, {unclassified} unclassified.", rows.len())}
                             </p>
                             <div class="table-scroll">
-                            <table class="grid" data-testid="tools-table">
+                            <table class="grid stack" data-testid="tools-table">
                                 <thead><tr>
                                     <th>"Tool"</th><th>"Class"</th><th class="num">"Calls"</th><th class="num">"Runs"</th>
                                     <th>"Last seen"</th><th>"Classify"</th>
@@ -71,18 +71,20 @@ fn ToolLine(row: ToolRow, classify: ServerAction<ClassifyTool>) -> impl IntoView
     let suggested = row.suggestion.as_ref().map(|(c, _)| *c);
     view! {
         <tr class:unclassified=row.class.is_none() data-tool=row.name.clone()>
-            <td><code>{row.name.clone()}</code></td>
-            <td>
-                {effect_tag(row.class.unwrap_or(SideEffect::Unknown))}
-                {row.class_from.clone().map(|f| view! { <div class="muted small">{f}</div> })}
-                {row.suggestion.clone().map(|(c, why)| view! {
-                    <div class="small suggestion">{format!("suggested: {c} ({why})")}</div>
-                })}
+            <td class="name"><code>{row.name.clone()}</code></td>
+            <td data-label="Class">
+                <div>
+                    {effect_tag(row.class.unwrap_or(SideEffect::Unknown))}
+                    {row.class_from.clone().map(|f| view! { <div class="muted small">{f}</div> })}
+                    {row.suggestion.clone().map(|(c, why)| view! {
+                        <div class="small suggestion">{format!("suggested: {c} ({why})")}</div>
+                    })}
+                </div>
             </td>
-            <td class="num">{row.calls}</td>
-            <td class="num">{row.runs}</td>
-            <td class="nowrap"><Timestamp at=row.last_seen/></td>
-            <td>
+            <td class="num" data-label="Calls">{row.calls}</td>
+            <td class="num" data-label="Runs">{row.runs}</td>
+            <td class="nowrap" data-label="Last seen"><Timestamp at=row.last_seen/></td>
+            <td class="actions" data-label="Classify">
                 <div class="class-buttons">
                     {CLASSES.into_iter().map(|class| {
                         let name = name.clone();

@@ -112,7 +112,7 @@ fn UserTable(
     disable: ServerAction<SetUserDisabled>,
 ) -> impl IntoView {
     view! {
-        <table class="grid" data-testid="user-table">
+        <table class="grid stack" data-testid="user-table">
             <thead>
                 <tr><th>"Username"</th><th>"Roles"</th><th>"Created"</th><th>"Account"</th></tr>
             </thead>
@@ -131,15 +131,15 @@ fn UserTable(
                                     {u.username.clone()}
                                     {disabled.then(|| view! { " " <span class="tag tag-muted">"disabled"</span> })}
                                 </td>
-                                <td>
+                                <td data-label="Roles">
                                     <ActionForm action=set_roles attr:class="inline">
                                         <input type="hidden" name="username" value=for_roles/>
                                         <RoleBoxes checked=roles/>
                                         <button type="submit" class="small">"Save roles"</button>
                                     </ActionForm>
                                 </td>
-                                <td><Timestamp at=u.created_at/></td>
-                                <td>
+                                <td data-label="Created"><Timestamp at=u.created_at/></td>
+                                <td class="actions">
                                     <ActionForm action=reset attr:class="inline">
                                         <input type="hidden" name="username" value=for_reset/>
                                         <button type="submit" class="small">"Reset password"</button>

@@ -142,15 +142,18 @@ pub fn AlertCard(
     /// The silence that held its notifications back (when the alert names one).
     silence: Option<Silence>,
 ) -> impl IntoView {
+    // Held back from the start, or silenced after its firing went out (then what it
+    // opened elsewhere is still kept up to date).
+    let held = if alert.notified_at.is_some() {
+        "Silenced: notified when it fired; nothing more is sent but its acknowledgement and resolution"
+    } else {
+        "Silenced: not notified"
+    };
     let silenced = alert.silenced_by.clone().map(|id| match silence {
-        Some(s) => format!(
-            "Silenced: not notified ({}, by {} until {}): {}",
-            s.scope(),
-            s.created_by,
-            format_utc(&s.ends_at),
-            s.reason
-        ),
-        None => format!("Silenced: not notified (silence {id})"),
+        Some(s) => {
+            format!("{held} ({}, by {} until {}): {}", s.scope(), s.created_by, format_utc(&s.ends_at), s.reason)
+        }
+        None => format!("{held} (silence {id})"),
     });
     let state = alert.state;
     let since = match state {
@@ -178,6 +181,7 @@ pub fn AlertCard(
         view! { <span>{alert.rule.title()}</span> }.into_any()
     };
     let items = alert.items.clone();
+    let behind = crate::alerts::behind_it(&alert.items, alert.items_total);
     let id = alert.id.clone();
     view! {
         <article class=format!("card alert state-{} level-{}", state.as_str(), alert.severity.as_str())
@@ -201,7 +205,7 @@ pub fn AlertCard(
             {silenced.map(|text| view! { <p class="small silenced" data-testid="silenced">{text}</p> })}
             {(!items.is_empty()).then(|| view! {
                 <details class="alert-items" open=true>
-                    <summary>{format!("Behind it ({})", items.len())}</summary>
+                    <summary data-testid="behind-it">{format!("Behind it: {behind}")}</summary>
                     <ul>
                         {items.into_iter().map(|item| {
                             let kind = match item.kind { ItemKind::Run => "run", ItemKind::Approval => "approval", ItemKind::Escalation => "escalation" };

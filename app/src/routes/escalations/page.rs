@@ -85,8 +85,8 @@ fn Body(view: EscalationView, actions: Actions) -> impl IntoView {
             <p class:big=unknown.is_empty()>{e.blocking_fact.clone().unwrap_or_else(|| "The agent gave no blocking fact.".into())}</p>
             <p>"Reason: " <strong>{reason_text(&e)}</strong></p>
             <p class="muted small">
-                {format!("Opened {} ({} ago) · agent {} · reported by {}",
-                    format_utc(&e.opened_at), backlog_age(&e.opened_at, &view.now),
+                {format!("Needed a person at {} ({} ago) · agent {} · reported by {}",
+                    format_utc(&e.needed_at), backlog_age(&e.needed_at, &view.now),
                     e.agent.clone().unwrap_or_else(|| "unknown".into()),
                     match (e.from_api, e.from_trace) { (true, true) => "the API and the traces", (true, false) => "the API", _ => "the traces" })}
                 " · "

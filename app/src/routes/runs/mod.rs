@@ -27,6 +27,7 @@ fn params_from(q: &leptos_router::params::ParamsMap) -> QueryParams {
         until: q.get("until"),
         range: q.get("range"),
         flag: q.get("flag"),
+        model: q.get("model"),
         q: q.get("q"),
         sort: q.get("sort"),
         cursor: q.get("cursor"),
@@ -49,6 +50,7 @@ fn href_with(params: &QueryParams, change: impl FnOnce(&mut QueryParams)) -> Str
             ("since", p.since),
             ("until", p.until),
             ("flag", p.flag),
+            ("model", p.model),
             ("q", p.q),
             ("sort", p.sort),
             ("cursor", p.cursor),
@@ -114,6 +116,8 @@ fn Filters(params: Memo<QueryParams>) -> impl IntoView {
             </label>
             <label>"Agent" <input type="text" name="agent" value=p.agent.clone().unwrap_or_default()
                 placeholder="part of a name"/></label>
+            <label>"Model" <input type="text" name="model" value=p.model.clone().unwrap_or_default()
+                placeholder="exact name"/></label>
             <label>
                 "Trigger"
                 <select name="trigger">
@@ -151,8 +155,26 @@ fn Filters(params: Memo<QueryParams>) -> impl IntoView {
                     <option value="duplicates" selected=selected(&p.sort, "duplicates")>"most duplicates"</option>
                 </select>
             </label>
+            {p.since.clone().map(|v| view! { <input type="hidden" name="since" value=v/> })}
+            {p.until.clone().map(|v| view! { <input type="hidden" name="until" value=v/> })}
             <button type="submit" class="primary">"Apply"</button>
             <a href="/runs" class="small">"Clear"</a>
+            {(p.since.is_some() || p.until.is_some()).then(|| {
+                let any_time = href_with(&p, |q| {
+                    q.since = None;
+                    q.until = None;
+                });
+                let text = format!(
+                    "Started {}{}",
+                    p.since.as_deref().map(|t| format!("from {t} ")).unwrap_or_default(),
+                    p.until.as_deref().map(|t| format!("until {t}")).unwrap_or_default()
+                );
+                view! {
+                    <p class="small muted filter-note" data-testid="time-filter">
+                        {text} " · " <a href=any_time>"any time"</a>
+                    </p>
+                }
+            })}
         </form>
     }
 }

@@ -17,7 +17,7 @@ use crate::storage::packing;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Inserts or updates the row of each derived run, with the tool of its first failed
-/// call (`''` for none) read from `facts_by_run`.
+/// call (`''` for none) and the model most of its steps used, read from `facts_by_run`.
 pub async fn store_runs(
     tx: &mut Tx,
     derived: &[RunDetail],
@@ -30,7 +30,8 @@ pub async fn store_runs(
             "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, ended_ns, \
              wall_clock_ms, cost, cost_source, unpriced_models, input_tokens, output_tokens, cache_tokens, \
              steps, tool_calls, trace_ids, duplicate_side_effects, possible_duplicates, deduped_calls, \
-             completed_without_read, approval_violations, escalation_reason, duplicates, failed_tool, updated_at) ",
+             completed_without_read, approval_violations, escalation_reason, duplicates, failed_tool, model, \
+             updated_at) ",
         );
         sql.values(chunk, |row, d| {
             let r = &d.run;
@@ -64,6 +65,7 @@ pub async fn store_runs(
                         .and_then(|facts| crate::ingest::derive::first_failed_tool(facts))
                         .unwrap_or(""),
                 )
+                .bind(facts_by_run.get(&r.run_id).and_then(|facts| crate::ingest::derive::main_model(facts)))
                 .bind(now);
         });
         sql.push(
@@ -77,7 +79,8 @@ pub async fn store_runs(
              trace_ids = excluded.trace_ids, duplicate_side_effects = excluded.duplicate_side_effects, \
              deduped_calls = excluded.deduped_calls, completed_without_read = excluded.completed_without_read, \
              approval_violations = excluded.approval_violations, escalation_reason = excluded.escalation_reason, \
-             duplicates = excluded.duplicates, failed_tool = excluded.failed_tool, updated_at = excluded.updated_at",
+             duplicates = excluded.duplicates, failed_tool = excluded.failed_tool, model = excluded.model, \
+             updated_at = excluded.updated_at",
         );
         tx.execute(sql).await?;
     }

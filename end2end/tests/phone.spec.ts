@@ -1,0 +1,45 @@
+// At a phone's width (390 px): the escalation queue, Admin → Users and Admin → Tokens are a
+// card per row, their buttons on the card; no page of on-call, trends or admin scrolls
+// sideways.
+import { expect, test, Page } from '@playwright/test';
+import { ALICE, signIn } from './helpers';
+
+test.use({ viewport: { width: 390, height: 844 } });
+
+async function onScreen(page: Page, name: string) {
+  const buttons = page.getByRole('button', { name, exact: true }).or(page.getByRole('link', { name, exact: true }));
+  const count = await buttons.count();
+  expect(count, `${name} on ${page.url()}`).toBeGreaterThan(0);
+  for (let i = 0; i < count; i++) {
+    const box = await buttons.nth(i).boundingBox();
+    expect(box, name).not.toBeNull();
+    expect(box!.x + box!.width, `${name} #${i} ends inside the screen`).toBeLessThanOrEqual(390);
+  }
+}
+
+async function noSidewaysScroll(page: Page) {
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth + 1);
+  expect(wide, `${page.url()} scrolls sideways`).toBe(false);
+}
+
+test('rows are cards with their buttons on the screen', async ({ page }) => {
+  await signIn(page, ALICE);
+  await page.goto('/admin/users');
+  await onScreen(page, 'Reset password');
+  await onScreen(page, 'Disable');
+  await onScreen(page, 'Save roles');
+  await page.goto('/admin/tokens');
+  await onScreen(page, 'Revoke');
+  await page.goto('/escalations');
+  await expect(page.locator('tbody tr').first()).toBeVisible();
+  await onScreen(page, 'Open');
+  // the table's header row is hidden: each card labels its own fields
+  await expect(page.locator('table.escalations thead')).toBeHidden();
+  await expect(page.locator('tbody tr').first().locator('td[data-label="Reason"]')).toBeVisible();
+  for (const path of ['/escalations', '/escalations?view=resolved', '/alerts', '/alerts?view=history', '/trends',
+    '/trends?range=30d', '/admin', '/admin/users', '/admin/tokens', '/admin/tools', '/admin/policies', '/admin/prices',
+    '/admin/rules', '/admin/webhooks', '/admin/audit', '/admin/alerts']) {
+    await page.goto(path);
+    await noSidewaysScroll(page);
+  }
+});
