@@ -4,7 +4,8 @@
 use app::storage::dialect::Backend;
 use app::storage::migrations::{migrator, EDITED_AFTER_RELEASE};
 use app::storage::testing::TestDb;
-use app::storage::{on_pool, Db};
+use app::storage::sql::Sql;
+use app::storage::Db;
 use sha2::{Digest, Sha384};
 use sqlx::migrate::{Migration, Migrator};
 use std::borrow::Cow;
@@ -451,7 +452,7 @@ async fn has_index(db: &Db, name: &str) -> bool {
         Backend::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = $1",
         Backend::Postgres => "SELECT COUNT(*) FROM pg_indexes WHERE indexname = $1",
     };
-    let n: i64 = on_pool!(db, pool => sqlx::query_scalar(sql).bind(name).fetch_one(pool).await).unwrap();
+    let n: i64 = db.fetch_one_value(Sql::with_args(sql, vec![name.into()])).await.unwrap();
     n > 0
 }
 
@@ -461,14 +462,14 @@ async fn a_database_from_before_the_edits_and_one_from_today_both_upgrade() {
         let db = &t.db;
         // Created by the release before the edits: 0001 to 0018 as they were released.
         let old = as_released(db.backend(), 18);
-        on_pool!(db, pool => old.run(pool).await).unwrap();
+        db.run_migrations(&old).await.unwrap();
         assert!(has_index(db, "runs_trends").await, "the released 0010 made this index, {}", t.backend());
         // Plain sqlx refuses it: the recorded text of 0010 is not today's. (Without the
         // migration lock: sqlx leaves PostgreSQL's advisory lock held on a refusal, and the
         // pooled connection would keep it.)
         let plain = Migrator { locking: false, ..as_released(db.backend(), 0) };
         let plain = Migrator { migrations: migrator(db.backend()).migrations.clone(), ..plain };
-        let refused = on_pool!(db, pool => plain.run(pool).await).unwrap_err();
+        let refused = db.run_migrations(&plain).await.unwrap_err();
         assert!(refused.to_string().contains("10"), "{refused}");
         // Flightdeck accepts exactly those earlier texts and repairs the schema.
         db.migrate().await.unwrap();
@@ -534,19 +535,19 @@ async fn alerts_and_saved_rules_move_to_the_new_severity_names() {
     use app::alerts::{AlertRule, Severity};
     for t in TestDb::each_backend_at(0).await {
         let db = &t.db;
-        on_pool!(db, pool => as_released(db.backend(), 21).run(pool).await).unwrap();
+        db.run_migrations(&as_released(db.backend(), 21)).await.unwrap();
         let insert = "INSERT INTO alerts (id, rule, subject, severity, state, title, value, threshold, unit, items, \
                       fired_at, last_breach_at, updated_at) VALUES ($1, 'deduped_spike', $1, $2, 'firing', 't', 1, 1, \
                       'count', '[]', 1, 1, 1)";
         for (id, severity) in [("a1", "critical"), ("a2", "warning")] {
-            on_pool!(db, pool => sqlx::query(insert).bind(id).bind(severity).execute(pool).await.map(|_| ())).unwrap();
+            db.execute(Sql::with_args(insert, vec![id.into(), severity.into()])).await.unwrap();
         }
         let mut saved =
             serde_json::to_value(app::alerts::settings::RuleSettings::default_for(AlertRule::DedupedSpike)).unwrap();
         saved["severity"] = "warning".into();
         let rule =
             "INSERT INTO alert_rules (rule, settings, updated_by, updated_at) VALUES ('deduped_spike', $1, 'ann', 1)";
-        on_pool!(db, pool => sqlx::query(rule).bind(saved.to_string()).execute(pool).await.map(|_| ())).unwrap();
+        db.execute(Sql::with_args(rule, vec![saved.to_string().into()])).await.unwrap();
 
         db.migrate().await.unwrap();
         let alerts = app::storage::alerts::list(db, false, 10).await.unwrap();
@@ -563,14 +564,14 @@ async fn alerts_and_saved_rules_move_to_the_new_severity_names() {
 async fn a_text_that_was_never_released_is_still_refused() {
     for t in TestDb::each_backend_at(0).await {
         let db = &t.db;
-        on_pool!(db, pool => migrator(db.backend()).run(pool).await).unwrap();
+        db.run_migrations(&migrator(db.backend())).await.unwrap();
         let sql = "UPDATE _sqlx_migrations SET checksum = $1 WHERE version = 10";
-        on_pool!(db, pool => sqlx::query(sql).bind(vec![7u8; 48]).execute(pool).await.map(|_| ())).unwrap();
+        db.execute(Sql::with_args(sql, vec![vec![7u8; 48].into()])).await.unwrap();
         // Flightdeck's start refuses it too (and stops; the lock goes with the process).
         let plain = Migrator { locking: false, ..as_released(db.backend(), 0) };
         let plain = Migrator { migrations: migrator(db.backend()).migrations.clone(), ..plain };
         assert!(app::storage::migrations::accept_released_texts(db).await.unwrap() == 0);
-        let err = on_pool!(db, pool => plain.run(pool).await).unwrap_err();
+        let err = db.run_migrations(&plain).await.unwrap_err();
         assert!(err.to_string().contains("10"), "{err}");
         t.cleanup().await;
     }

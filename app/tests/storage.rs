@@ -2,6 +2,7 @@
 
 use app::access::{Role, Scope};
 use app::storage::audit::{self, action, NewEntry};
+use app::storage::sql::Sql;
 use app::storage::testing::TestDb;
 use app::storage::{now_ms, tokens, users, StoreError};
 
@@ -271,7 +272,7 @@ mod ingest_storage {
             // Read from `runs.failed_tool`, kept at ingest; a run written before that
             // column existed (NULL) has its spans read instead, with the same answer.
             let sql = "UPDATE runs SET failed_tool = NULL WHERE run_id < 'run-0600'";
-            assert_eq!(db.execute(app::storage::sql::Sql::new(sql)).await.unwrap(), 600);
+            assert_eq!(db.execute(Sql::new(sql)).await.unwrap(), 600);
             assert_eq!(found().await, expected, "{}", t.backend());
             t.cleanup().await;
         }
@@ -403,7 +404,7 @@ mod ingest_storage {
             if t.backend() == "sqlite" {
                 // The writer's page cache is its own size (negative: KiB), the pool's SQLite's.
                 let cache = |db: app::storage::Db| async move {
-                    db.fetch_all::<(i64,)>(app::storage::sql::Sql::new("PRAGMA cache_size")).await.unwrap()[0].0
+                    db.fetch_all::<(i64,)>(Sql::new("PRAGMA cache_size")).await.unwrap()[0].0
                 };
                 let writer_kib = -i64::from(app::storage::WRITER_CACHE_MIB) * 1024;
                 assert_eq!(cache(writer.clone()).await, writer_kib);
@@ -445,8 +446,7 @@ mod ingest_storage {
             let db = &t.db;
             let t0 = (now_ms() as u64) * 1_000_000;
             write::commit(db, &tool_run(1, "packed", false, t0, "send"), BodyPolicy::All).await.unwrap();
-            let rows: Vec<(String, Option<Vec<u8>>)> = app::on_pool!(db, pool => sqlx::query_as(
-                "SELECT records, packed FROM span_chunks WHERE run_id = 'packed'").fetch_all(pool).await)
+            let rows: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::new("SELECT records, packed FROM span_chunks WHERE run_id = 'packed'")).await
             .unwrap();
             assert_eq!(rows.len(), 1, "{}", t.backend());
             assert_eq!(rows[0].0, "", "the text column is left empty");
@@ -462,8 +462,7 @@ mod ingest_storage {
     }
 
     async fn packed_of(db: &app::storage::Db, run_id: &str) -> Vec<u8> {
-        let rows: Vec<(Option<Vec<u8>>,)> = app::on_pool!(db, pool => sqlx::query_as(
-            "SELECT packed FROM span_chunks WHERE run_id = $1").bind(run_id).fetch_all(pool).await)
+        let rows: Vec<(Option<Vec<u8>>,)> = db.fetch_all(Sql::with_args("SELECT packed FROM span_chunks WHERE run_id = $1", vec![run_id.into()])).await
         .unwrap();
         assert_eq!(rows.len(), 1, "one chunk of {run_id}");
         rows[0].0.clone().expect("packed")
@@ -503,13 +502,13 @@ mod ingest_storage {
             let bytes = packing::train(&samples).expect("a dictionary");
             let other = packing::prepare(&bytes).unwrap();
             assert!(packing::known(other.id()).is_none(), "not in this process yet");
-            let mut sql = app::storage::sql::Sql::new("INSERT INTO chunk_dictionaries (id, created_at, bytes) ");
+            let mut sql = Sql::new("INSERT INTO chunk_dictionaries (id, created_at, bytes) ");
             sql.values([()], |row, ()| {
                 row.bind(i64::from(other.id())).bind(now - 1_000).bind(bytes.clone());
             });
             db.execute(sql).await.unwrap();
             let text = packing::unpack(String::new(), Some(packed_of(db, "run-0002").await)).unwrap();
-            let mut sql = app::storage::sql::Sql::new("UPDATE span_chunks SET packed = $1 WHERE run_id = 'run-0002'");
+            let mut sql = Sql::new("UPDATE span_chunks SET packed = $1 WHERE run_id = 'run-0002'");
             sql.arg(packing::pack(&text, Some(&other)));
             db.execute(sql).await.unwrap();
             assert_eq!(spans::of_run(db, "run-0002").await.unwrap().len(), 2, "read by loading its dictionary");
@@ -585,7 +584,7 @@ mod ingest_storage {
             for (run, duplicates, duration) in
                 [("v1", 0, "5"), ("v2", 2, "NULL"), ("v3", 0, "9"), ("v4", 1, "5"), ("v5", 2, "1")]
             {
-                let sql = app::storage::sql::Sql::new(&format!(
+                let sql = Sql::new(&format!(
                     "UPDATE runs SET duplicate_side_effects = {duplicates}, wall_clock_ms = {duration} \
                      WHERE run_id = '{run}'"
                 ));
@@ -766,9 +765,7 @@ mod ingest_storage {
             assert_eq!(found(keys[0]).await, ["exact"]);
             if matches!(db, app::storage::Db::Sqlite { .. }) {
                 // The removed run's document went with it; the kept run's two stay.
-                let documents: i64 = app::storage::on_pool!(db, pool => {
-                    sqlx::query_scalar("SELECT COUNT(*) FROM run_terms_fts").fetch_one(pool).await
-                })
+                let documents: i64 = db.fetch_one_value(Sql::new("SELECT COUNT(*) FROM run_terms_fts")).await
                 .unwrap();
                 assert_eq!(documents, 2);
             }
@@ -800,27 +797,15 @@ mod ingest_storage {
                     args_sha256, attributes, events, resource, role, latency_ms, received_at) \
                     VALUES ($1, $2, $3, 'migrated', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
                     $19, $20, $21, 0)";
-                app::storage::on_pool!(db, pool => sqlx::query(sql)
-                    .bind(&s.trace_id).bind(&s.span_id).bind(&s.parent_span_id).bind(&s.name).bind(s.kind)
-                    .bind(s.start_ns).bind(s.end_ns).bind(s.status_code).bind(&s.status_message).bind(&s.tool_name)
-                    .bind(s.side_effect.map(|v| v.as_str())).bind(&s.idempotency_key).bind(s.attempt)
-                    .bind(s.outcome.map(|v| v.as_str())).bind(&s.external_id).bind(&s.args_sha256)
-                    .bind(record["attributes"].to_string()).bind(record["events"].to_string())
-                    .bind(record["resource"].to_string()).bind(s.role.map(|r| r.as_str())).bind(s.latency_ms)
-                    .execute(pool).await.map(|_| ()))
+                db.execute(Sql::with_args(sql, vec![(&s.trace_id).into(), (&s.span_id).into(), (&s.parent_span_id).into(), (&s.name).into(), s.kind.into(), s.start_ns.into(), s.end_ns.into(), s.status_code.into(), (&s.status_message).into(), (&s.tool_name).into(), s.side_effect.map(|v| v.as_str()).into(), (&s.idempotency_key).into(), s.attempt.into(), s.outcome.map(|v| v.as_str()).into(), (&s.external_id).into(), (&s.args_sha256).into(), record["attributes"].to_string().into(), record["events"].to_string().into(), record["resource"].to_string().into(), s.role.map(|r| r.as_str()).into(), s.latency_ms.into()])).await.map(|_| ())
                 .unwrap();
             }
-            app::storage::on_pool!(db, pool => sqlx::query(
-                "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)")
-                .bind(&spans_before[0].trace_id).bind(true).execute(pool).await.map(|_| ()))
+            db.execute(Sql::with_args("INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)", vec![(&spans_before[0].trace_id).into(), true.into()])).await.map(|_| ())
             .unwrap();
             // And the run's row, which the write path stored with its spans.
             insert_old_run_row(db, "migrated", now_ns as i64).await;
             // And the call's bodies, a row per span as before migration 0014.
-            app::storage::on_pool!(db, pool => sqlx::query(
-                "INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)")
-                .bind(&spans_before[1].trace_id).bind(&spans_before[1].span_id)
-                .bind(r#"{"gen_ai.tool.call.arguments":"{\"amount\":7}"}"#).execute(pool).await.map(|_| ()))
+            db.execute(Sql::with_args("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)", vec![(&spans_before[1].trace_id).into(), (&spans_before[1].span_id).into(), r#"{"gen_ai.tool.call.arguments":"{\"amount\":7}"}"#.into()])).await.map(|_| ())
             .unwrap();
 
             db.migrate().await.unwrap();
@@ -888,7 +873,7 @@ mod ingest_storage {
 
             let sql = "SELECT run_id, run_no FROM runs";
             let numbered: Vec<(String, i64)> =
-                app::storage::on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await).unwrap();
+                db.fetch_all(Sql::new(sql)).await.unwrap();
             assert_eq!(numbered.len(), 40, "{}", t.backend());
             let distinct: std::collections::BTreeSet<i64> = numbered.iter().map(|(_, n)| *n).collect();
             assert_eq!(distinct.len(), 40, "one number per run on {}", t.backend());
@@ -950,17 +935,9 @@ mod ingest_storage {
     /// A run's row as stored before migration 0016 (no number), with its reason counted,
     /// as the write path stored it beside the run's spans. Re-derived on the next write.
     async fn insert_old_run_row(db: &app::storage::Db, run_id: &str, started_ns: i64) {
-        app::storage::on_pool!(db, pool => sqlx::query(
-            "INSERT INTO runs (run_id, run_trigger, terminal_reason, started_ns, cost, input_tokens, output_tokens, \
-             cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, completed_without_read, \
-             approval_violations, duplicates, updated_at) \
-             VALUES ($1, 'unknown', 'running', $2, 0, 0, 0, 0, 0, 0, '[]', 0, 0, $3, 0, '[]', 0)")
-            .bind(run_id).bind(started_ns).bind(false).execute(pool).await.map(|_| ()))
+        db.execute(Sql::with_args("INSERT INTO runs (run_id, run_trigger, terminal_reason, started_ns, cost, input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) VALUES ($1, 'unknown', 'running', $2, 0, 0, 0, 0, 0, 0, '[]', 0, 0, $3, 0, '[]', 0)", vec![run_id.into(), started_ns.into(), false.into()])).await.map(|_| ())
         .unwrap();
-        app::storage::on_pool!(db, pool => sqlx::query(
-            "INSERT INTO run_reason_counts (terminal_reason, runs) VALUES ('running', 1) \
-             ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + 1")
-            .execute(pool).await.map(|_| ()))
+        db.execute(Sql::new("INSERT INTO run_reason_counts (terminal_reason, runs) VALUES ('running', 1) ON CONFLICT (terminal_reason) DO UPDATE SET runs = run_reason_counts.runs + 1")).await.map(|_| ())
         .unwrap();
     }
 
@@ -1009,17 +986,11 @@ mod ingest_storage {
                 ),
             ];
             for (sql, texts) in statements {
-                app::storage::on_pool!(db, pool => {
-                    let mut q = sqlx::query(sql);
-                    for text in texts {
-                        q = q.bind(text);
-                    }
-                    if sql.contains("run_tools") || sql.contains("irreversible") {
-                        q = q.bind(old_ns as i64);
-                    }
-                    q.execute(pool).await.map(|_| ())
-                })
-                .unwrap();
+                let mut args: Vec<app::storage::sql::Arg> = texts.iter().map(|t| t.clone().into()).collect();
+                if sql.contains("run_tools") || sql.contains("irreversible") {
+                    args.push((old_ns as i64).into());
+                }
+                db.execute(Sql::with_args(sql, args)).await.unwrap();
             }
 
             db.migrate().await.unwrap();
@@ -1043,8 +1014,7 @@ mod ingest_storage {
             write::commit(db, &after, BodyPolicy::FailedRuns).await.unwrap();
             let number = |run: &'static str| async move {
                 let sql = "SELECT run_no FROM runs WHERE run_id = $1";
-                app::storage::on_pool!(db, pool => sqlx::query_scalar::<_, i64>(sql).bind(run).fetch_one(pool).await)
-                    .unwrap()
+                db.fetch_one_value::<i64>(Sql::with_args(sql, vec![run.into()])).await.unwrap()
             };
             assert!(number("numbered-next").await > number("numbered-late").await, "{}", t.backend());
             let mut found = all_pages(db, by_tool.clone()).await;
@@ -1059,10 +1029,7 @@ mod ingest_storage {
             assert_eq!(spans::count(db).await.unwrap(), 2, "only the later run's spans stay, {}", t.backend());
             assert!(app::storage::alerts::irreversible_executions(db, 0).await.unwrap().is_empty());
             assert_eq!(all_pages(db, by_tool).await, ["numbered-next"], "{}", t.backend());
-            let left: i64 = app::storage::on_pool!(db, pool => sqlx::query_scalar(
-                "SELECT (SELECT COUNT(*) FROM trace_runs) + (SELECT COUNT(*) FROM run_tools) \
-                 + (SELECT COUNT(*) FROM body_chunks)")
-                .fetch_one(pool).await)
+            let left: i64 = db.fetch_one_value(Sql::new("SELECT (SELECT COUNT(*) FROM trace_runs) + (SELECT COUNT(*) FROM run_tools) + (SELECT COUNT(*) FROM body_chunks)")).await
             .unwrap();
             assert_eq!(left, 2, "the later run's trace and tool row stay, its bodies were never kept; {}", t.backend());
             t.cleanup().await;

@@ -17,6 +17,7 @@
 //! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
 //! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
 
+use app::storage::sql::Sql;
 use app::access::Role;
 use app::auth::password;
 use app::ingest::pipeline::{prepare, IngestSettings};
@@ -275,7 +276,7 @@ async fn time_page(app: &axum::Router, cookie: &str, db: &Db, label: &str, path:
 /// One alert evaluation (all six rules: their windows read, the rules run, alerts
 /// written) as of the newest run's start, so every window holds data.
 async fn measure_alert_evaluation(db: &Db) {
-    let newest_ns: i64 = app::on_pool!(db, pool => sqlx::query_scalar("SELECT COALESCE(MAX(started_ns), 0) FROM runs").fetch_one(pool).await).unwrap();
+    let newest_ns: i64 = db.fetch_one_value(Sql::new("SELECT COALESCE(MAX(started_ns), 0) FROM runs")).await.unwrap();
     let now_ms = newest_ns / 1_000_000 + 60_000;
     let mut times = Vec::new();
     let mut fired = 0;

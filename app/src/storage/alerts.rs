@@ -4,7 +4,7 @@
 //! evaluate.
 
 use super::sql::{Sql, Tx};
-use super::{from_ms, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use crate::alerts::alertmanager::RESEND_EVERY_MS;
 use crate::alerts::lifecycle::{OpenAlert, Transition};
 use crate::alerts::rules::MAX_ITEMS;
@@ -17,7 +17,7 @@ use crate::notify::{EventKind, Notifications};
 /// Every rule with its settings: the admin's if saved, else the defaults.
 pub async fn settings(db: &Db) -> StoreResult<Vec<(AlertRule, RuleSettings)>> {
     let sql = "SELECT rule, settings FROM alert_rules";
-    let saved: Vec<(String, String)> = on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+    let saved: Vec<(String, String)> = db.fetch_all(Sql::new(sql)).await?;
     Ok(AlertRule::ALL
         .iter()
         .map(|rule| {
@@ -90,14 +90,14 @@ pub async fn irreversible_executions(db: &Db, since_ms: i64) -> StoreResult<Vec<
     let sql = "SELECT COALESCE(tool_name, ''), run_id, end_ns FROM irreversible_calls \
                WHERE end_ns > $1 AND outcome IN ('ok', 'error', 'timeout')";
     let rows: Vec<(String, String, i64)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![since_ms.saturating_mul(1_000_000).into()])).await?;
     Ok(rows.into_iter().map(|(tool, run_id, end_ns)| Execution { tool, run_id, at_ms: end_ns / 1_000_000 }).collect())
 }
 
 pub async fn approval_violations(db: &Db, since_ms: i64) -> StoreResult<Vec<Violation>> {
     let sql = "SELECT run_id, tool, kind, approval_id, at FROM approval_violations WHERE at > $1 ORDER BY at";
     let rows: Vec<(String, String, String, Option<String>, i64)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![since_ms.into()])).await?;
     Ok(rows
         .into_iter()
         .map(|(run_id, tool, kind, approval_id, at_ms)| Violation { run_id, tool, kind, approval_id, at_ms })
@@ -113,12 +113,11 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
     let top = "SELECT run_id, deduped_calls FROM runs WHERE started_ns > $1 AND deduped_calls > 0 \
                ORDER BY deduped_calls DESC, run_id LIMIT 1000";
     let ns = |ms: i64| ms.saturating_mul(1_000_000);
-    let (window, baseline, runs): ((i64, i64), (i64, i64), Vec<(String, i64)>) = on_pool!(db, pool => {
-        let window = sqlx::query_as(totals).bind(ns(window_start_ms)).bind(i64::MAX).fetch_one(pool).await?;
-        let baseline = sqlx::query_as(totals).bind(ns(baseline_start_ms)).bind(ns(window_start_ms)).fetch_one(pool).await?;
-        let runs = sqlx::query_as(top).bind(ns(window_start_ms)).fetch_all(pool).await?;
-        (window, baseline, runs)
-    });
+    let window: (i64, i64) =
+        db.fetch_one(Sql::with_args(totals, vec![ns(window_start_ms).into(), i64::MAX.into()])).await?;
+    let baseline: (i64, i64) =
+        db.fetch_one(Sql::with_args(totals, vec![ns(baseline_start_ms).into(), ns(window_start_ms).into()])).await?;
+    let runs: Vec<(String, i64)> = db.fetch_all(Sql::with_args(top, vec![ns(window_start_ms).into()])).await?;
     Ok(DedupedCounts {
         window_calls: window.0,
         window_deduped: window.1,
@@ -132,7 +131,7 @@ pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
     let sql = "SELECT id, run_id, needed_at, claimed_by FROM escalations \
                WHERE status = 'open' ORDER BY needed_at";
     let rows: Vec<(String, String, i64, Option<String>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+        db.fetch_all(Sql::new(sql)).await?;
     Ok(rows
         .into_iter()
         .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
@@ -145,7 +144,7 @@ pub async fn silent_calls(db: &Db) -> StoreResult<Vec<crate::alerts::rules::Sile
     let sql = "SELECT id, run_id, tool, step_index, natural_key, started_at FROM call_ledger \
                WHERE state IN ('started', 'unknown') ORDER BY started_at LIMIT 1000";
     let rows: Vec<(String, String, String, i64, String, i64)> =
-        on_pool!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?;
+        db.fetch_all(Sql::new(sql)).await?;
     Ok(rows
         .into_iter()
         .map(|(id, run_id, tool, step_index, natural_key, started_at_ms)| crate::alerts::rules::SilentCall {
@@ -172,19 +171,14 @@ pub async fn cost_tail(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<CostTai
     let (from_ns, to_ns) = (from_ms.saturating_mul(1_000_000), to_ms.saturating_mul(1_000_000));
     let count_sql = format!("SELECT COUNT(*) FROM runs WHERE {COST_RANGE}");
     let runs: i64 =
-        on_pool!(db, pool => sqlx::query_scalar(&count_sql).bind(from_ns).bind(to_ns).fetch_one(pool).await)?;
+        db.fetch_one_value(Sql::with_args(&count_sql, vec![from_ns.into(), to_ns.into()])).await?;
     let runs = usize::try_from(runs).unwrap_or(0);
     let needed = CostTail::needed(runs);
     if needed == 0 {
         return Ok(CostTail { runs, highest: Vec::new() });
     }
     let tail_sql = format!("SELECT cost FROM runs WHERE {COST_RANGE} ORDER BY cost DESC LIMIT $3");
-    let highest: Vec<f64> = on_pool!(db, pool => sqlx::query_scalar(&tail_sql)
-        .bind(from_ns)
-        .bind(to_ns)
-        .bind(needed as i64)
-        .fetch_all(pool)
-        .await)?;
+    let highest: Vec<f64> = db.fetch_column(Sql::with_args(&tail_sql, vec![from_ns.into(), to_ns.into(), (needed as i64).into()])).await?;
     Ok(CostTail { runs, highest })
 }
 
@@ -195,13 +189,7 @@ pub async fn costliest_runs(db: &Db, from_ms: i64, to_ms: i64, above: f64, limit
         "SELECT run_id, cost, started_ns FROM runs WHERE {COST_RANGE} AND cost > $3 \
          ORDER BY cost DESC, run_id LIMIT $4"
     );
-    let rows: Vec<(String, f64, i64)> = on_pool!(db, pool => sqlx::query_as(&sql)
-        .bind(from_ms.saturating_mul(1_000_000))
-        .bind(to_ms.saturating_mul(1_000_000))
-        .bind(above)
-        .bind(limit as i64)
-        .fetch_all(pool)
-        .await)?;
+    let rows: Vec<(String, f64, i64)> = db.fetch_all(Sql::with_args(&sql, vec![from_ms.saturating_mul(1_000_000).into(), to_ms.saturating_mul(1_000_000).into(), above.into(), (limit as i64).into()])).await?;
     Ok(rows
         .into_iter()
         .map(|(run_id, cost, started_ns)| RunCost { run_id, cost, started_ms: started_ns / 1_000_000 })
@@ -234,7 +222,7 @@ pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> 
     // path keeps each run's first failed tool in `failed_tool` ('' for none).
     let sql = "SELECT run_id, ended_ns, failed_tool FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
     let rows: Vec<(String, i64, Option<String>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(since_ms.saturating_mul(1_000_000)).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![since_ms.saturating_mul(1_000_000).into()])).await?;
     let failed_run = |run_id: &str, ended_ns: i64, tool: &str| {
         (!tool.is_empty()).then(|| FailedRun {
             run_id: run_id.to_string(),
@@ -339,7 +327,7 @@ fn new_id() -> String {
 pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>> {
     let sql = "SELECT id, subject, last_breach_at FROM alerts WHERE rule = $1 AND state <> 'resolved'";
     let rows: Vec<(String, String, i64)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(rule.as_str()).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![rule.as_str().into()])).await?;
     Ok(rows.into_iter().map(|(id, subject, last_breach_ms)| OpenAlert { id, subject, last_breach_ms }).collect())
 }
 
@@ -638,13 +626,13 @@ pub async fn list(db: &Db, resolved: bool, limit: i64) -> StoreResult<Vec<Alert>
              fired_at, id LIMIT $1"
         )
     };
-    let rows: Vec<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(limit).fetch_all(pool).await)?;
+    let rows: Vec<AlertRow> = db.fetch_all(Sql::with_args(&sql, vec![limit.into()])).await?;
     Ok(rows.into_iter().map(AlertRow::into_alert).collect::<Result<_, _>>()?)
 }
 
 pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Alert>> {
     let sql = format!("SELECT {COLUMNS} FROM alerts WHERE id = $1");
-    let row: Option<AlertRow> = on_pool!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?;
+    let row: Option<AlertRow> = db.fetch_optional(Sql::with_args(&sql, vec![id.into()])).await?;
     Ok(row.map(AlertRow::into_alert).transpose()?)
 }
 
@@ -653,7 +641,7 @@ pub async fn counts(db: &Db) -> StoreResult<(i64, i64)> {
     let sql = "SELECT CAST(COALESCE(SUM(CASE state WHEN 'firing' THEN 1 ELSE 0 END), 0) AS BIGINT), \
                       CAST(COALESCE(SUM(CASE state WHEN 'acknowledged' THEN 1 ELSE 0 END), 0) AS BIGINT) \
                FROM alerts WHERE state <> 'resolved'";
-    Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_one(pool).await)?)
+    Ok(db.fetch_one(Sql::new(sql)).await?)
 }
 
 /// Marks a firing alert acknowledged by `user` and queues `alert.acknowledged` to its
@@ -703,14 +691,14 @@ pub async fn record_evaluation(db: &Db, instance: &str, at_ms: i64, took_ms: i64
     let sql = "INSERT INTO alert_evaluator (id, instance, evaluated_at, took_ms) VALUES (1, $1, $2, $3) \
                ON CONFLICT (id) DO UPDATE SET instance = excluded.instance, evaluated_at = excluded.evaluated_at, \
                took_ms = excluded.took_ms";
-    on_pool!(db, pool => sqlx::query(sql).bind(instance).bind(at_ms).bind(took_ms).execute(pool).await.map(|_| ()))?;
+    db.execute(Sql::with_args(sql, vec![instance.into(), at_ms.into(), took_ms.into()])).await.map(|_| ())?;
     Ok(())
 }
 
 /// The last evaluation: which instance, when, and how long it took.
 pub async fn last_evaluation(db: &Db) -> StoreResult<Option<(String, i64, i64)>> {
     let sql = "SELECT instance, evaluated_at, took_ms FROM alert_evaluator WHERE id = 1";
-    Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_optional(pool).await)?)
+    Ok(db.fetch_optional(Sql::new(sql)).await?)
 }
 
 // ---- leadership -------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 use super::audit::NewEntry;
 use super::sql::{cacheable_chunks, Sql, Tx};
-use super::{from_ms, is_unique_violation, now_ms, on_pool, Db, StoreError, StoreResult};
+use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
 use crate::canonical::{RunDetail, RunSummary};
 use crate::escalations::from_traces::{self, Decision, Latest, ToOpen};
 use crate::escalations::request::ValidEscalation;
@@ -106,7 +106,7 @@ pub enum Filed {
 
 async fn row_by(db: &Db, where_sql: &str, a: &str, b: Option<&str>) -> StoreResult<Option<Row>> {
     let sql = format!("SELECT {COLUMNS} FROM escalations WHERE {where_sql} ORDER BY opened_at DESC LIMIT 1");
-    Ok(on_pool!(db, pool => sqlx::query_as(&sql).bind(a).bind(b).fetch_optional(pool).await)?)
+    Ok(db.fetch_optional(Sql::with_args(&sql, vec![a.into(), b.into()])).await?)
 }
 
 /// Files an escalation from the agent API, merging into one the run's traces opened.
@@ -138,21 +138,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
                 let sql = "UPDATE escalations SET reason = $1, reason_text = $2, blocking_fact = $3, \
                            what_was_done = $4, what_remains = $5, from_api = $6, idempotency_key = $7, \
                            body_sha256 = $8, agent = COALESCE($9, agent), requested_by = $10 WHERE id = $11";
-                on_pool!(db, pool => sqlx::query(sql)
-                    .bind(v.reason.as_str())
-                    .bind(&v.reason_text)
-                    .bind(&v.blocking_fact)
-                    .bind(json(&v.what_was_done))
-                    .bind(json(&v.what_remains))
-                    .bind(true)
-                    .bind(&v.idempotency_key)
-                    .bind(&v.body_sha256)
-                    .bind(&v.agent)
-                    .bind(requested_by)
-                    .bind(&row.id)
-                    .execute(pool)
-                    .await
-                    .map(|_| ()))?;
+                db.execute(Sql::with_args(sql, vec![v.reason.as_str().into(), (&v.reason_text).into(), (&v.blocking_fact).into(), json(&v.what_was_done).into(), json(&v.what_remains).into(), true.into(), (&v.idempotency_key).into(), (&v.body_sha256).into(), (&v.agent).into(), requested_by.into(), (&row.id).into()])).await.map(|_| ())?;
                 event(
                     db,
                     &row.id,
@@ -174,24 +160,7 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         let sql = "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                    what_remains, from_api, from_trace, idempotency_key, body_sha256, agent, requested_by, status, \
                    opened_at, needed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'open', $14, $14)";
-        let inserted = on_pool!(db, pool => sqlx::query(sql)
-            .bind(&id)
-            .bind(&v.run_id)
-            .bind(v.reason.as_str())
-            .bind(&v.reason_text)
-            .bind(&v.blocking_fact)
-            .bind(json(&v.what_was_done))
-            .bind(json(&v.what_remains))
-            .bind(true)
-            .bind(false)
-            .bind(&v.idempotency_key)
-            .bind(&v.body_sha256)
-            .bind(&agent)
-            .bind(requested_by)
-            .bind(now)
-            .execute(pool)
-            .await
-            .map(|_| ()));
+        let inserted = db.execute(Sql::with_args(sql, vec![(&id).into(), (&v.run_id).into(), v.reason.as_str().into(), (&v.reason_text).into(), (&v.blocking_fact).into(), json(&v.what_was_done).into(), json(&v.what_remains).into(), true.into(), false.into(), (&v.idempotency_key).into(), (&v.body_sha256).into(), (&agent).into(), requested_by.into(), now.into()])).await.map(|_| ());
         match inserted {
             Ok(()) => {
                 event(db, &id, Some(requested_by), "opened", Some(v.opened_by.describe())).await?;
@@ -213,7 +182,7 @@ pub async fn get(db: &Db, id: &str) -> StoreResult<Option<Escalation>> {
 /// The run's escalations, newest first.
 pub async fn for_run(db: &Db, run_id: &str) -> StoreResult<Vec<Escalation>> {
     let sql = format!("SELECT {COLUMNS} FROM escalations WHERE run_id = $1 ORDER BY opened_at DESC");
-    let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).bind(run_id).fetch_all(pool).await)?;
+    let rows: Vec<Row> = db.fetch_all(Sql::with_args(&sql, vec![run_id.into()])).await?;
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
@@ -292,13 +261,13 @@ pub async fn agents(db: &Db, open: bool) -> StoreResult<Vec<String>> {
 /// the navigation.
 pub async fn backlog(db: &Db) -> StoreResult<(i64, Option<i64>)> {
     let sql = "SELECT COUNT(*), MIN(needed_at) FROM escalations WHERE status = 'open'";
-    Ok(on_pool!(db, pool => sqlx::query_as(sql).fetch_one(pool).await)?)
+    Ok(db.fetch_one(Sql::new(sql)).await?)
 }
 
 pub async fn timeline(db: &Db, id: &str) -> StoreResult<Vec<TimelineEntry>> {
     let sql = "SELECT at, actor, kind, detail FROM escalation_events WHERE escalation_id = $1 ORDER BY id";
     let rows: Vec<(i64, Option<String>, String, Option<String>)> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(id).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![id.into()])).await?;
     Ok(rows
         .into_iter()
         .map(|(at, actor, kind, detail)| TimelineEntry { at: from_ms(at), actor, kind, detail })
@@ -307,7 +276,7 @@ pub async fn timeline(db: &Db, id: &str) -> StoreResult<Vec<TimelineEntry>> {
 
 pub async fn event(db: &Db, id: &str, actor: Option<&str>, kind: &str, detail: Option<&str>) -> StoreResult<()> {
     let sql = "INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)";
-    on_pool!(db, pool => sqlx::query(sql).bind(id).bind(now_ms()).bind(actor).bind(kind).bind(detail).execute(pool).await.map(|_| ()))?;
+    db.execute(Sql::with_args(sql, vec![id.into(), now_ms().into(), actor.into(), kind.into(), detail.into()])).await.map(|_| ())?;
     Ok(())
 }
 
@@ -548,7 +517,7 @@ pub async fn resolve(
 /// Escalations whose `escalation.opened` webhook is not queued yet.
 pub async fn unannounced(db: &Db) -> StoreResult<Vec<Escalation>> {
     let sql = format!("SELECT {COLUMNS} FROM escalations WHERE notified_at IS NULL ORDER BY opened_at LIMIT 100");
-    let rows: Vec<Row> = on_pool!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    let rows: Vec<Row> = db.fetch_all(Sql::new(&sql)).await?;
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 

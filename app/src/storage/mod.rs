@@ -62,17 +62,6 @@ pub enum Db {
     Postgres(PgPool),
 }
 
-/// Runs `$body` with `$pool` bound to the concrete pool of either backend.
-#[macro_export]
-macro_rules! on_pool {
-    ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
-            $crate::storage::Db::Sqlite { main: $pool, .. } => $body,
-            $crate::storage::Db::Postgres($pool) => $body,
-        }
-    };
-}
-pub use on_pool;
 
 /// What a storage call can fail with, beyond a broken database.
 #[derive(Debug, thiserror::Error)]
@@ -264,11 +253,7 @@ impl Db {
                 tracing::info!(entries = moved, "moved the execution ledger into its own file");
             }
         }
-        let migrator = migrations::migrator(self.backend());
-        match self {
-            Db::Sqlite { main, .. } => migrator.run(main).await?,
-            Db::Postgres(pool) => migrator.run(pool).await?,
-        }
+        self.run_migrations(&migrations::migrator(self.backend())).await?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
         Ok(())
     }
@@ -284,11 +269,17 @@ impl Db {
             locking: true,
             no_tx: false,
         };
-        match self {
-            Db::Sqlite { main, .. } => older.run(main).await?,
-            Db::Postgres(pool) => older.run(pool).await?,
-        }
+        self.run_migrations(&older).await?;
         Ok(())
+    }
+
+    /// Applies `migrator`'s migrations to the main database (or checks them, for those
+    /// applied).
+    pub async fn run_migrations(&self, migrator: &sqlx::migrate::Migrator) -> Result<(), sqlx::migrate::MigrateError> {
+        match self {
+            Db::Sqlite { main, .. } => migrator.run(main).await,
+            Db::Postgres(pool) => migrator.run(pool).await,
+        }
     }
 
     /// Whether the database answers and every migration this build knows is applied.

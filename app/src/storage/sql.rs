@@ -36,6 +36,7 @@ macro_rules! arg_from {
 
 arg_from! {
     i64 => |v| Arg::Int(Some(v)),
+    i32 => |v| Arg::Int(Some(i64::from(v))),
     Option<i64> => |v| Arg::Int(v),
     f64 => |v| Arg::Float(Some(v)),
     Option<f64> => |v| Arg::Float(v),

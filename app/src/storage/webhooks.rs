@@ -8,7 +8,7 @@
 //! rarely, see a delivery twice: they can recognise it by its `X-Flightdeck-Delivery` id).
 
 use super::sql::{Sql, Tx};
-use super::{from_ms, now_ms, on_pool, Db, StoreResult};
+use super::{from_ms, now_ms, Db, StoreResult};
 use crate::models::WebhookDelivery;
 use crate::notify::{Event, RetryPolicy, WebhookFormat, WebhookTarget};
 use std::time::Duration;
@@ -136,7 +136,7 @@ pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<
                 let sql = "UPDATE webhook_deliveries SET status = 'failed', last_error = $1, lease = NULL, \
                            claimed_until = NULL WHERE id = $2 AND lease = $3";
                 let error = format!("cannot read the stored delivery: {e}");
-                on_pool!(db, pool => sqlx::query(sql).bind(&error).bind(row.id).bind(&lease).execute(pool).await.map(|_| ()))?;
+                db.execute(Sql::with_args(sql, vec![(&error).into(), row.id.into(), (&lease).into()])).await.map(|_| ())?;
             }
         }
     }
@@ -148,14 +148,7 @@ pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<
 pub async fn mark_delivered(db: &Db, claimed: &Claimed, http_status: u16) -> StoreResult<bool> {
     let sql = "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = $1, last_status = $2, \
                last_error = NULL, lease = NULL, claimed_until = NULL WHERE id = $3 AND lease = $4";
-    let n = on_pool!(db, pool => sqlx::query(sql)
-        .bind(now_ms())
-        .bind(i64::from(http_status))
-        .bind(claimed.id)
-        .bind(&claimed.lease)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+    let n = db.execute(Sql::with_args(sql, vec![now_ms().into(), i64::from(http_status).into(), claimed.id.into(), (&claimed.lease).into()])).await?;
     Ok(n > 0)
 }
 
@@ -188,16 +181,7 @@ pub async fn record_failure(
     let error: String = error.chars().take(MAX_ERROR_CHARS).collect();
     let sql = "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, last_status = $3, last_error = $4, \
                lease = NULL, claimed_until = NULL WHERE id = $5 AND lease = $6";
-    let n = on_pool!(db, pool => sqlx::query(sql)
-        .bind(new_status)
-        .bind(next_attempt_at)
-        .bind(http_status.map(i64::from))
-        .bind(&error)
-        .bind(claimed.id)
-        .bind(&claimed.lease)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected()))?;
+    let n = db.execute(Sql::with_args(sql, vec![new_status.into(), next_attempt_at.into(), http_status.map(i64::from).into(), (&error).into(), claimed.id.into(), (&claimed.lease).into()])).await?;
     Ok(match (n, delay) {
         (0, _) => AfterFailure::LeaseLost,
         (_, Some(d)) => AfterFailure::RetryIn(d),
@@ -227,7 +211,7 @@ pub async fn list(db: &Db, failed_only: bool, limit: i64) -> StoreResult<Vec<Web
                WHERE ($1 IS NULL OR status = $1) ORDER BY id DESC LIMIT $2";
     let only = failed_only.then_some(status::FAILED);
     let rows: Vec<DeliveryRow> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(only).bind(limit).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![only.into(), limit.into()])).await?;
     Ok(rows.into_iter().map(DeliveryRow::into_delivery).collect())
 }
 
@@ -261,21 +245,21 @@ pub async fn for_alert(db: &Db, alert_id: &str, limit: i64) -> StoreResult<Vec<W
     let sql = "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
                next_attempt_at, delivered_at FROM webhook_deliveries WHERE order_key = $1 ORDER BY id DESC LIMIT $2";
     let rows: Vec<DeliveryRow> =
-        on_pool!(db, pool => sqlx::query_as(sql).bind(alert_id).bind(limit).fetch_all(pool).await)?;
+        db.fetch_all(Sql::with_args(sql, vec![alert_id.into(), limit.into()])).await?;
     Ok(rows.into_iter().rev().map(DeliveryRow::into_delivery).collect())
 }
 
 /// How many deliveries are in `status`.
 pub async fn count(db: &Db, status: &str) -> StoreResult<i64> {
     let sql = "SELECT COUNT(*) FROM webhook_deliveries WHERE status = $1";
-    Ok(on_pool!(db, pool => sqlx::query_scalar(sql).bind(status).fetch_one(pool).await)?)
+    Ok(db.fetch_one_value(Sql::with_args(sql, vec![status.into()])).await?)
 }
 
 /// Deletes finished (delivered or failed) deliveries created before `before_ms`. Pending
 /// ones are never deleted: they are notifications still owed.
 pub async fn prune(db: &Db, before_ms: i64) -> StoreResult<u64> {
     let sql = "DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < $1";
-    Ok(on_pool!(db, pool => sqlx::query(sql).bind(before_ms).execute(pool).await.map(|r| r.rows_affected()))?)
+    Ok(db.execute(Sql::with_args(sql, vec![before_ms.into()])).await?)
 }
 
 #[cfg(test)]
