@@ -100,7 +100,8 @@ pub fn view(mut spans: Vec<ViewSpan>, request: &ViewRequest) -> View {
     let pages = ((total + per_page - 1) / per_page).max(1);
     let focused = request.focus.as_deref().and_then(|f| spans.iter().position(|s| key(&s.row) == f)).map(page_of);
     let page = focused.unwrap_or(request.page).clamp(1, pages);
-    let rows = spans.into_iter().skip(((page - 1) * per_page) as usize).take(per_page as usize).map(|s| s.row).collect();
+    let rows =
+        spans.into_iter().skip(((page - 1) * per_page) as usize).take(per_page as usize).map(|s| s.row).collect();
     let zoomed = zoomed.map(|z| SpanMark { key: key(&z), name: z.name.clone(), page: 1, kind: MarkKind::Match });
     View { spans: rows, page, pages, total, marks, matches, match_count, zoomed }
 }

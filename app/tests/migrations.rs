@@ -3,8 +3,8 @@
 
 use app::storage::dialect::Backend;
 use app::storage::migrations::{migrator, EDITED_AFTER_RELEASE};
-use app::storage::testing::TestDb;
 use app::storage::sql::Sql;
+use app::storage::testing::TestDb;
 use app::storage::Db;
 use sha2::{Digest, Sha384};
 use sqlx::migrate::{Migration, Migrator};
@@ -195,9 +195,21 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0036_ledger_file.sql",
         "6e5defd9bb9327c27b76ef6b5df85c0d81167eaa60465acd61793bbd9e472b7d30715794580c5c18bd5b391b2b32fd06",
     ),
-    ("sqlite", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
-    ("sqlite", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
-    ("sqlite", "0039_oncall.sql", "83193f1c680f696ba2371ffe092c36d4107bacb5e98547cdc10386980178c831677ddd1cd6ead4baa7b5587f4d24510b"),
+    (
+        "sqlite",
+        "0037_approval_edits.sql",
+        "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598",
+    ),
+    (
+        "sqlite",
+        "0038_mcp_gateway.sql",
+        "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5",
+    ),
+    (
+        "sqlite",
+        "0039_oncall.sql",
+        "83193f1c680f696ba2371ffe092c36d4107bacb5e98547cdc10386980178c831677ddd1cd6ead4baa7b5587f4d24510b",
+    ),
     (
         "postgres",
         "0001_foundation.sql",
@@ -373,9 +385,21 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0036_ledger_file.sql",
         "1254711b95557d1b231e21f9220ad3bd0581c40ab86983a644ceea0fc121e1085fa4b1d2b23943528f447cb879acff47",
     ),
-    ("postgres", "0037_approval_edits.sql", "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598"),
-    ("postgres", "0038_mcp_gateway.sql", "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5"),
-    ("postgres", "0039_oncall.sql", "99d6f607d644e9149305539b15a1b6400413abf3bf9684323eaab8bb58d21a38fc9c7cfc78628e80dcebbaec29bd6b2f"),
+    (
+        "postgres",
+        "0037_approval_edits.sql",
+        "3e1af49a20da0b7914ac4282bc300a66ad089314d50623ea0cecf08cbdd74ecb5ee6f7a821cd34a18dc04d469ea9d598",
+    ),
+    (
+        "postgres",
+        "0038_mcp_gateway.sql",
+        "e779705872e64531a3e0fd34a7b41f43f471e21ef238d9377b59f9fb4a25669b092fd154f12344278adbcddc23ee10c5",
+    ),
+    (
+        "postgres",
+        "0039_oncall.sql",
+        "99d6f607d644e9149305539b15a1b6400413abf3bf9684323eaab8bb58d21a38fc9c7cfc78628e80dcebbaec29bd6b2f",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",

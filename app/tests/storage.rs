@@ -446,8 +446,10 @@ mod ingest_storage {
             let db = &t.db;
             let t0 = (now_ms() as u64) * 1_000_000;
             write::commit(db, &tool_run(1, "packed", false, t0, "send"), BodyPolicy::All).await.unwrap();
-            let rows: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::new("SELECT records, packed FROM span_chunks WHERE run_id = 'packed'")).await
-            .unwrap();
+            let rows: Vec<(String, Option<Vec<u8>>)> = db
+                .fetch_all(Sql::new("SELECT records, packed FROM span_chunks WHERE run_id = 'packed'"))
+                .await
+                .unwrap();
             assert_eq!(rows.len(), 1, "{}", t.backend());
             assert_eq!(rows[0].0, "", "the text column is left empty");
             let packed = rows[0].1.as_ref().expect("the chunk is packed");
@@ -462,8 +464,10 @@ mod ingest_storage {
     }
 
     async fn packed_of(db: &app::storage::Db, run_id: &str) -> Vec<u8> {
-        let rows: Vec<(Option<Vec<u8>>,)> = db.fetch_all(Sql::with_args("SELECT packed FROM span_chunks WHERE run_id = $1", vec![run_id.into()])).await
-        .unwrap();
+        let rows: Vec<(Option<Vec<u8>>,)> = db
+            .fetch_all(Sql::with_args("SELECT packed FROM span_chunks WHERE run_id = $1", vec![run_id.into()]))
+            .await
+            .unwrap();
         assert_eq!(rows.len(), 1, "one chunk of {run_id}");
         rows[0].0.clone().expect("packed")
     }
@@ -765,8 +769,7 @@ mod ingest_storage {
             assert_eq!(found(keys[0]).await, ["exact"]);
             if matches!(db, app::storage::Db::Sqlite { .. }) {
                 // The removed run's document went with it; the kept run's two stay.
-                let documents: i64 = db.fetch_one_value(Sql::new("SELECT COUNT(*) FROM run_terms_fts")).await
-                .unwrap();
+                let documents: i64 = db.fetch_one_value(Sql::new("SELECT COUNT(*) FROM run_terms_fts")).await.unwrap();
                 assert_eq!(documents, 2);
             }
             t.cleanup().await;
@@ -797,15 +800,56 @@ mod ingest_storage {
                     args_sha256, attributes, events, resource, role, latency_ms, received_at) \
                     VALUES ($1, $2, $3, 'migrated', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, \
                     $19, $20, $21, 0)";
-                db.execute(Sql::with_args(sql, vec![(&s.trace_id).into(), (&s.span_id).into(), (&s.parent_span_id).into(), (&s.name).into(), s.kind.into(), s.start_ns.into(), s.end_ns.into(), s.status_code.into(), (&s.status_message).into(), (&s.tool_name).into(), s.side_effect.map(|v| v.as_str()).into(), (&s.idempotency_key).into(), s.attempt.into(), s.outcome.map(|v| v.as_str()).into(), (&s.external_id).into(), (&s.args_sha256).into(), record["attributes"].to_string().into(), record["events"].to_string().into(), record["resource"].to_string().into(), s.role.map(|r| r.as_str()).into(), s.latency_ms.into()])).await.map(|_| ())
+                db.execute(Sql::with_args(
+                    sql,
+                    vec![
+                        (&s.trace_id).into(),
+                        (&s.span_id).into(),
+                        (&s.parent_span_id).into(),
+                        (&s.name).into(),
+                        s.kind.into(),
+                        s.start_ns.into(),
+                        s.end_ns.into(),
+                        s.status_code.into(),
+                        (&s.status_message).into(),
+                        (&s.tool_name).into(),
+                        s.side_effect.map(|v| v.as_str()).into(),
+                        (&s.idempotency_key).into(),
+                        s.attempt.into(),
+                        s.outcome.map(|v| v.as_str()).into(),
+                        (&s.external_id).into(),
+                        (&s.args_sha256).into(),
+                        record["attributes"].to_string().into(),
+                        record["events"].to_string().into(),
+                        record["resource"].to_string().into(),
+                        s.role.map(|r| r.as_str()).into(),
+                        s.latency_ms.into(),
+                    ],
+                ))
+                .await
+                .map(|_| ())
                 .unwrap();
             }
-            db.execute(Sql::with_args("INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)", vec![(&spans_before[0].trace_id).into(), true.into()])).await.map(|_| ())
+            db.execute(Sql::with_args(
+                "INSERT INTO trace_runs (trace_id, run_id, explicit) VALUES ($1, 'migrated', $2)",
+                vec![(&spans_before[0].trace_id).into(), true.into()],
+            ))
+            .await
+            .map(|_| ())
             .unwrap();
             // And the run's row, which the write path stored with its spans.
             insert_old_run_row(db, "migrated", now_ns as i64).await;
             // And the call's bodies, a row per span as before migration 0014.
-            db.execute(Sql::with_args("INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)", vec![(&spans_before[1].trace_id).into(), (&spans_before[1].span_id).into(), r#"{"gen_ai.tool.call.arguments":"{\"amount\":7}"}"#.into()])).await.map(|_| ())
+            db.execute(Sql::with_args(
+                "INSERT INTO span_bodies (trace_id, span_id, run_id, bodies) VALUES ($1, $2, 'migrated', $3)",
+                vec![
+                    (&spans_before[1].trace_id).into(),
+                    (&spans_before[1].span_id).into(),
+                    r#"{"gen_ai.tool.call.arguments":"{\"amount\":7}"}"#.into(),
+                ],
+            ))
+            .await
+            .map(|_| ())
             .unwrap();
 
             db.migrate().await.unwrap();
@@ -872,8 +916,7 @@ mod ingest_storage {
             assert_eq!(stored, 80, "{}", t.backend());
 
             let sql = "SELECT run_id, run_no FROM runs";
-            let numbered: Vec<(String, i64)> =
-                db.fetch_all(Sql::new(sql)).await.unwrap();
+            let numbered: Vec<(String, i64)> = db.fetch_all(Sql::new(sql)).await.unwrap();
             assert_eq!(numbered.len(), 40, "{}", t.backend());
             let distinct: std::collections::BTreeSet<i64> = numbered.iter().map(|(_, n)| *n).collect();
             assert_eq!(distinct.len(), 40, "one number per run on {}", t.backend());

@@ -17,11 +17,11 @@
 //! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
 //! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
 
-use app::storage::sql::Sql;
 use app::access::Role;
 use app::auth::password;
 use app::ingest::pipeline::{prepare, IngestSettings};
 use app::state::AppState;
+use app::storage::sql::Sql;
 use app::storage::testing::TestDb;
 use app::storage::{spans, users, write, Db};
 use axum::body::Body;

@@ -436,18 +436,24 @@ async fn a_bulk_decision_binds_each_request_to_its_own_hash() {
         let (_, body) = alice.call("load_bulk", &[("ids", &ids)]).await;
         let after: Value = serde_json::from_str(&body).unwrap();
         assert!(after["problem"].is_null(), "no false 'already approved' warning: {after}");
-        let page = alice.page(&format!("/approvals/bulk?id={}&id={}&id={}", picked[0].0, picked[1].0, picked[2].0)).await;
+        let page =
+            alice.page(&format!("/approvals/bulk?id={}&id={}&id={}", picked[0].0, picked[1].0, picked[2].0)).await;
         assert!(page.contains("approved by alice"), "each decided request says who approved it");
         assert!(!page.contains("0 of 1"), "no stale count");
         assert!(page.contains("2 of the picked requests are decided"), "and the decision form is for the one left");
         // Requests of two tools are named as two tools.
-        let other = file(&s, json!({"run_id": "run-b", "tool": "send_email", "arguments": {"to": "a@b.c", "body": "x"}})).await;
+        let other =
+            file(&s, json!({"run_id": "run-b", "tool": "send_email", "arguments": {"to": "a@b.c", "body": "x"}})).await;
         let two = format!("{},{}", picked[2].0, other["id"].as_str().unwrap());
         let (_, body) = alice.call("load_bulk", &[("ids", &two)]).await;
         let view: Value = serde_json::from_str(&body).unwrap();
         let problem = view["problem"].as_str().unwrap();
-        assert!(problem.contains("2 tools") && problem.contains("refund") && problem.contains("send_email"), "{problem}");
-        let page = alice.page(&format!("/approvals/bulk?id={}&id={}", picked[2].0, other["id"].as_str().unwrap())).await;
+        assert!(
+            problem.contains("2 tools") && problem.contains("refund") && problem.contains("send_email"),
+            "{problem}"
+        );
+        let page =
+            alice.page(&format!("/approvals/bulk?id={}&id={}", picked[2].0, other["id"].as_str().unwrap())).await;
         assert!(page.contains("2 requests for 2 tools"), "not '2 request(s) for refund'");
         t.cleanup().await;
     }

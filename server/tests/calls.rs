@@ -220,8 +220,9 @@ async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
         let victor = s.person("victor").await;
         let (status, _) = victor.call("settle_call", &[("id", &id), ("happened", "yes")]).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "settling needs the operator role");
-        let (status, said) =
-            olga.call("settle_call", &[("id", &id), ("happened", "yes"), ("external_id", "ch_9"), ("confirm", "yes")]).await;
+        let (status, said) = olga
+            .call("settle_call", &[("id", &id), ("happened", "yes"), ("external_id", "ch_9"), ("confirm", "yes")])
+            .await;
         assert_eq!(status, StatusCode::OK, "{said}");
         let settled = ledger::get(&t.db, &id).await.unwrap().unwrap().0;
         assert_eq!(settled.state, EntryState::Succeeded);
@@ -315,7 +316,11 @@ async fn a_read_never_changes_the_ledger_and_waits_answer_as_soon_as_the_answer_
         let (status, read) = get(&id, 30).await;
         assert_eq!(status, StatusCode::OK, "{read}");
         assert_eq!(read["answer"], "outcome_unknown", "{read}");
-        assert!(started.elapsed() < Duration::from_secs(10), "answered when the answer changed: {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "answered when the answer changed: {:?}",
+            started.elapsed()
+        );
         let entry = ledger::get(&t.db, &id).await.unwrap().unwrap().0;
         assert_eq!((entry.state, entry.escalation_id), (EntryState::Started, None), "a read records nothing");
         // An ask's wait likewise: in progress, then unknown once the timeout passes.
@@ -338,8 +343,9 @@ async fn a_read_never_changes_the_ledger_and_waits_answer_as_soon_as_the_answer_
 
         // "It did not" with an external id contradicts itself and is refused.
         let olga = s.person("olga").await;
-        let (status, said) =
-            olga.call("settle_call", &[("id", &id), ("happened", "no"), ("external_id", "ch_1"), ("confirm", "yes")]).await;
+        let (status, said) = olga
+            .call("settle_call", &[("id", &id), ("happened", "no"), ("external_id", "ch_1"), ("confirm", "yes")])
+            .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{said}");
         assert_eq!(ledger::get(&t.db, &id).await.unwrap().unwrap().0.state, EntryState::Unknown, "nothing stored");
         // The tool cannot be undone: settling needs the operator's confirmation.
@@ -376,7 +382,8 @@ async fn a_read_never_changes_the_ledger_and_waits_answer_as_soon_as_the_answer_
         assert_eq!(status, StatusCode::OK, "{lost}");
         assert_eq!(lost["state"], "unknown");
         assert!(lost["escalation_id"].is_string(), "a lost call opens (or joins) the escalation: {lost}");
-        let (status, said) = olga.call("settle_call", &[("id", &third_id), ("happened", "no"), ("confirm", "yes")]).await;
+        let (status, said) =
+            olga.call("settle_call", &[("id", &third_id), ("happened", "no"), ("confirm", "yes")]).await;
         assert_eq!(status, StatusCode::OK, "{said}");
         for _ in 0..3 {
             let (_, read) = get(&third_id, 0).await;

@@ -5,8 +5,8 @@
 
 mod common;
 
-use app::storage::sql::Sql;
 use app::access::{Role, Scope};
+use app::storage::sql::Sql;
 use app::storage::testing::TestDb;
 use app::storage::{now_ms, Db};
 use app::trends::{Range, Window};
@@ -30,14 +30,41 @@ async fn insert_run(db: &Db, r: &Run) {
                output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
                completed_without_read, approval_violations, duplicates, updated_at) \
                VALUES ($1, 'billing-agent', 'user', $2, $3, $4, 0, 0, 0, 1, $5, '[]', $6, $7, $8, 0, '[]', 0)";
-    db.execute(Sql::with_args(sql, vec![r.id.into(), r.reason.into(), (r.at_ms * MS).into(), r.cost.into(), r.tool_calls.into(), r.duplicates.into(), r.deduped.into(), r.no_read.into()])).await.unwrap();
+    db.execute(Sql::with_args(
+        sql,
+        vec![
+            r.id.into(),
+            r.reason.into(),
+            (r.at_ms * MS).into(),
+            r.cost.into(),
+            r.tool_calls.into(),
+            r.duplicates.into(),
+            r.deduped.into(),
+            r.no_read.into(),
+        ],
+    ))
+    .await
+    .unwrap();
 }
 
 async fn insert_escalation(db: &Db, id: &str, opened_at: i64, resolved_at: Option<i64>) {
     let sql = "INSERT INTO escalations (id, run_id, reason, what_was_done, what_remains, from_api, from_trace, \
                status, opened_at, resolved_at) VALUES ($1, $2, 'other', '[]', '[]', $3, $4, $5, $6, $7)";
     let status = if resolved_at.is_some() { "resolved" } else { "open" };
-    db.execute(Sql::with_args(sql, vec![id.into(), format!("run-{id}").into(), true.into(), false.into(), status.into(), opened_at.into(), resolved_at.into()])).await.unwrap();
+    db.execute(Sql::with_args(
+        sql,
+        vec![
+            id.into(),
+            format!("run-{id}").into(),
+            true.into(),
+            false.into(),
+            status.into(),
+            opened_at.into(),
+            resolved_at.into(),
+        ],
+    ))
+    .await
+    .unwrap();
 }
 
 async fn insert_approval(db: &Db, id: &str, status: &str, created_at: i64, decided_at: Option<i64>) {
@@ -45,7 +72,12 @@ async fn insert_approval(db: &Db, id: &str, status: &str, created_at: i64, decid
                side_effect, required_role, requested_by, status, created_at, expires_at, decided_at) \
                VALUES ($1, 'run-a1', 'send_email', '{}', '[]', 'x', 'y', 'irreversible', 'approver', 'agent-7', \
                $2, $3, $4, $5)";
-    db.execute(Sql::with_args(sql, vec![id.into(), status.into(), created_at.into(), (created_at + 3_600_000).into(), decided_at.into()])).await.unwrap();
+    db.execute(Sql::with_args(
+        sql,
+        vec![id.into(), status.into(), created_at.into(), (created_at + 3_600_000).into(), decided_at.into()],
+    ))
+    .await
+    .unwrap();
 }
 
 fn run(id: &'static str, reason: &'static str, at_ms: i64, cost: f64, tool_calls: i64) -> Run {
@@ -192,7 +224,12 @@ async fn insert_agent_run(db: &Db, id: &str, agent: &str, model: Option<&str>, r
                output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
                completed_without_read, approval_violations, duplicates, updated_at) \
                VALUES ($1, $2, $3, 'user', $4, $5, $6, 0, 0, 0, 1, 1, '[]', 0, 0, FALSE, 0, '[]', 0)";
-    db.execute(Sql::with_args(sql, vec![id.into(), agent.into(), model.into(), reason.into(), (at_ms * MS).into(), cost.into()])).await.unwrap();
+    db.execute(Sql::with_args(
+        sql,
+        vec![id.into(), agent.into(), model.into(), reason.into(), (at_ms * MS).into(), cost.into()],
+    ))
+    .await
+    .unwrap();
 }
 
 #[tokio::test]

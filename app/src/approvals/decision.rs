@@ -35,7 +35,9 @@ pub fn after_vote(votes: i64, required: i64, edited: bool) -> Option<ApprovalSta
 
 /// Why a second approval of the same payload by the same person is refused.
 pub fn already_voted(required: i64) -> String {
-    format!("you already approved this payload; it needs {required} distinct approvers, so another person must approve it")
+    format!(
+        "you already approved this payload; it needs {required} distinct approvers, so another person must approve it"
+    )
 }
 
 #[cfg(test)]

@@ -178,7 +178,8 @@ impl Amount {
                 rest = r.trim();
             }
         }
-        let digits: String = rest.chars().filter(|c| !matches!(c, ' ' | '\u{00A0}' | '\u{202F}' | '_' | '\'')).collect();
+        let digits: String =
+            rest.chars().filter(|c| !matches!(c, ' ' | '\u{00A0}' | '\u{202F}' | '_' | '\'')).collect();
         let normal = match (digits.rfind('.'), digits.rfind(',')) {
             // `1,234.50`: commas group thousands.
             (Some(dot), Some(comma)) if comma < dot => digits.replace(',', ""),

@@ -70,13 +70,8 @@ pub async fn load_run(
     let (all, failure) = runs::waterfall_and_failure(&db, &run_id, latest.as_deref()).await?;
     let text = |v: Option<String>| v.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
     let (focus, zoom, query) = (text(focus), text(zoom), text(q).map(|q| q.chars().take(200).collect::<String>()));
-    let request = ViewRequest {
-        page: page.unwrap_or(1).max(1),
-        per_page: SPANS_PER_PAGE,
-        focus,
-        zoom,
-        query: query.clone(),
-    };
+    let request =
+        ViewRequest { page: page.unwrap_or(1).max(1), per_page: SPANS_PER_PAGE, focus, zoom, query: query.clone() };
     let mut shown = view(all, &request);
     for s in &mut shown.spans {
         if let Some(index) = step_of_span.get(&s.span_id) {

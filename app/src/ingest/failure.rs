@@ -124,7 +124,9 @@ mod tests {
     }
 
     fn exception(kind: &str, message: &str) -> String {
-        format!(r#"[{{"name":"exception","attributes":{{"exception.type":"{kind}","exception.message":"{message}"}}}}]"#)
+        format!(
+            r#"[{{"name":"exception","attributes":{{"exception.type":"{kind}","exception.message":"{message}"}}}}]"#
+        )
     }
 
     #[test]
@@ -177,7 +179,10 @@ mod tests {
             s("create_document#2", Some("step1"), 50, 90, 2, None, &http),
         ];
         let f = failure_of(&spans, "t").unwrap();
-        assert_eq!((f.span_name.as_str(), f.message.as_deref()), ("create_document#2", Some("500 Internal Server Error")));
+        assert_eq!(
+            (f.span_name.as_str(), f.message.as_deref()),
+            ("create_document#2", Some("500 Internal Server Error"))
+        );
     }
 
     #[test]

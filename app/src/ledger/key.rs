@@ -70,8 +70,7 @@ mod tests {
     fn the_shared_test_vectors_derive_the_same_text_and_key() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../clients/testdata/idempotency-keys.json");
         let file: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let default: Vec<String> =
-            serde_json::from_value(file["default_volatile_fields"].clone()).unwrap();
+        let default: Vec<String> = serde_json::from_value(file["default_volatile_fields"].clone()).unwrap();
         assert_eq!(default, KeyRule::default().volatile_fields, "the clients' default volatile fields");
         let vectors = file["vectors"].as_array().unwrap();
         assert!(vectors.len() >= 20, "{}", vectors.len());

@@ -195,7 +195,10 @@ mod tests {
         assert_eq!(done(json!({"outcome": "ok", "external_id": "msg_1"})).unwrap().outcome, Outcome::Ok);
         assert!(done(json!({"external_id": "msg_1"})).unwrap_err().contains("outcome"));
         assert!(done(json!({"outcome": "maybe"})).is_err());
-        assert_eq!(done(json!({"outcome": "unknown", "error": "the tool's process died"})).unwrap().outcome, Outcome::Unknown);
+        assert_eq!(
+            done(json!({"outcome": "unknown", "error": "the tool's process died"})).unwrap().outcome,
+            Outcome::Unknown
+        );
         let big = "x".repeat(MAX_RESPONSE_BYTES);
         assert!(done(json!({"outcome": "ok", "response": {"body": big}})).unwrap_err().contains("cache less"));
         assert!(done(json!({"outcome": "ok", "verified_by": "hope"})).unwrap_err().contains("read_before_write"));

@@ -241,9 +241,7 @@ pub async fn complete(
 ) -> CallResult<LedgerEntry> {
     let (_, owner) = ledger::get(db, id).await?.ok_or_else(|| not_found(id))?;
     if owner.is_some_and(|o| o != caller.token_id) {
-        return Err(CallError::NotYours(
-            "another token asked for this call; only it may report the outcome".into(),
-        ));
+        return Err(CallError::NotYours("another token asked for this call; only it may report the outcome".into()));
     }
     let response = report.response.clone().map(|mut r| {
         ctx.redactor.redact_strings(&mut r);
@@ -297,7 +295,10 @@ async fn follow_up(
 }
 
 /// The agent's description as stored and shown: credentials cut out like the arguments'.
-fn redacted_display(redactor: &Redactor, display: &[crate::approvals::DisplayField]) -> Vec<crate::approvals::DisplayField> {
+fn redacted_display(
+    redactor: &Redactor,
+    display: &[crate::approvals::DisplayField],
+) -> Vec<crate::approvals::DisplayField> {
     let mut out = display.to_vec();
     for field in &mut out {
         redactor.redact_string(&mut field.label);

@@ -91,7 +91,11 @@ mod tests {
         let answer: Result<usize, ()> = hold(&hub, Instant::now() + Duration::from_secs(30), || {
             let n = checks.fetch_add(1, Ordering::SeqCst);
             async move {
-                Ok(if n == 0 { Check::Wait(n, Watch { ids: vec!["apr_1".into()], wake_at: None }) } else { Check::Done(n) })
+                Ok(if n == 0 {
+                    Check::Wait(n, Watch { ids: vec!["apr_1".into()], wake_at: None })
+                } else {
+                    Check::Done(n)
+                })
             }
         })
         .await;

@@ -130,8 +130,7 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
     let sql = "SELECT id, run_id, needed_at, claimed_by FROM escalations \
                WHERE status = 'open' ORDER BY needed_at";
-    let rows: Vec<(String, String, i64, Option<String>)> =
-        db.fetch_all(Sql::new(sql)).await?;
+    let rows: Vec<(String, String, i64, Option<String>)> = db.fetch_all(Sql::new(sql)).await?;
     Ok(rows
         .into_iter()
         .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
@@ -143,8 +142,7 @@ pub async fn silent_calls(db: &Db) -> StoreResult<Vec<crate::alerts::rules::Sile
     let db = &db.ledger();
     let sql = "SELECT id, run_id, tool, step_index, natural_key, started_at FROM call_ledger \
                WHERE state IN ('started', 'unknown') ORDER BY started_at LIMIT 1000";
-    let rows: Vec<(String, String, String, i64, String, i64)> =
-        db.fetch_all(Sql::new(sql)).await?;
+    let rows: Vec<(String, String, String, i64, String, i64)> = db.fetch_all(Sql::new(sql)).await?;
     Ok(rows
         .into_iter()
         .map(|(id, run_id, tool, step_index, natural_key, started_at_ms)| crate::alerts::rules::SilentCall {
@@ -170,15 +168,15 @@ const COST_RANGE: &str = "started_ns > $1 AND started_ns <= $2 AND terminal_reas
 pub async fn cost_tail(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<CostTail> {
     let (from_ns, to_ns) = (from_ms.saturating_mul(1_000_000), to_ms.saturating_mul(1_000_000));
     let count_sql = format!("SELECT COUNT(*) FROM runs WHERE {COST_RANGE}");
-    let runs: i64 =
-        db.fetch_one_value(Sql::with_args(&count_sql, vec![from_ns.into(), to_ns.into()])).await?;
+    let runs: i64 = db.fetch_one_value(Sql::with_args(&count_sql, vec![from_ns.into(), to_ns.into()])).await?;
     let runs = usize::try_from(runs).unwrap_or(0);
     let needed = CostTail::needed(runs);
     if needed == 0 {
         return Ok(CostTail { runs, highest: Vec::new() });
     }
     let tail_sql = format!("SELECT cost FROM runs WHERE {COST_RANGE} ORDER BY cost DESC LIMIT $3");
-    let highest: Vec<f64> = db.fetch_column(Sql::with_args(&tail_sql, vec![from_ns.into(), to_ns.into(), (needed as i64).into()])).await?;
+    let highest: Vec<f64> =
+        db.fetch_column(Sql::with_args(&tail_sql, vec![from_ns.into(), to_ns.into(), (needed as i64).into()])).await?;
     Ok(CostTail { runs, highest })
 }
 
@@ -189,7 +187,17 @@ pub async fn costliest_runs(db: &Db, from_ms: i64, to_ms: i64, above: f64, limit
         "SELECT run_id, cost, started_ns FROM runs WHERE {COST_RANGE} AND cost > $3 \
          ORDER BY cost DESC, run_id LIMIT $4"
     );
-    let rows: Vec<(String, f64, i64)> = db.fetch_all(Sql::with_args(&sql, vec![from_ms.saturating_mul(1_000_000).into(), to_ms.saturating_mul(1_000_000).into(), above.into(), (limit as i64).into()])).await?;
+    let rows: Vec<(String, f64, i64)> = db
+        .fetch_all(Sql::with_args(
+            &sql,
+            vec![
+                from_ms.saturating_mul(1_000_000).into(),
+                to_ms.saturating_mul(1_000_000).into(),
+                above.into(),
+                (limit as i64).into(),
+            ],
+        ))
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(run_id, cost, started_ns)| RunCost { run_id, cost, started_ms: started_ns / 1_000_000 })
@@ -326,8 +334,7 @@ fn new_id() -> String {
 /// The rule's alerts that are not resolved.
 pub async fn open_alerts(db: &Db, rule: AlertRule) -> StoreResult<Vec<OpenAlert>> {
     let sql = "SELECT id, subject, last_breach_at FROM alerts WHERE rule = $1 AND state <> 'resolved'";
-    let rows: Vec<(String, String, i64)> =
-        db.fetch_all(Sql::with_args(sql, vec![rule.as_str().into()])).await?;
+    let rows: Vec<(String, String, i64)> = db.fetch_all(Sql::with_args(sql, vec![rule.as_str().into()])).await?;
     Ok(rows.into_iter().map(|(id, subject, last_breach_ms)| OpenAlert { id, subject, last_breach_ms }).collect())
 }
 

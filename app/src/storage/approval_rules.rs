@@ -71,7 +71,24 @@ pub async fn upsert(db: &Db, rule: &ApprovalRule, by: &str) -> StoreResult<()> {
          role = excluded.role, reason = excluded.reason, mode = excluded.mode, updated_by = excluded.updated_by, \
          updated_at = excluded.updated_at"
     );
-    db.execute(Sql::with_args(&sql, vec![(&rule.name).into(), (&rule.tool_pattern).into(), rule.position.into(), (&rule.expression).into(), rule.action.as_str().into(), rule.approvers.into(), rule.role.map(|r| r.as_str()).into(), (&rule.reason).into(), rule.mode.as_str().into(), by.into(), now_ms().into()])).await.map(|_| ())?;
+    db.execute(Sql::with_args(
+        &sql,
+        vec![
+            (&rule.name).into(),
+            (&rule.tool_pattern).into(),
+            rule.position.into(),
+            (&rule.expression).into(),
+            rule.action.as_str().into(),
+            rule.approvers.into(),
+            rule.role.map(|r| r.as_str()).into(),
+            (&rule.reason).into(),
+            rule.mode.as_str().into(),
+            by.into(),
+            now_ms().into(),
+        ],
+    ))
+    .await
+    .map(|_| ())?;
     Ok(())
 }
 
@@ -134,7 +151,8 @@ pub async fn history(db: &Db, tools: &[String], since_ms: i64) -> StoreResult<Ve
         let sql = format!(
             "SELECT {HISTORY_COLUMNS} FROM approvals WHERE tool = $1 AND created_at >= $2 ORDER BY created_at DESC LIMIT $3"
         );
-        let rows: Vec<HistoryRow> = db.fetch_all(Sql::with_args(&sql, vec![tool.into(), since_ms.into(), HISTORY_LIMIT.into()])).await?;
+        let rows: Vec<HistoryRow> =
+            db.fetch_all(Sql::with_args(&sql, vec![tool.into(), since_ms.into(), HISTORY_LIMIT.into()])).await?;
         out.extend(rows.into_iter().map(HistoryRow::into_item));
     }
     out.sort_by(|a, b| b.0.created_at.cmp(&a.0.created_at));
@@ -161,8 +179,7 @@ pub async fn shadow_history(db: &Db, name: &str) -> StoreResult<Vec<(HistoryItem
         request: HistoryRow,
         would: String,
     }
-    let rows: Vec<Row> =
-        db.fetch_all(Sql::with_args(&sql, vec![name.into(), HISTORY_LIMIT.into()])).await?;
+    let rows: Vec<Row> = db.fetch_all(Sql::with_args(&sql, vec![name.into(), HISTORY_LIMIT.into()])).await?;
     Ok(rows
         .into_iter()
         .map(|r| {

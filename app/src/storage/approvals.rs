@@ -278,7 +278,8 @@ async fn fill_votes(db: &Db, list: &mut [Approval]) -> StoreResult<()> {
     let mut votes: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut edits: BTreeMap<String, Vec<ApprovalEdit>> = BTreeMap::new();
     for chunk in cacheable_chunks(&ids, IDS_PER_QUERY) {
-        let mut sql = Sql::new("SELECT approval_id, payload_sha256, username FROM approval_votes WHERE approval_id IN ");
+        let mut sql =
+            Sql::new("SELECT approval_id, payload_sha256, username FROM approval_votes WHERE approval_id IN ");
         sql.list(chunk.iter().copied()).push(" ORDER BY at, username");
         let rows: Vec<(String, String, String)> = db.fetch_all(sql).await?;
         for (id, hash, user) in rows {
@@ -291,7 +292,13 @@ async fn fill_votes(db: &Db, list: &mut [Approval]) -> StoreResult<()> {
         sql.list(chunk.iter().copied()).push(" ORDER BY approval_id, seq");
         let rows: Vec<(String, String, i64, String, String, String)> = db.fetch_all(sql).await?;
         for (id, username, at, changes, arguments, payload_sha256) in rows {
-            edits.entry(id).or_default().push(ApprovalEdit { username, at: from_ms(at), changes, arguments, payload_sha256 });
+            edits.entry(id).or_default().push(ApprovalEdit {
+                username,
+                at: from_ms(at),
+                changes,
+                arguments,
+                payload_sha256,
+            });
         }
     }
     for a in list.iter_mut() {
@@ -316,7 +323,8 @@ pub async fn pending(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         "SELECT {SELECT_COLUMNS} FROM approvals WHERE status = 'pending' AND ($1 IS NULL OR agent = $1) \
          AND ($2 IS NULL OR tool = $2) ORDER BY created_at, id LIMIT $3"
     );
-    let rows: Vec<ApprovalRow> = db.fetch_all(Sql::with_args(&sql, vec![(&filter.agent).into(), (&filter.tool).into(), limit.into()])).await?;
+    let rows: Vec<ApprovalRow> =
+        db.fetch_all(Sql::with_args(&sql, vec![(&filter.agent).into(), (&filter.tool).into(), limit.into()])).await?;
     let mut list: Vec<Approval> = rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?;
     fill_votes(db, &mut list).await?;
     Ok(list)
@@ -328,7 +336,17 @@ pub async fn decided(db: &Db, filter: &ApprovalFilter, limit: i64) -> StoreResul
         "SELECT {SELECT_COLUMNS} FROM approvals WHERE status <> 'pending' AND ($1 IS NULL OR decided_by = $1) \
          AND ($2 IS NULL OR status = $2) AND ($3 IS NULL OR tool = $3) ORDER BY decided_at DESC, id LIMIT $4"
     );
-    let rows: Vec<ApprovalRow> = db.fetch_all(Sql::with_args(&sql, vec![(&filter.decided_by).into(), filter.status.map(|s| s.as_str()).into(), (&filter.tool).into(), limit.into()])).await?;
+    let rows: Vec<ApprovalRow> = db
+        .fetch_all(Sql::with_args(
+            &sql,
+            vec![
+                (&filter.decided_by).into(),
+                filter.status.map(|s| s.as_str()).into(),
+                (&filter.tool).into(),
+                limit.into(),
+            ],
+        ))
+        .await?;
     Ok(rows.into_iter().map(Approval::try_from).collect::<Result<_, _>>()?)
 }
 
@@ -497,8 +515,7 @@ pub async fn decide(
 /// before ids were kept, by its name.
 pub async fn filed_by(db: &Db, id: &str, token_id: i64, token_name: &str) -> StoreResult<bool> {
     let sql = "SELECT requested_by_token, requested_by FROM approvals WHERE id = $1";
-    let row: Option<(Option<i64>, String)> =
-        db.fetch_optional(Sql::with_args(sql, vec![id.into()])).await?;
+    let row: Option<(Option<i64>, String)> = db.fetch_optional(Sql::with_args(sql, vec![id.into()])).await?;
     Ok(match row {
         Some((Some(filer), _)) => filer == token_id,
         Some((None, name)) => name == token_name,

@@ -116,7 +116,8 @@ pub async fn list(db: &Db, before: Option<i64>, action: Option<&str>, limit: i64
     let sql = "SELECT id, at, actor, action, target, detail, source FROM audit_log \
                WHERE ($1 IS NULL OR id < $1) AND ($2 IS NULL OR action = $2) \
                ORDER BY id DESC LIMIT $3";
-    let rows: Vec<AuditRow> = db.fetch_all(Sql::with_args(sql, vec![before.into(), action.into(), (limit + 1).into()])).await?;
+    let rows: Vec<AuditRow> =
+        db.fetch_all(Sql::with_args(sql, vec![before.into(), action.into(), (limit + 1).into()])).await?;
     let has_more = rows.len() as i64 > limit;
     let entries: Vec<AuditEntry> = rows
         .into_iter()

@@ -17,7 +17,6 @@ use super::{corrupt, terms};
 use crate::ingest::record;
 use std::collections::BTreeSet;
 
-
 impl Backend {
     /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
     pub fn runs_with_term(self, placeholder: &str) -> String {

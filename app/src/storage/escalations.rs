@@ -138,7 +138,24 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
                 let sql = "UPDATE escalations SET reason = $1, reason_text = $2, blocking_fact = $3, \
                            what_was_done = $4, what_remains = $5, from_api = $6, idempotency_key = $7, \
                            body_sha256 = $8, agent = COALESCE($9, agent), requested_by = $10 WHERE id = $11";
-                db.execute(Sql::with_args(sql, vec![v.reason.as_str().into(), (&v.reason_text).into(), (&v.blocking_fact).into(), json(&v.what_was_done).into(), json(&v.what_remains).into(), true.into(), (&v.idempotency_key).into(), (&v.body_sha256).into(), (&v.agent).into(), requested_by.into(), (&row.id).into()])).await.map(|_| ())?;
+                db.execute(Sql::with_args(
+                    sql,
+                    vec![
+                        v.reason.as_str().into(),
+                        (&v.reason_text).into(),
+                        (&v.blocking_fact).into(),
+                        json(&v.what_was_done).into(),
+                        json(&v.what_remains).into(),
+                        true.into(),
+                        (&v.idempotency_key).into(),
+                        (&v.body_sha256).into(),
+                        (&v.agent).into(),
+                        requested_by.into(),
+                        (&row.id).into(),
+                    ],
+                ))
+                .await
+                .map(|_| ())?;
                 event(
                     db,
                     &row.id,
@@ -160,7 +177,28 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         let sql = "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                    what_remains, from_api, from_trace, idempotency_key, body_sha256, agent, requested_by, status, \
                    opened_at, needed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'open', $14, $14)";
-        let inserted = db.execute(Sql::with_args(sql, vec![(&id).into(), (&v.run_id).into(), v.reason.as_str().into(), (&v.reason_text).into(), (&v.blocking_fact).into(), json(&v.what_was_done).into(), json(&v.what_remains).into(), true.into(), false.into(), (&v.idempotency_key).into(), (&v.body_sha256).into(), (&agent).into(), requested_by.into(), now.into()])).await.map(|_| ());
+        let inserted = db
+            .execute(Sql::with_args(
+                sql,
+                vec![
+                    (&id).into(),
+                    (&v.run_id).into(),
+                    v.reason.as_str().into(),
+                    (&v.reason_text).into(),
+                    (&v.blocking_fact).into(),
+                    json(&v.what_was_done).into(),
+                    json(&v.what_remains).into(),
+                    true.into(),
+                    false.into(),
+                    (&v.idempotency_key).into(),
+                    (&v.body_sha256).into(),
+                    (&agent).into(),
+                    requested_by.into(),
+                    now.into(),
+                ],
+            ))
+            .await
+            .map(|_| ());
         match inserted {
             Ok(()) => {
                 event(db, &id, Some(requested_by), "opened", Some(v.opened_by.describe())).await?;
@@ -276,7 +314,9 @@ pub async fn timeline(db: &Db, id: &str) -> StoreResult<Vec<TimelineEntry>> {
 
 pub async fn event(db: &Db, id: &str, actor: Option<&str>, kind: &str, detail: Option<&str>) -> StoreResult<()> {
     let sql = "INSERT INTO escalation_events (escalation_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)";
-    db.execute(Sql::with_args(sql, vec![id.into(), now_ms().into(), actor.into(), kind.into(), detail.into()])).await.map(|_| ())?;
+    db.execute(Sql::with_args(sql, vec![id.into(), now_ms().into(), actor.into(), kind.into(), detail.into()]))
+        .await
+        .map(|_| ())?;
     Ok(())
 }
 

@@ -65,7 +65,8 @@ impl Figures {
 /// Reads the figures. `cost_window_from_ms`: runs whose last span ended at or after it
 /// (by the agent's clock) make up the cost quantiles.
 pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> {
-    let reasons: Vec<(String, i64)> = db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?;
+    let reasons: Vec<(String, i64)> =
+        db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?;
     let reasons: BTreeMap<String, i64> = reasons.into_iter().collect();
     let runs_by_reason =
         TerminalReason::ALL.iter().map(|r| (*r, reasons.get(r.as_str()).copied().unwrap_or(0).max(0))).collect();
@@ -74,11 +75,14 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
     // outcomes where the effect may have happened; deduped and denied calls did nothing.
     let irreversible_sql = "SELECT COALESCE(tool_name, ''), COUNT(*) FROM irreversible_calls \
         WHERE outcome IN ('ok', 'error', 'timeout') GROUP BY tool_name";
-    let irreversible_by_tool: Vec<(String, i64)> =
-        db.fetch_all(Sql::new(irreversible_sql)).await?;
+    let irreversible_by_tool: Vec<(String, i64)> = db.fetch_all(Sql::new(irreversible_sql)).await?;
 
     // Each sum reads a partial index holding only the runs where the figure is non-zero.
-    let deduped_calls: i64 = db.fetch_one_value(Sql::new("SELECT CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) FROM runs WHERE deduped_calls > 0")).await?;
+    let deduped_calls: i64 = db
+        .fetch_one_value(Sql::new(
+            "SELECT CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) FROM runs WHERE deduped_calls > 0",
+        ))
+        .await?;
     let duplicate_side_effects: i64 = db.fetch_one_value(Sql::new("SELECT CAST(COALESCE(SUM(duplicate_side_effects), 0) AS BIGINT) FROM runs WHERE duplicate_side_effects > 0")).await?;
 
     // Retention deletes runs but keeps their violation rows; count only those of retained
@@ -91,19 +95,23 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
     let approval_violations =
         ViolationKind::ALL.iter().map(|k| (*k, violations.get(k.as_str()).copied().unwrap_or(0))).collect();
 
-    let (approvals_pending, oldest_pending_approval_ms): (i64, Option<i64>) = db.fetch_one(Sql::new("SELECT COUNT(*), MIN(created_at) FROM approvals WHERE status = 'pending'")).await?;
+    let (approvals_pending, oldest_pending_approval_ms): (i64, Option<i64>) =
+        db.fetch_one(Sql::new("SELECT COUNT(*), MIN(created_at) FROM approvals WHERE status = 'pending'")).await?;
 
     let (escalations_open, escalations_unclaimed, oldest_open_escalation_ms): (i64, i64, Option<i64>) = db.fetch_one(Sql::new("SELECT COUNT(*), CAST(COALESCE(SUM(CASE WHEN claimed_by IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT), MIN(needed_at) FROM escalations WHERE status = 'open'")).await?;
 
     // Running runs have no `ended_ns`, so the range alone selects ended runs; the index
     // on (ended_ns, cost) answers it without visiting the rows.
     let cost_sql = "SELECT cost FROM runs WHERE ended_ns >= $1";
-    let costs: Vec<f64> = db.fetch_column(Sql::with_args(cost_sql, vec![cost_window_from_ms.saturating_mul(1_000_000).into()])).await?;
+    let costs: Vec<f64> =
+        db.fetch_column(Sql::with_args(cost_sql, vec![cost_window_from_ms.saturating_mul(1_000_000).into()])).await?;
     let cost_window_runs = costs.len() as i64;
     let cost_quantiles = COST_QUANTILES.iter().copied().zip(stats::quantiles(costs, &COST_QUANTILES)).collect();
 
     // Few rows: at most one unresolved alert per rule and subject.
-    let alerts: Vec<(String, String, i64)> = db.fetch_all(Sql::new("SELECT rule, state, COUNT(*) FROM alerts WHERE state <> 'resolved' GROUP BY rule, state")).await?;
+    let alerts: Vec<(String, String, i64)> = db
+        .fetch_all(Sql::new("SELECT rule, state, COUNT(*) FROM alerts WHERE state <> 'resolved' GROUP BY rule, state"))
+        .await?;
     let alerts_open = AlertRule::ALL
         .iter()
         .flat_map(|rule| [AlertState::Firing, AlertState::Acknowledged].map(|state| (*rule, state)))

@@ -11,7 +11,7 @@
 
 use super::dialect::Backend;
 use super::sql::Sql;
-use super::{Db};
+use super::Db;
 use sqlx::migrate::Migrator;
 use sqlx::SqlitePool;
 

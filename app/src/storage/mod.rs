@@ -62,7 +62,6 @@ pub enum Db {
     Postgres(PgPool),
 }
 
-
 /// What a storage call can fail with, beyond a broken database.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -46,7 +46,21 @@ pub async fn upsert(db: &Db, p: &ModelPrice) -> StoreResult<()> {
                ON CONFLICT (pattern, valid_from) DO UPDATE SET input = excluded.input, output = excluded.output, \
                cache_read = excluded.cache_read, cache_write = excluded.cache_write, reasoning = excluded.reasoning, \
                updated_at = excluded.updated_at";
-    db.execute(Sql::with_args(sql, vec![(&p.pattern).into(), p.valid_from.format("%Y-%m-%d").to_string().into(), p.input.into(), p.output.into(), p.cache_read.into(), p.cache_write.into(), p.reasoning.into(), now_ms().into()])).await.map(|_| ())?;
+    db.execute(Sql::with_args(
+        sql,
+        vec![
+            (&p.pattern).into(),
+            p.valid_from.format("%Y-%m-%d").to_string().into(),
+            p.input.into(),
+            p.output.into(),
+            p.cache_read.into(),
+            p.cache_write.into(),
+            p.reasoning.into(),
+            now_ms().into(),
+        ],
+    ))
+    .await
+    .map(|_| ())?;
     Ok(())
 }
 
@@ -54,7 +68,6 @@ pub async fn upsert(db: &Db, p: &ModelPrice) -> StoreResult<()> {
 pub async fn delete(db: &Db, pattern: &str, valid_from: NaiveDate) -> StoreResult<bool> {
     let sql = "DELETE FROM model_prices WHERE pattern = $1 AND valid_from = $2";
     let day = valid_from.format("%Y-%m-%d").to_string();
-    let n =
-        db.execute(Sql::with_args(sql, vec![pattern.into(), (&day).into()])).await?;
+    let n = db.execute(Sql::with_args(sql, vec![pattern.into(), (&day).into()])).await?;
     Ok(n > 0)
 }

@@ -7,8 +7,8 @@
 //! rules, and is left alone.
 
 use super::spans::facts_of_runs;
-use super::write::run_rows::unpriced_json;
 use super::sql::{Sql, Tx};
+use super::write::run_rows::unpriced_json;
 use super::{Db, StoreResult};
 use crate::ingest::derive::{derive_run_with, Rules};
 

@@ -221,8 +221,7 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
     if let Some(term) = q.term().map(str::to_string) {
         let sql = "SELECT tool_name FROM tools WHERE tool_name = $1 OR LOWER(tool_name) = LOWER($1) \
                    ORDER BY CASE WHEN tool_name = $1 THEN 0 ELSE 1 END LIMIT 1";
-        let found: Option<String> =
-            db.fetch_value(Sql::with_args(sql, vec![(&term).into()])).await?;
+        let found: Option<String> = db.fetch_value(Sql::with_args(sql, vec![(&term).into()])).await?;
         q.search_tool = found.filter(|t| *t != term);
     }
     Ok(q)
@@ -431,8 +430,7 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
 async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
     let sql =
         "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
-    let chunks: Vec<(String, Option<Vec<u8>>)> =
-        db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
+    let chunks: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     let mut out = Vec::new();
     for (bodies, packed) in chunks {
         let chunk = super::packing::unpack(bodies, packed)?;
@@ -561,7 +559,12 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 
 /// Whether any bodies of the run are still stored.
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
-    let n: i64 = db.fetch_one_value(Sql::with_args("SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)", vec![run_id.into()])).await?;
+    let n: i64 = db
+        .fetch_one_value(Sql::with_args(
+            "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)",
+            vec![run_id.into()],
+        ))
+        .await?;
     Ok(n > 0)
 }
 
@@ -620,8 +623,7 @@ mod tests {
 /// escalations take it when the agent does not say).
 pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
     let sql = "SELECT agent FROM runs WHERE run_id = $1";
-    let agent: Option<Option<String>> =
-        db.fetch_value(Sql::with_args(sql, vec![run_id.into()])).await?;
+    let agent: Option<Option<String>> = db.fetch_value(Sql::with_args(sql, vec![run_id.into()])).await?;
     Ok(agent.flatten())
 }
 

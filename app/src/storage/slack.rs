@@ -18,7 +18,9 @@ pub async fn link(db: &Db, slack_user_id: &str, username: &str, by: &str) -> Sto
     let sql = "INSERT INTO slack_users (slack_user_id, username, linked_by, linked_at) VALUES ($1, $2, $3, $4) \
                ON CONFLICT (slack_user_id) DO UPDATE SET username = excluded.username, linked_by = excluded.linked_by, \
                linked_at = excluded.linked_at";
-    db.execute(Sql::with_args(sql, vec![slack_user_id.into(), username.into(), by.into(), now_ms().into()])).await.map(|_| ())?;
+    db.execute(Sql::with_args(sql, vec![slack_user_id.into(), username.into(), by.into(), now_ms().into()]))
+        .await
+        .map(|_| ())?;
     Ok(())
 }
 

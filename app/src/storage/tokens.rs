@@ -60,7 +60,19 @@ pub async fn create(db: &Db, token: NewToken<'_>) -> StoreResult<i64> {
     let sql = "INSERT INTO api_tokens (name, prefix, secret_sha256, scopes, created_at, created_by) \
                VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
     let scopes = format_scopes(token.scopes);
-    Ok(db.fetch_one_value(Sql::with_args(sql, vec![token.name.trim().into(), token.prefix.into(), token.secret_sha256.into(), (&scopes).into(), now_ms().into(), token.created_by.into()])).await?)
+    Ok(db
+        .fetch_one_value(Sql::with_args(
+            sql,
+            vec![
+                token.name.trim().into(),
+                token.prefix.into(),
+                token.secret_sha256.into(),
+                (&scopes).into(),
+                now_ms().into(),
+                token.created_by.into(),
+            ],
+        ))
+        .await?)
 }
 
 pub async fn list(db: &Db) -> StoreResult<Vec<TokenSummary>> {
@@ -78,8 +90,7 @@ pub async fn by_id(db: &Db, id: i64) -> StoreResult<Option<TokenSummary>> {
 /// The token with this secret hash, if it exists and is not revoked.
 pub async fn active_by_hash(db: &Db, secret_sha256: &str) -> StoreResult<Option<TokenSummary>> {
     let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL");
-    let row: Option<TokenRow> =
-        db.fetch_optional(Sql::with_args(&sql, vec![secret_sha256.into()])).await?;
+    let row: Option<TokenRow> = db.fetch_optional(Sql::with_args(&sql, vec![secret_sha256.into()])).await?;
     Ok(row.map(TokenRow::summary))
 }
 

@@ -51,7 +51,12 @@ pub async fn create(db: &Db, username: &str, password_hash: &str, roles: &[Role]
     let sql = "INSERT INTO users (username, password_hash, roles, session_epoch, created_at) \
                VALUES ($1, $2, $3, 0, $4) RETURNING id";
     let roles = format_roles(roles);
-    let result: Result<i64, sqlx::Error> = db.fetch_one_value(Sql::with_args(sql, vec![username.into(), password_hash.into(), (&roles).into(), now_ms().into()])).await;
+    let result: Result<i64, sqlx::Error> = db
+        .fetch_one_value(Sql::with_args(
+            sql,
+            vec![username.into(), password_hash.into(), (&roles).into(), now_ms().into()],
+        ))
+        .await;
     result.map_err(|e| {
         if is_unique_violation(&e) {
             StoreError::Conflict(format!("a user named `{username}` already exists"))

@@ -136,7 +136,9 @@ pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<
                 let sql = "UPDATE webhook_deliveries SET status = 'failed', last_error = $1, lease = NULL, \
                            claimed_until = NULL WHERE id = $2 AND lease = $3";
                 let error = format!("cannot read the stored delivery: {e}");
-                db.execute(Sql::with_args(sql, vec![(&error).into(), row.id.into(), (&lease).into()])).await.map(|_| ())?;
+                db.execute(Sql::with_args(sql, vec![(&error).into(), row.id.into(), (&lease).into()]))
+                    .await
+                    .map(|_| ())?;
             }
         }
     }
@@ -148,7 +150,12 @@ pub async fn claim_due(db: &Db, limit: i64, lease_for: Duration) -> StoreResult<
 pub async fn mark_delivered(db: &Db, claimed: &Claimed, http_status: u16) -> StoreResult<bool> {
     let sql = "UPDATE webhook_deliveries SET status = 'delivered', delivered_at = $1, last_status = $2, \
                last_error = NULL, lease = NULL, claimed_until = NULL WHERE id = $3 AND lease = $4";
-    let n = db.execute(Sql::with_args(sql, vec![now_ms().into(), i64::from(http_status).into(), claimed.id.into(), (&claimed.lease).into()])).await?;
+    let n = db
+        .execute(Sql::with_args(
+            sql,
+            vec![now_ms().into(), i64::from(http_status).into(), claimed.id.into(), (&claimed.lease).into()],
+        ))
+        .await?;
     Ok(n > 0)
 }
 
@@ -181,7 +188,19 @@ pub async fn record_failure(
     let error: String = error.chars().take(MAX_ERROR_CHARS).collect();
     let sql = "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, last_status = $3, last_error = $4, \
                lease = NULL, claimed_until = NULL WHERE id = $5 AND lease = $6";
-    let n = db.execute(Sql::with_args(sql, vec![new_status.into(), next_attempt_at.into(), http_status.map(i64::from).into(), (&error).into(), claimed.id.into(), (&claimed.lease).into()])).await?;
+    let n = db
+        .execute(Sql::with_args(
+            sql,
+            vec![
+                new_status.into(),
+                next_attempt_at.into(),
+                http_status.map(i64::from).into(),
+                (&error).into(),
+                claimed.id.into(),
+                (&claimed.lease).into(),
+            ],
+        ))
+        .await?;
     Ok(match (n, delay) {
         (0, _) => AfterFailure::LeaseLost,
         (_, Some(d)) => AfterFailure::RetryIn(d),
@@ -210,8 +229,7 @@ pub async fn list(db: &Db, failed_only: bool, limit: i64) -> StoreResult<Vec<Web
                next_attempt_at, delivered_at FROM webhook_deliveries \
                WHERE ($1 IS NULL OR status = $1) ORDER BY id DESC LIMIT $2";
     let only = failed_only.then_some(status::FAILED);
-    let rows: Vec<DeliveryRow> =
-        db.fetch_all(Sql::with_args(sql, vec![only.into(), limit.into()])).await?;
+    let rows: Vec<DeliveryRow> = db.fetch_all(Sql::with_args(sql, vec![only.into(), limit.into()])).await?;
     Ok(rows.into_iter().map(DeliveryRow::into_delivery).collect())
 }
 
@@ -244,8 +262,7 @@ impl DeliveryRow {
 pub async fn for_alert(db: &Db, alert_id: &str, limit: i64) -> StoreResult<Vec<WebhookDelivery>> {
     let sql = "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
                next_attempt_at, delivered_at FROM webhook_deliveries WHERE order_key = $1 ORDER BY id DESC LIMIT $2";
-    let rows: Vec<DeliveryRow> =
-        db.fetch_all(Sql::with_args(sql, vec![alert_id.into(), limit.into()])).await?;
+    let rows: Vec<DeliveryRow> = db.fetch_all(Sql::with_args(sql, vec![alert_id.into(), limit.into()])).await?;
     Ok(rows.into_iter().rev().map(DeliveryRow::into_delivery).collect())
 }
 

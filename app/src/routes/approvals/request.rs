@@ -379,7 +379,8 @@ fn Outcome(a: Approval) -> impl IntoView {
 #[component]
 fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>) -> impl IntoView {
     if !view.can_decide {
-        let why = format!("Deciding this request needs the {} role, which your account does not have.", a.required_role);
+        let why =
+            format!("Deciding this request needs the {} role, which your account does not have.", a.required_role);
         return view! {
             <p class="card notice" data-testid="cannot-decide">{why.clone()}</p>
             <div class="decision-bar" data-testid="decision-bar"><span class="why">{why}</span></div>

@@ -7,8 +7,8 @@ use crate::canonical::{
     WaterfallSpan,
 };
 use crate::components::badges::{ReasonBadge, Tag};
-use crate::components::status::ErrorBox;
 use crate::components::numbers::{money, thousands};
+use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
 use crate::functions::runs::{load_run, load_span};
 use crate::url::{encode, run_href};
