@@ -2,7 +2,7 @@
 
 use crate::components::layout::Shell;
 use crate::components::status::NotFound;
-use crate::models::{CurrentUser, SessionUser};
+use domain::models::{CurrentUser, SessionUser};
 use crate::routes::{admin, alerts, approvals, escalations, login, runs, trends};
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};

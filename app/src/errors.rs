@@ -79,13 +79,13 @@ impl From<sqlx::Error> for AppError {
 }
 
 #[cfg(feature = "ssr")]
-impl From<crate::storage::StoreError> for AppError {
-    fn from(err: crate::storage::StoreError) -> Self {
+impl From<store::StoreError> for AppError {
+    fn from(err: store::StoreError) -> Self {
         match err {
-            crate::storage::StoreError::Invalid(m) => AppError::Invalid(m),
-            crate::storage::StoreError::Conflict(m) => AppError::Conflict(m),
-            crate::storage::StoreError::NotFound(m) => AppError::NotFound(m),
-            crate::storage::StoreError::Database(e) => e.into(),
+            store::StoreError::Invalid(m) => AppError::Invalid(m),
+            store::StoreError::Conflict(m) => AppError::Conflict(m),
+            store::StoreError::NotFound(m) => AppError::NotFound(m),
+            store::StoreError::Database(e) => e.into(),
         }
     }
 }

@@ -1,54 +1,24 @@
-//! Flightdeck's product crate: the pages, components and server functions, the data
-//! types they share, and (behind the `ssr` feature) the domain rules and storage the
-//! server functions call. Built twice: natively with `ssr` for the server, and to wasm
-//! with `hydrate` for the browser.
+//! Flightdeck's pages: the Leptos app, its components and server functions, and (behind
+//! the `ssr` feature) the flows the server functions and the server run (`services`),
+//! sign-in (`auth`) and what every request is given (`state`). Built twice: natively
+//! with `ssr` for the server, and to wasm with `hydrate` for the browser, which compiles
+//! only the pages and the `domain` types they show.
 
 #![recursion_limit = "256"]
 
-pub mod access;
-pub mod alerts;
 pub mod app;
-pub mod approvals;
-pub mod canonical;
-pub mod clock;
 pub mod components;
 pub mod errors;
-pub mod escalations;
 pub mod functions;
-pub mod ledger;
-pub mod models;
-pub mod pattern;
-pub mod pricing;
+pub mod path_id;
 pub mod routes;
-pub mod stats;
-pub mod trends;
-pub mod url;
-pub mod vocabulary;
 
 #[cfg(feature = "ssr")]
 pub mod auth;
 #[cfg(feature = "ssr")]
-pub mod ingest;
-#[cfg(feature = "ssr")]
-pub mod mcp;
-#[cfg(feature = "ssr")]
-pub mod notify;
-#[cfg(feature = "ssr")]
-pub mod replay;
-#[cfg(feature = "ssr")]
-pub mod replay_results;
-#[cfg(feature = "ssr")]
-pub mod run_query;
-#[cfg(feature = "ssr")]
 pub mod services;
 #[cfg(feature = "ssr")]
 pub mod state;
-#[cfg(feature = "ssr")]
-pub mod storage;
-#[cfg(feature = "ssr")]
-pub mod trace_view;
-#[cfg(feature = "ssr")]
-pub mod webhook_body;
 
 /// The browser entry point: attaches the interactive app to the server-rendered page.
 #[cfg(feature = "hydrate")]

@@ -1,10 +1,10 @@
 //! The state every server function and page render can reach through `use_context`.
 
-use crate::ingest::redact::Redactor;
-use crate::notify::Notifications;
+use domain::redact::Redactor;
+use domain::notify::Notifications;
 use crate::services::approval_hub::ApprovalHub;
-use crate::storage::rules::RulesCache;
-use crate::storage::Db;
+use store::rules::RulesCache;
+use store::Db;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use std::sync::Arc;

@@ -11,12 +11,12 @@
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench -p flightdeck --bench approvals
 //!   FLIGHTDECK_BENCH_DECISIONS=500 ...   # more samples (default 200)
 
-use app::access::{Role, Scope};
+use domain::access::{Role, Scope};
 use app::auth::{password, secrets};
 use app::services::approval_hub::ApprovalHub;
 use app::state::AppState;
-use app::storage::testing::TestDb;
-use app::storage::{tokens, users, Db};
+use store::testing::TestDb;
+use store::{tokens, users, Db};
 use flightdeck::config::{Config, Overrides};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

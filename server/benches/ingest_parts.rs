@@ -19,13 +19,13 @@
 //!   FLIGHTDECK_BENCH_SPANS=100000   spans per measurement (default 300,000)
 //!   FLIGHTDECK_BENCH_COMMIT=2048    spans per commit (default: 2,048 and 8,192)
 //!   FLIGHTDECK_BENCH_ROUNDS=3       decode + normalize rounds, the best reported (default 3)
-//!   RUST_LOG=app=debug              each commit's phases (span rows, runs, commit)
+//!   RUST_LOG=store=debug              each commit's phases (span rows, runs, commit)
 
-use app::ingest::decode::{self, Encoding};
-use app::ingest::normalize::NormalizedSpan;
-use app::ingest::pipeline::{prepare, IngestSettings};
-use app::storage::testing::TestDb;
-use app::storage::{write, Db};
+use ingest::decode::{self, Encoding};
+use domain::span::NormalizedSpan;
+use ingest::pipeline::{prepare, IngestSettings};
+use store::testing::TestDb;
+use store::{write, Db};
 use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
 use prost::Message;
@@ -146,7 +146,7 @@ async fn store(db: &Db, batches: &[Vec<NormalizedSpan>], per_commit: usize, sett
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    // `RUST_LOG=app=debug` prints each commit's phases (the write path's own debug log).
+    // `RUST_LOG=store=debug` prints each commit's phases (the write path's own debug log).
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
     }

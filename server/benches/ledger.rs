@@ -10,15 +10,15 @@
 //!   FLIGHTDECK_BENCH_FLOOR=1 (two GET /readyz, one database read each and no write, in
 //!     place of each ask and complete: the round trip's floor on the machine, beside the
 //!     same ingest)
-//!   FLIGHTDECK_BENCH_RUST_LOG=app::storage=debug FLIGHTDECK_BENCH_SERVER_LOG=/tmp/server.log
+//!   FLIGHTDECK_BENCH_RUST_LOG=store=debug FLIGHTDECK_BENCH_SERVER_LOG=/tmp/server.log
 //!   FLIGHTDECK_BENCH_SAMPLES=/tmp/samples.txt (each round trip: start in µs since the epoch,
 //!     ask µs, ask + complete µs; to lay the slow ones beside the server's log)
 //!   FLIGHTDECK_BENCH_DATA_DIR=/dev/shm (where the databases go; default the temp folder)
 
-use app::access::Scope;
+use domain::access::Scope;
 use app::auth::secrets;
-use app::storage::testing::TestDb;
-use app::storage::{tokens, Db};
+use store::testing::TestDb;
+use store::{tokens, Db};
 use loadgen::send::{run_load, LoadOptions, Protocol, Target};
 use loadgen::synth::SynthOptions;
 use serde_json::{json, Value};
@@ -78,7 +78,7 @@ async fn measure(label: &str, database_url: Option<&str>) {
         }
     }
     // FLIGHTDECK_BENCH_SERVER_LOG keeps the server's log (with FLIGHTDECK_BENCH_RUST_LOG,
-    // e.g. app::storage=debug for the write phases and the log restarts).
+    // e.g. store=debug for the write phases and the log restarts).
     let keep = std::env::var("FLIGHTDECK_BENCH_SERVER_LOG").ok().map(|p| std::fs::File::create(p).unwrap());
     std::thread::spawn(move || {
         use std::io::Write;

@@ -8,10 +8,10 @@
 //!   FLIGHTDECK_PYTHON=/path/to/venv/bin/python cargo bench -p flightdeck --bench mcp_gateway
 //!   FLIGHTDECK_BENCH_CALLS=500 (calls per series)
 
-use app::access::Scope;
+use domain::access::Scope;
 use app::auth::secrets;
-use app::storage::testing::TestDb;
-use app::storage::tokens;
+use store::testing::TestDb;
+use store::tokens;
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::PathBuf;

@@ -17,13 +17,13 @@
 //! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
 //! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
 
-use app::access::Role;
+use domain::access::Role;
 use app::auth::password;
-use app::ingest::pipeline::{prepare, IngestSettings};
+use ingest::pipeline::{prepare, IngestSettings};
 use app::state::AppState;
-use app::storage::sql::Sql;
-use app::storage::testing::TestDb;
-use app::storage::{spans, users, write, Db};
+use store::sql::Sql;
+use store::testing::TestDb;
+use store::{spans, users, write, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use flightdeck::config::{Config, Overrides};
@@ -91,7 +91,7 @@ async fn fill(db: &Db, runs: usize) -> usize {
     // before now, so all of them fall inside the 7- and 30-day trends and about half
     // inside the 24-hour one.
     let span_ns = runs as u64 * 1_100_000_000 + 3_600_000_000_000;
-    let now_ns = u64::try_from(app::storage::now_ms()).unwrap() * 1_000_000;
+    let now_ns = u64::try_from(store::now_ms()).unwrap() * 1_000_000;
     let options = SynthOptions { seed: 11, base_time_unix_nano: now_ns - span_ns, ..SynthOptions::default() };
     let mut synth = Synth::new(options);
     let mut stored = 0usize;
@@ -107,8 +107,8 @@ async fn fill(db: &Db, runs: usize) -> usize {
         // As `flightdeck serve` does once the deployment has enough chunks (unless
         // FLIGHTDECK_BENCH_NO_DICTIONARY is set, for the figures without one).
         if std::env::var_os("FLIGHTDECK_BENCH_NO_DICTIONARY").is_none() {
-            let now = app::storage::now_ms();
-            if let Some(id) = app::storage::dictionaries::train_if_due(db, now).await.unwrap() {
+            let now = store::now_ms();
+            if let Some(id) = store::dictionaries::train_if_due(db, now).await.unwrap() {
                 println!("dictionary {id} trained after {done} runs");
             }
         }
@@ -178,14 +178,14 @@ async fn measure(db: &Db, runs: usize) {
         },
         rules: Default::default(),
     };
-    let refresh = state.trends.refresh(db, app::storage::now_ms()).await.unwrap();
+    let refresh = state.trends.refresh(db, store::now_ms()).await.unwrap();
     println!(
         "  {:<36} {:>7.1} ms (background, every 30 s)",
         "trends refresh, three ranges",
         refresh.as_secs_f64() * 1000.0
     );
     let escalation: Option<String> =
-        app::storage::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
+        store::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
@@ -236,7 +236,7 @@ async fn measure(db: &Db, runs: usize) {
     measure_load_run(&app, &cookie).await;
     measure_alert_evaluation(db).await;
     // An alert exists only once the rules have run over the data.
-    match app::storage::alerts::list(db, false, 1).await.unwrap().first() {
+    match store::alerts::list(db, false, 1).await.unwrap().first() {
         Some(alert) => time_page(&app, &cookie, db, "an alert", &format!("/alerts/{}", alert.id)).await,
         None => println!("  (no alert fired: the alert page is not timed)"),
     }

@@ -1,12 +1,12 @@
 //! The alert evaluator: every interval, the instance that leads (see
-//! `app::storage::alerts::Leadership`) evaluates every rule and records when it did.
+//! `store::alerts::Leadership`) evaluates every rule and records when it did.
 //! Instances that do not lead try to take the lead each interval, so a crashed leader
 //! is replaced within about one interval after its database session ends.
 
-use app::notify::Notifications;
+use domain::notify::Notifications;
 use app::services::alert_evaluation::evaluate_once;
-use app::storage::alerts::{self as store, Leadership};
-use app::storage::{now_ms, Db};
+use store::alerts::{self as alert_store, Leadership};
+use store::{now_ms, Db};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,7 +75,7 @@ impl Evaluator {
                 }
                 self.evaluations.fetch_add(1, Ordering::SeqCst);
                 let took = started.elapsed().as_millis() as i64;
-                if let Err(e) = store::record_evaluation(&self.db, &self.instance, now, took).await {
+                if let Err(e) = alert_store::record_evaluation(&self.db, &self.instance, now, took).await {
                     tracing::warn!(error = %e, "could not record the alert evaluation");
                 }
                 Tick::Evaluated

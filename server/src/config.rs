@@ -6,14 +6,15 @@
 
 use anyhow::Context;
 use app::auth::client_address::TrustedProxies;
-use app::ingest::decode::DecodeLimits;
-use app::ingest::mapping::MappingTable;
-use app::ingest::normalize::Limits;
-use app::ingest::pipeline::{BodyPolicy, IngestSettings};
-use app::ingest::policy::ToolPolicy;
-use app::ingest::redact::Redactor;
-use app::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
-use app::pricing::ModelPrice;
+use ingest::decode::DecodeLimits;
+use ingest::mapping::MappingTable;
+use ingest::normalize::Limits;
+use domain::span::BodyPolicy;
+use ingest::pipeline::IngestSettings;
+use domain::policy::ToolPolicy;
+use domain::redact::Redactor;
+use domain::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
+use domain::pricing::ModelPrice;
 use clap::Args;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -337,12 +338,12 @@ impl Config {
             anyhow::bail!("public_url must start with http:// or https://, not `{public_url}`");
         }
         let webhooks = o.webhooks.unwrap_or_default();
-        app::notify::validate_targets(&webhooks).map_err(anyhow::Error::msg)?;
+        domain::notify::validate_targets(&webhooks).map_err(anyhow::Error::msg)?;
         let alert_routes = o.alert_routes.unwrap_or_default();
         Notifications { targets: webhooks.clone(), routes: alert_routes.clone() }
             .validate()
             .map_err(anyhow::Error::msg)?;
-        app::alerts::notification::validate_route_names(&alert_routes).map_err(anyhow::Error::msg)?;
+        domain::alerts::notification::validate_route_names(&alert_routes).map_err(anyhow::Error::msg)?;
         let webhook_max_attempts = o.webhook_max_attempts.unwrap_or(RetryPolicy::default().max_attempts);
         if webhook_max_attempts == 0 {
             anyhow::bail!("webhook_max_attempts must be at least 1");
@@ -681,9 +682,9 @@ mod tests {
         assert_eq!(c.webhooks.len(), 3);
         assert!(c.webhooks[1].secret.is_some() && c.webhooks[0].secret.is_none());
         assert_eq!(c.notifications().route_of("deduped_spike", "page"), Some("page-now"));
-        assert_eq!(c.webhooks[0].format, app::notify::WebhookFormat::Slack);
-        assert!(c.webhooks[0].wants(app::notify::EventKind::AlertFiring));
-        assert!(!c.webhooks[0].wants(app::notify::EventKind::EscalationOpened));
+        assert_eq!(c.webhooks[0].format, domain::notify::WebhookFormat::Slack);
+        assert!(c.webhooks[0].wants(domain::notify::EventKind::AlertFiring));
+        assert!(!c.webhooks[0].wants(domain::notify::EventKind::EscalationOpened));
         assert!(c.webhooks[1].events.is_none());
         assert_eq!(c.webhook_retry().max_attempts, 15);
         let banner = c.to_string();
@@ -797,7 +798,7 @@ pub fn redact_query(url: &str) -> String {
 
 impl McpServerConfig {
     pub fn validate(&self) -> Result<(), String> {
-        if !app::mcp::valid_server_name(&self.name) {
+        if !domain::mcp::valid_server_name(&self.name) {
             return Err(format!(
                 "[[mcp_servers]] name `{}`: use 1 to 64 letters, digits, `-`, `_` or `.` (it is part of a URL and of tool names)",
                 self.name

@@ -45,8 +45,8 @@ fn main() -> ExitCode {
             }
             Command::Backup { file } => {
                 // Not migrated first: a backup taken before an upgrade keeps the old schema.
-                let db = app::storage::Db::connect(&config.database_url).await?;
-                let copies = app::storage::backup::sqlite_copy(&db, &file).await?;
+                let db = store::Db::connect(&config.database_url).await?;
+                let copies = store::backup::sqlite_copy(&db, &file).await?;
                 for (file, bytes) in [copies.main, copies.ledger] {
                     eprintln!("backup written to {} ({:.1} MB)", file.display(), bytes as f64 / 1e6);
                 }
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
                 commands::alerts::test(&db, &config, &route).await
             }
             Command::WebhookSecret => {
-                println!("{}", app::notify::SigningSecret::generate());
+                println!("{}", domain::notify::SigningSecret::generate());
                 Ok(())
             }
             Command::Mcp(McpCommand::Proxy { url, token, name, command }) => {

@@ -2,15 +2,15 @@
 //! ingest counters in Prometheus text exposition format 0.0.4, for teams that alert with
 //! Prometheus and Alertmanager. A token with the `read` scope is required.
 //!
-//! The handler reads [`app::storage::metrics::figures`] and the in-process
+//! The handler reads [`store::metrics::figures`] and the in-process
 //! [`IngestCounters`]; [`render`] turns them into text and is pure, so the format is
 //! tested without a database.
 
 use crate::api::{ApiError, TokenAuth};
 use crate::otlp::service::IngestCounters;
-use app::access::Scope;
-use app::storage::metrics::Figures;
-use app::storage::{now_ms, Db};
+use domain::access::Scope;
+use store::metrics::Figures;
+use store::{now_ms, Db};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
@@ -73,7 +73,7 @@ async fn read(state: &MetricsState, headers: &HeaderMap) -> Result<Scrape, ApiEr
     let authorization = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     state.auth.authenticate(authorization).await?.require(Scope::Read)?;
     let now = now_ms();
-    let figures = app::storage::metrics::figures(&state.db, now - COST_WINDOW_MS).await?;
+    let figures = store::metrics::figures(&state.db, now - COST_WINDOW_MS).await?;
     Ok(Scrape {
         figures,
         spans_accepted: state.ingest.spans_accepted.load(Ordering::Relaxed),
@@ -314,9 +314,9 @@ fn format_value(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::alerts::{AlertRule, AlertState};
-    use app::approvals::ViolationKind;
-    use app::canonical::TerminalReason;
+    use domain::alerts::{AlertRule, AlertState};
+    use domain::approvals::ViolationKind;
+    use domain::canonical::TerminalReason;
 
     fn sample_scrape() -> Scrape {
         Scrape {

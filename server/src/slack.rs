@@ -4,12 +4,12 @@
 //! through the same service as the inbox's, bound to the hash the message showed. The
 //! message is then replaced with the outcome through Slack's `response_url`.
 
-use app::approvals::slack::{self, Click};
+use domain::approvals::slack::{self, Click};
 use app::errors::AppError;
-use app::models::CurrentUser;
+use domain::models::CurrentUser;
 use app::services::approvals::{decide, DecisionInput};
 use app::state::AppState;
-use app::storage::{slack as links, users};
+use store::{slack as links, users};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -70,7 +70,7 @@ async fn interactivity(
         Ok(text) => text,
         Err(text) => text,
     };
-    let decided = app::storage::approvals::get(&state.db, &click.approval_id).await.ok().flatten();
+    let decided = store::approvals::get(&state.db, &click.approval_id).await.ok().flatten();
     let message = slack::outcome_message(decided.as_ref(), &text);
     if let Some(url) = click.response_url.as_deref() {
         if url.starts_with(&settings.response_url_prefix) {
@@ -99,7 +99,7 @@ async fn decide_click(state: &AppState, click: &Click) -> Result<String, String>
     let me = CurrentUser { id: user.id, username: user.username.clone(), roles: user.roles() };
     let input = DecisionInput {
         id: click.approval_id.clone(),
-        choice: if click.approve { app::approvals::Choice::Approve } else { app::approvals::Choice::Deny },
+        choice: if click.approve { domain::approvals::Choice::Approve } else { domain::approvals::Choice::Deny },
         payload_sha256: click.payload_sha256.clone(),
         reason: (!click.approve).then(|| format!("denied in Slack by {}", me.username)),
         respond: None,

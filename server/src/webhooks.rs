@@ -1,5 +1,5 @@
 //! The webhook delivery worker: claims due deliveries from the outbox
-//! (`app::storage::webhooks`), POSTs each in its target's format, and records the answer:
+//! (`store::webhooks`), POSTs each in its target's format, and records the answer:
 //! 2xx is delivered, anything else (another status, a refused connection, a timeout) is
 //! tried again with backoff until the attempts run out.
 //!
@@ -7,15 +7,15 @@
 //! at once. Receivers get `webhook-id` (and `X-Flightdeck-Delivery`, the same number,
 //! stable across retries) to drop the rare duplicate that a worker dying mid-send can
 //! cause, and, for a target with a `secret`, the Standard Webhooks signature
-//! (`app::notify::signature`) to tell Flightdeck's calls from a forger's.
+//! (`domain::notify::signature`) to tell Flightdeck's calls from a forger's.
 //!
 //! A delivery is sent to the URL and in the format it was queued with; the secret and
 //! PagerDuty's routing key are read from the configuration when it is sent (they are
 //! never stored in the outbox).
 
-use app::notify::{RetryPolicy, WebhookTarget};
-use app::storage::webhooks::{self, AfterFailure, Claimed};
-use app::storage::Db;
+use domain::notify::{RetryPolicy, WebhookTarget};
+use store::webhooks::{self, AfterFailure, Claimed};
+use store::Db;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -151,13 +151,13 @@ impl Worker {
                 .cloned()
                 .unwrap_or_else(|| WebhookTarget { name: delivery.target_name.clone(), ..Default::default() })
         };
-        if target.format == app::notify::WebhookFormat::Pagerduty && configured.is_none() {
+        if target.format == domain::notify::WebhookFormat::Pagerduty && configured.is_none() {
             return Err(format!("the target `{}` is no longer configured (its routing key is gone)", target.name));
         }
-        let body = app::webhook_body::render(&target, &delivery.event, &self.settings.public_url, chrono::Utc::now())?;
+        let body = domain::webhook_body::render(&target, &delivery.event, &self.settings.public_url, chrono::Utc::now())?;
         let body = serde_json::to_vec(&body).map_err(|e| format!("cannot encode the body: {e}"))?;
         let id = format!("msg_{}", delivery.id);
-        let timestamp = app::storage::now_ms() / 1000;
+        let timestamp = store::now_ms() / 1000;
         let mut request = self
             .client
             .post(target.format.post_url(&delivery.target_url))

@@ -3,11 +3,11 @@
 //! list `api::router` is built from). A route added without a guard, or without an entry
 //! in the expectations below, fails this suite.
 
-use app::access::{Role, Scope};
+use domain::access::{Role, Scope};
 use app::auth::password;
 use app::state::AppState;
-use app::storage::testing::TestDb;
-use app::storage::users;
+use store::testing::TestDb;
+use store::users;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;

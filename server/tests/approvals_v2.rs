@@ -6,14 +6,14 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::approvals::payload::payload_sha256;
-use app::approvals::rules::{ApprovalRule, RuleAction, RuleMode};
-use app::approvals::OnExpiry;
-use app::canonical::SideEffect;
-use app::ingest::policy::ToolPolicy;
-use app::storage::testing::TestDb;
-use app::storage::{approval_rules, approvals, audit, escalations, policies, slack};
+use domain::access::{Role, Scope};
+use domain::approvals::payload::payload_sha256;
+use domain::approvals::rules::{ApprovalRule, RuleAction, RuleMode};
+use domain::approvals::OnExpiry;
+use domain::canonical::SideEffect;
+use domain::policy::ToolPolicy;
+use store::testing::TestDb;
+use store::{approval_rules, approvals, audit, escalations, policies, slack};
 use common::receiver::Receiver;
 use common::spans::{ingest, kv, span_at};
 use common::{Live, Person};
@@ -94,7 +94,7 @@ async fn an_approver_edits_the_arguments_and_the_agent_runs_the_edited_payload()
         assert_eq!(stored.original_arguments.as_deref(), Some(r#"{"amount":500,"currency":"EUR","order":"o-1"}"#));
 
         // Execution is checked against the new hash: the original arguments are a violation.
-        let now = u64::try_from(app::storage::now_ms()).unwrap() * 1_000_000;
+        let now = u64::try_from(store::now_ms()).unwrap() * 1_000_000;
         let call = |id_byte: u8, args: &str| {
             span_at(
                 7,
@@ -327,7 +327,7 @@ async fn two_people_must_approve_the_same_hash_and_the_runs_own_user_cannot() {
         assert_eq!(approvals_logged.iter().filter(|e| e.target.as_deref() == Some(id)).count(), 2);
 
         // The run acts for carol (enduser.id): she may deny it, not approve it.
-        let now = u64::try_from(app::storage::now_ms()).unwrap() * 1_000_000;
+        let now = u64::try_from(store::now_ms()).unwrap() * 1_000_000;
         ingest(
             &t.db,
             vec![span_at(9, 1, None, "agent.run", now, vec![kv("run.id", "run-own"), kv("enduser.id", "carol")])],
@@ -529,7 +529,7 @@ fn urlencode(text: &str) -> String {
 
 async fn click(s: &Live, body: &str, secret: &str, age: i64) -> (StatusCode, String) {
     let ts = (chrono::Utc::now().timestamp() - age).to_string();
-    let signature = app::approvals::slack::sign(secret, &ts, body.as_bytes());
+    let signature = domain::approvals::slack::sign(secret, &ts, body.as_bytes());
     let res = s
         .http
         .post(format!("{}/slack/interactivity", s.base))
@@ -600,7 +600,7 @@ async fn slack_buttons_decide_only_signed_fresh_requests_from_linked_people() {
         // The same request again is a replay.
         let replay = {
             let ts = chrono::Utc::now().timestamp().to_string();
-            let signature = app::approvals::slack::sign(SIGNING_SECRET, &ts, body.as_bytes());
+            let signature = domain::approvals::slack::sign(SIGNING_SECRET, &ts, body.as_bytes());
             let send = || {
                 s.http
                     .post(format!("{}/slack/interactivity", s.base))

@@ -4,7 +4,7 @@
 //! test, so the test does not depend on a wasm build.
 
 use app::state::AppState;
-use app::storage::testing::TestDb;
+use store::testing::TestDb;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::Router;

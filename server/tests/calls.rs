@@ -6,12 +6,12 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::canonical::SideEffect;
-use app::ingest::policy::ToolPolicy;
-use app::ledger::EntryState;
-use app::storage::testing::TestDb;
-use app::storage::{escalations, ledger, policies};
+use domain::access::{Role, Scope};
+use domain::canonical::SideEffect;
+use domain::policy::ToolPolicy;
+use domain::ledger::EntryState;
+use store::testing::TestDb;
+use store::{escalations, ledger, policies};
 use common::{live, token, Live};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -82,11 +82,11 @@ async fn a_retried_call_is_told_already_done_with_the_cached_result() {
         // The trends page charts the dedupe in the hour it happened.
         let (_, again) = s.ask(email("run-1", 3, "r-4")).await;
         assert_eq!(again["answer"], "already_done");
-        let now = app::storage::now_ms();
-        let window = app::trends::Window::ending_at(app::trends::Range::Day, now);
-        let inputs = app::storage::trends::inputs(&t.db, &window).await.unwrap();
+        let now = store::now_ms();
+        let window = domain::trends::Window::ending_at(domain::trends::Range::Day, now);
+        let inputs = store::trends::inputs(&t.db, &window).await.unwrap();
         assert_eq!(inputs.ledger_deduped, vec![(now - now % 3_600_000, 2)], "{}", t.backend());
-        let trends = app::trends::compute(window, &inputs);
+        let trends = domain::trends::compute(window, &inputs);
         let stopped = trends.duplicates.iter().find(|s| s.key == "ledger_deduped").unwrap();
         assert_eq!(stopped.summary, Some(2.0));
         t.cleanup().await;
@@ -160,9 +160,9 @@ async fn a_guarded_call_is_answered_while_the_main_database_is_being_written() {
         // The agent's token was used once already, so the request path writes nothing
         // to the main database (its last-use time is throttled).
         s.ask(email("run-warm", 1, "w")).await;
-        let mut writer = app::storage::sql::Tx::begin_bulk_write(&t.db).await.unwrap();
+        let mut writer = store::sql::Tx::begin_bulk_write(&t.db).await.unwrap();
         writer
-            .execute(app::storage::sql::Sql::with_args(
+            .execute(store::sql::Sql::with_args(
                 "UPDATE users SET roles = roles WHERE username = $1",
                 vec!["alice".into()],
             ))
@@ -227,7 +227,7 @@ async fn a_silent_attempt_becomes_outcome_unknown_and_a_person_settles_it() {
         let settled = ledger::get(&t.db, &id).await.unwrap().unwrap().0;
         assert_eq!(settled.state, EntryState::Succeeded);
         assert_eq!(settled.settled_by.as_deref(), Some("olga"));
-        let audit = app::storage::audit::list(&t.db, None, Some("call_settled"), 5).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("call_settled"), 5).await.unwrap();
         assert_eq!(audit.entries.len(), 1, "settling is audited");
         let timeline = escalations::timeline(&t.db, &escalation).await.unwrap();
         assert!(timeline.iter().any(|e| e.detail.as_deref().is_some_and(|d| d.contains("happened"))), "and noted");
@@ -264,7 +264,7 @@ async fn a_call_that_needs_approval_waits_for_it_and_uses_it_once() {
                 http.post(url).bearer_auth(agent).json(&waiting).send().await.unwrap().json::<Value>().await.unwrap()
             })
         };
-        let approval = app::storage::approvals::get(&t.db, &approval_id).await.unwrap().unwrap();
+        let approval = store::approvals::get(&t.db, &approval_id).await.unwrap().unwrap();
         let alice = s.person("alice").await;
         let form =
             [("id", approval_id.as_str()), ("decision", "approve"), ("payload_sha256", &approval.payload_sha256)];
@@ -281,7 +281,7 @@ async fn a_call_that_needs_approval_waits_for_it_and_uses_it_once() {
             json!({"run_id": "run-5", "step_index": 2, "tool": "delete_repo", "arguments": {"repo": "acme/new"}});
         let (_, asked) = s.ask(other.clone()).await;
         let approval_id = asked["call"]["approval_id"].as_str().unwrap().to_string();
-        let approval = app::storage::approvals::get(&t.db, &approval_id).await.unwrap().unwrap();
+        let approval = store::approvals::get(&t.db, &approval_id).await.unwrap().unwrap();
         let form = [
             ("id", approval_id.as_str()),
             ("decision", "deny"),
@@ -439,13 +439,13 @@ async fn bad_asks_and_reports_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn a_call_left_unreported_pages_on_call_until_it_is_reported() {
-    use app::alerts::AlertRule;
+    use domain::alerts::AlertRule;
     use app::services::alert_evaluation::evaluate_once;
     for t in TestDb::each_backend().await {
         let s = server(&t).await;
         let (_, asked) = s.ask(email("run-7", 1, "r")).await;
         let id = asked["call"]["id"].as_str().unwrap().to_string();
-        let now = app::storage::now_ms();
+        let now = store::now_ms();
         let quiet = evaluate_once(&t.db, &Default::default(), now + 9 * 60_000, 0).await.unwrap();
         assert!(quiet.fired.iter().all(|a| a.rule != AlertRule::CallOutcomeUnknown), "under 10 minutes");
         // The agent died mid-call: it never asks again, the call stays `started`.
@@ -471,26 +471,26 @@ async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_o
         let (_, open) = s.ask(email("run-8", 2, "r")).await;
         let open_id = open["call"]["id"].as_str().unwrap().to_string();
         let backdate = |days: i64| {
-            app::storage::sql::Sql::with_args(
+            store::sql::Sql::with_args(
                 "UPDATE call_ledger SET updated_at = $1, started_at = $1",
-                vec![(app::storage::now_ms() - days * 86_400_000).into()],
+                vec![(store::now_ms() - days * 86_400_000).into()],
             )
         };
         t.db.ledger().execute(backdate(20)).await.unwrap();
-        app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
+        store::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_some(), "inside the longest window (30 days)");
         t.db.ledger().execute(backdate(31)).await.unwrap();
-        let hour_back = app::storage::sql::Sql::with_args(
+        let hour_back = store::sql::Sql::with_args(
             "UPDATE call_ledger_hours SET hour_ms = hour_ms - $1",
             vec![(31 * 86_400_000_i64).into()],
         );
         assert_eq!(t.db.ledger().execute(hour_back).await.unwrap(), 1);
-        app::storage::retention::apply(&t.db, 7, 7).await.unwrap();
+        store::retention::apply(&t.db, 7, 7).await.unwrap();
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_none(), "a settled call past every window goes");
         assert!(ledger::get(&t.db, &open_id).await.unwrap().is_some(), "a started call stays until settled");
         let hours: Vec<(i64,)> =
             t.db.ledger()
-                .fetch_all(app::storage::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours"))
+                .fetch_all(store::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours"))
                 .await
                 .unwrap();
         assert!(hours.is_empty(), "the hourly dedupe counts go with the entries: {hours:?}");

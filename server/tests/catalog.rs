@@ -6,8 +6,8 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::storage::testing::TestDb;
+use domain::access::{Role, Scope};
+use store::testing::TestDb;
 use common::spans::{ingest, kv, kv_bool, kv_i64, span_at};
 use common::Live;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, Span, Status};
@@ -105,7 +105,7 @@ async fn standard_runs_get_a_cost_from_their_tokens_and_unpriced_models_are_name
         assert_eq!(priced["prices_used"][0]["price"]["pattern"], "*claude-sonnet-4*");
         assert!((priced["step_list"][0]["cost"].as_f64().unwrap() - want).abs() < 1e-9);
         // What the server sends, the browser (and any Rust client) reads back.
-        serde_json::from_value::<app::canonical::RunDetail>(priced.clone()).expect("a run deserializes");
+        serde_json::from_value::<domain::canonical::RunDetail>(priced.clone()).expect("a run deserializes");
 
         let llama = run_json(&s, "run-llama").await;
         assert_eq!((llama["cost_source"].as_str(), llama["cost"].as_f64()), (Some("unpriced"), Some(0.0)));
@@ -159,13 +159,13 @@ async fn an_admin_price_and_a_recompute_reprice_stored_runs() {
         assert!((run["cost"].as_f64().unwrap() - 2.0).abs() < 1e-9, "{run}");
         // The audit entry is written when the background recompute ends, just after the
         // last run it changed: wait for it as for the run.
-        let mut audit = app::storage::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
+        let mut audit = store::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
         for _ in 0..100 {
             if !audit.entries.is_empty() {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            audit = app::storage::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
+            audit = store::audit::list(&t.db, None, Some("runs_recomputed"), 5).await.unwrap();
         }
         assert_eq!(audit.entries.len(), 1);
         assert!(audit.entries[0].detail.as_deref().unwrap().contains("1 changed"), "{:?}", audit.entries[0]);
@@ -238,8 +238,8 @@ async fn unclassified_tools_are_named_and_classified_in_one_click() {
         let run = eventually(&s, "run-mail", |r| r["duplicate_side_effects"] == 1).await;
         assert_eq!(run["possible_duplicates"], 0);
         assert!(run["unclassified_tools"].as_array().unwrap().is_empty());
-        let policy = app::storage::policies::for_tool(&t.db, "send_email").await.unwrap().unwrap();
-        assert_eq!(policy.side_effect, app::canonical::SideEffect::Irreversible);
+        let policy = store::policies::for_tool(&t.db, "send_email").await.unwrap().unwrap();
+        assert_eq!(policy.side_effect, domain::canonical::SideEffect::Irreversible);
         let tools = ada.page("/admin/tools").await;
         assert!(tools.contains("policy send_email"), "the class and where it came from");
         let (status, _) = victor.call("classify_tool", &[("tool", "x"), ("side_effect", "read")]).await;
@@ -254,17 +254,17 @@ async fn the_run_list_sorts_by_duplicates_matches_part_of_an_agent_and_ignores_c
         let s = live(&t).await;
         ingest(&t.db, unclassified_run(1, "run-mail")).await;
         ingest(&t.db, genai_run(2, "run-plain", "billing-agent", &[("gpt-4.1", 10, 0, 1)])).await;
-        app::storage::policies::upsert(
+        store::policies::upsert(
             &t.db,
-            &app::ingest::policy::ToolPolicy::class("send_email", app::canonical::SideEffect::Write),
+            &domain::policy::ToolPolicy::class("send_email", domain::canonical::SideEffect::Write),
         )
         .await
         .unwrap();
-        let rules = app::ingest::derive::Rules {
-            policies: app::storage::policies::list(&t.db).await.unwrap(),
+        let rules = domain::derive::Rules {
+            policies: store::policies::list(&t.db).await.unwrap(),
             ..Default::default()
         };
-        app::storage::recompute::recompute(&t.db, &rules, &Default::default(), 1).await.unwrap();
+        store::recompute::recompute(&t.db, &rules, &Default::default(), 1).await.unwrap();
         let ids = |body: &Value| -> Vec<String> {
             body["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap().to_string()).collect()
         };

@@ -250,8 +250,8 @@ fn an_acknowledged_export_survives_kill_9() {
 
     let stored = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
-        let db = app::storage::Db::connect(&url).await.unwrap();
-        app::storage::spans::count(&db).await.unwrap()
+        let db = store::Db::connect(&url).await.unwrap();
+        store::spans::count(&db).await.unwrap()
     });
     assert_eq!(stored, 200, "every acknowledged span is on disk");
 }
@@ -266,16 +266,16 @@ fn demo_fills_a_fresh_database_through_the_ingest_path() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (runs, spans) = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
-        let db = app::storage::Db::connect(&url).await.unwrap();
-        let page = app::storage::runs::list(&db, &app::storage::runs::RunQuery { limit: 100, ..Default::default() })
+        let db = store::Db::connect(&url).await.unwrap();
+        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() })
             .await
             .unwrap();
-        (page.runs, app::storage::spans::count(&db).await.unwrap())
+        (page.runs, store::spans::count(&db).await.unwrap())
     });
     assert_eq!(runs.len(), 25);
     assert!(spans > 25 * 3, "{spans} spans");
     assert!(runs.iter().any(|r| r.duplicate_side_effects > 0), "the demo shows duplicate side effects");
-    assert!(runs.iter().any(|r| r.terminal_reason != app::canonical::TerminalReason::Completed));
+    assert!(runs.iter().any(|r| r.terminal_reason != domain::canonical::TerminalReason::Completed));
 }
 
 #[test]
@@ -287,16 +287,16 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let call_id = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
-        let db = app::storage::Db::connect(&url).await.unwrap();
-        let call = app::ledger::request::ValidCall {
+        let db = store::Db::connect(&url).await.unwrap();
+        let call = domain::ledger::request::ValidCall {
             run_id: "run-backup".into(),
             step_index: 1,
             tool: "send_email".into(),
             arguments: serde_json::json!({"to": "ana@example.com"}),
             idempotency_key: None,
         };
-        let rule = app::ledger::answer::CallRule::default();
-        let asked = app::storage::ledger::ask(&db, &call, "k-backup", &call.arguments, &rule, None).await.unwrap();
+        let rule = domain::ledger::answer::CallRule::default();
+        let asked = store::ledger::ask(&db, &call, "k-backup", &call.arguments, &rule, None).await.unwrap();
         db.close().await;
         asked.entry.id
     });
@@ -330,12 +330,12 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     child.wait().unwrap();
     let (runs, spans, call) = runtime.block_on(async {
         let url = format!("sqlite://{}", restored.path().join("flightdeck.db").display());
-        let db = app::storage::Db::connect(&url).await.unwrap();
-        let page = app::storage::runs::list(&db, &app::storage::runs::RunQuery { limit: 100, ..Default::default() })
+        let db = store::Db::connect(&url).await.unwrap();
+        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() })
             .await
             .unwrap();
-        let call = app::storage::ledger::get(&db, &call_id).await.unwrap();
-        (page.runs.len(), app::storage::spans::count(&db).await.unwrap(), call)
+        let call = store::ledger::get(&db, &call_id).await.unwrap();
+        (page.runs.len(), store::spans::count(&db).await.unwrap(), call)
     });
     assert_eq!(runs, 12, "every run is in the restored database");
     assert!(spans > 12 * 3, "{spans} spans");

@@ -4,8 +4,8 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::storage::testing::TestDb;
+use domain::access::{Role, Scope};
+use store::testing::TestDb;
 use common::spans::{ingest, kv, span_at};
 use common::{token, Live};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
@@ -143,7 +143,7 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
         let s = live(&t).await;
         // Traces first (with the details in a span event), then the API.
         ingest(&t.db, escalated_run(1, "run-trace-first", true)).await;
-        let from_trace = app::storage::escalations::for_run(&t.db, "run-trace-first").await.unwrap();
+        let from_trace = store::escalations::for_run(&t.db, "run-trace-first").await.unwrap();
         assert_eq!(from_trace.len(), 1, "the escalated run opened one escalation");
         assert_eq!(from_trace[0].blocking_fact.as_deref(), Some("refunds over 500 EUR need a manager"));
         assert_eq!(from_trace[0].what_remains.len(), 2, "details from the span event");
@@ -158,11 +158,11 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
         assert_eq!(status, StatusCode::CREATED);
         ingest(&t.db, escalated_run(2, "run-api-first", false)).await;
         ingest(&t.db, escalated_run(2, "run-api-first", false)).await;
-        let all = app::storage::escalations::for_run(&t.db, "run-api-first").await.unwrap();
+        let all = store::escalations::for_run(&t.db, "run-api-first").await.unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].id, filed["id"].as_str().unwrap());
         assert!(all[0].from_trace && all[0].from_api);
-        let timeline = app::storage::escalations::timeline(&t.db, &all[0].id).await.unwrap();
+        let timeline = store::escalations::timeline(&t.db, &all[0].id).await.unwrap();
         assert_eq!(timeline.iter().filter(|e| e.kind == "merged").count(), 1, "{timeline:?}");
         t.cleanup().await;
     }
@@ -170,8 +170,8 @@ async fn api_and_trace_reports_of_one_run_merge_into_one_escalation() {
 
 #[tokio::test]
 async fn runs_escalating_in_one_export_each_open_one_and_are_announced_once() {
-    use app::notify::{Event, EventKind, WebhookFormat, WebhookTarget};
-    use app::storage::{escalations, webhooks};
+    use domain::notify::{Event, EventKind, WebhookFormat, WebhookTarget};
+    use store::{escalations, webhooks};
     for t in TestDb::each_backend().await {
         // Three escalated runs and one that ended normally, in one export; the API filed
         // one of the three first, so that one merges instead of opening a second.
@@ -206,7 +206,7 @@ async fn runs_escalating_in_one_export_each_open_one_and_are_announced_once() {
             format: WebhookFormat::Json,
             ..WebhookTarget::default()
         };
-        let event = |e: &app::escalations::Escalation| Event {
+        let event = |e: &domain::escalations::Escalation| Event {
             kind: EventKind::EscalationOpened,
             title: format!("Escalation: {}", e.run_id),
             summary: String::new(),
@@ -311,10 +311,10 @@ async fn two_operators_cannot_both_hold_the_claim() {
         assert_eq!(read["outcome"], "handed_back");
         assert_eq!(read["instructions"], "refund order 77, then close");
         assert_eq!(read["what_remains"][0]["done"], true);
-        let timeline = app::storage::escalations::timeline(&t.db, id).await.unwrap();
+        let timeline = store::escalations::timeline(&t.db, id).await.unwrap();
         let kinds: Vec<&str> = timeline.iter().map(|e| e.kind.as_str()).collect();
         assert_eq!(kinds, vec!["opened", "claimed", "item_done", "resolved"]);
-        let audit = app::storage::audit::list(&t.db, None, Some("escalation_resolved"), 5).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("escalation_resolved"), 5).await.unwrap();
         assert_eq!(audit.entries.len(), 1);
         t.cleanup().await;
     }
@@ -342,10 +342,10 @@ async fn resolving_needs_the_claim_unless_an_administrator_overrides_it() {
         assert_eq!(status, StatusCode::CONFLICT, "an administrator too, unless they say so: {body}");
         let (status, body) = ada.call("resolve_escalation", &form(&[("override_claim", "on")])).await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        let audit = app::storage::audit::list(&t.db, None, Some("escalation_resolved_over_claim"), 5).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("escalation_resolved_over_claim"), 5).await.unwrap();
         assert_eq!(audit.entries.len(), 1, "the override is audited as one");
         assert_eq!(audit.entries[0].actor.as_deref(), Some("ada"));
-        let timeline = app::storage::escalations::timeline(&t.db, id).await.unwrap();
+        let timeline = store::escalations::timeline(&t.db, id).await.unwrap();
         let resolved = timeline.iter().find(|e| e.kind == "resolved").unwrap();
         assert!(resolved.detail.as_deref().unwrap().contains("overriding olga's claim"), "{resolved:?}");
         let page = olga.page(&format!("/escalations/{id}")).await;
@@ -372,7 +372,7 @@ async fn reasons_and_details_sent_in_the_articles_words_on_spans_are_understood(
             ],
         );
         ingest(&t.db, vec![root]).await;
-        let opened = app::storage::escalations::for_run(&t.db, "run-words").await.unwrap();
+        let opened = store::escalations::for_run(&t.db, "run-words").await.unwrap();
         let e = serde_json::to_value(opened.first().expect("opened from the trace")).unwrap();
         assert_eq!(e["reason"], "budget_exceeded", "{e}");
         assert!(e["reason_text"].is_null());
@@ -394,7 +394,7 @@ async fn reasons_and_details_sent_in_the_articles_words_on_spans_are_understood(
 /// span event at that time (its span started an hour before and is still going); else
 /// through `escalation.reason` on a span that ended then.
 fn escalated_at(trace: u8, run_id: &str, agent: &str, reason: &str, minutes_ago: i64, event: bool) -> Vec<Span> {
-    let at_ns = (app::storage::now_ms() - minutes_ago * 60_000) as u64 * 1_000_000;
+    let at_ns = (store::now_ms() - minutes_ago * 60_000) as u64 * 1_000_000;
     let mut attrs = vec![kv("run.id", run_id), kv("gen_ai.agent.name", agent)];
     if !event {
         attrs.push(kv("escalation.reason", reason));
@@ -415,7 +415,7 @@ fn escalated_at(trace: u8, run_id: &str, agent: &str, reason: &str, minutes_ago:
 
 #[tokio::test]
 async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason_agent_claim_and_age() {
-    use app::alerts::AlertRule;
+    use domain::alerts::AlertRule;
     for t in TestDb::each_backend().await {
         let s = live(&t).await;
         let db = &t.db;
@@ -426,7 +426,7 @@ async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason
         let body = json!({"run_id": "run-new", "reason": "insufficient_permission", "agent": "billing-bot"});
         assert_eq!(s.escalate(body).await.0, StatusCode::CREATED);
         let now = chrono::Utc::now();
-        let open = app::storage::escalations::list(db, true, 10).await.unwrap();
+        let open = store::escalations::list(db, true, 10).await.unwrap();
         let runs: Vec<&str> = open.iter().map(|e| e.run_id.as_str()).collect();
         assert_eq!(runs, ["run-old", "run-mid", "run-new"], "longest waiting first, {}", t.backend());
         let waited = |i: usize| (now - open[i].needed_at).num_minutes();
@@ -471,13 +471,13 @@ async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason
         assert!(body.contains("unknown reason `bored`"), "{body}");
 
         // The backlog alert and the navigation count from the same instant.
-        let fired = app::services::alert_evaluation::evaluate_once(db, &Default::default(), app::storage::now_ms(), 0)
+        let fired = app::services::alert_evaluation::evaluate_once(db, &Default::default(), store::now_ms(), 0)
             .await
             .unwrap()
             .fired;
         let backlog = fired.iter().find(|a| a.rule == AlertRule::EscalationBacklog).expect("fires at once");
         assert!(backlog.value >= 119.0 * 60.0, "the longest wait: {}", backlog.value);
-        let (count, oldest) = app::storage::escalations::backlog(db).await.unwrap();
+        let (count, oldest) = store::escalations::backlog(db).await.unwrap();
         assert_eq!((count, oldest), (3, Some(open[0].needed_at.timestamp_millis())));
         t.cleanup().await;
     }

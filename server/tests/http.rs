@@ -1,11 +1,11 @@
 //! HTTP tests through the real router (sessions, pages, server functions, agent API,
 //! CSRF), on SQLite and on PostgreSQL.
 
-use app::access::Role;
+use domain::access::Role;
 use app::auth::password;
 use app::state::AppState;
-use app::storage::testing::TestDb;
-use app::storage::{audit, tokens, users};
+use store::testing::TestDb;
+use store::{audit, tokens, users};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
@@ -522,9 +522,9 @@ async fn admins_edit_tool_policies_with_validation_and_audit() {
         let page = alice.get("/admin/policies").await;
         assert_eq!(page.status, StatusCode::OK);
         assert!(page.body.contains("send_*") && page.body.contains("irreversible"));
-        let listed = app::storage::policies::list(&t.db).await.unwrap();
+        let listed = store::policies::list(&t.db).await.unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!(listed[0].side_effect, app::canonical::SideEffect::Irreversible);
+        assert_eq!(listed[0].side_effect, domain::canonical::SideEffect::Irreversible);
 
         let mut victor = Browser::new(&app);
         victor.login("victor", VICTOR_PASSWORD).await;
@@ -539,7 +539,7 @@ async fn admins_edit_tool_policies_with_validation_and_audit() {
 }
 
 /// Stores a run whose tool call carries hostile text and a duplicated email.
-async fn store_hostile_run(db: &app::storage::Db) {
+async fn store_hostile_run(db: &store::Db) {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
@@ -583,9 +583,9 @@ async fn store_hostile_run(db: &app::storage::Db) {
             ..Default::default()
         }],
     };
-    let settings = app::ingest::pipeline::IngestSettings::default();
-    let prepared = app::ingest::pipeline::prepare(&request, &settings, &[]);
-    app::storage::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
+    let settings = ingest::pipeline::IngestSettings::default();
+    let prepared = ingest::pipeline::prepare(&request, &settings, &[]);
+    store::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
 }
 
 #[tokio::test]

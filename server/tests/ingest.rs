@@ -3,11 +3,11 @@
 //! case of the receivers; re-sent, out-of-order and multi-trace runs. SQLite and
 //! PostgreSQL.
 
-use app::access::Scope;
+use domain::access::Scope;
 use app::auth::secrets;
-use app::ingest::pipeline::IngestSettings;
-use app::storage::testing::TestDb;
-use app::storage::{tokens, Db};
+use ingest::pipeline::IngestSettings;
+use store::testing::TestDb;
+use store::{tokens, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
@@ -125,7 +125,7 @@ impl Harness {
     }
 
     async fn stored_spans(&self) -> i64 {
-        app::storage::spans::count(&self.db).await.unwrap()
+        store::spans::count(&self.db).await.unwrap()
     }
 }
 
@@ -596,7 +596,7 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_beyond_a_connections_stream_limit_wait_instead_of_being_refused() {
-    use app::ingest::decode::{measure, DecodeLimits, Encoding};
+    use ingest::decode::{measure, DecodeLimits, Encoding};
     use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
     use flightdeck::otlp::service::memory_for;
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
@@ -698,9 +698,9 @@ async fn the_run_list_filters_and_pages() {
 async fn tool_policies_classify_calls_that_declare_no_side_effect() {
     for t in TestDb::each_backend().await {
         let h = harness(&t, 20 << 20).await;
-        app::storage::policies::upsert(
+        store::policies::upsert(
             &t.db,
-            &app::ingest::policy::ToolPolicy::class("charge_*", app::canonical::SideEffect::Irreversible),
+            &domain::policy::ToolPolicy::class("charge_*", domain::canonical::SideEffect::Irreversible),
         )
         .await
         .unwrap();
@@ -800,17 +800,17 @@ async fn runs_are_found_by_any_id_an_operator_has_and_sorted_by_cost() {
         assert_eq!(ids(&rest), vec!["find-40"]);
         let (status, _) = h.api("/api/v1/runs?sort=loudest").await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
-        let counts = app::storage::runs::count_by_reason(
+        let counts = store::runs::count_by_reason(
             &t.db,
-            &app::storage::runs::RunQuery {
+            &store::runs::RunQuery {
                 limit: 10,
-                terminal_reason: Some(app::canonical::TerminalReason::Error),
+                terminal_reason: Some(domain::canonical::TerminalReason::Error),
                 ..Default::default()
             },
         )
         .await
         .unwrap();
-        assert_eq!(counts, vec![(app::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
+        assert_eq!(counts, vec![(domain::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
         t.cleanup().await;
     }
 }
@@ -847,18 +847,18 @@ async fn replay_fixtures_list_every_call_with_arguments_and_response() {
 }
 
 /// An approval as an approver would leave it: filed for `args`, then decided (or not).
-async fn approval(db: &Db, key: &str, args: Value, decision: Option<app::storage::approvals::Decision>) -> String {
-    use app::approvals::payload::ApprovalRequest;
+async fn approval(db: &Db, key: &str, args: Value, decision: Option<store::approvals::Decision>) -> String {
+    use domain::approvals::payload::ApprovalRequest;
     let body =
         serde_json::json!({"run_id": "run-approved", "tool": "send_email", "arguments": args, "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
-    let requester = app::storage::approvals::Requester { name: "agent", token_id: None };
-    let filing = app::approvals::rules::Filing::by_policy(app::access::Role::Approver, Default::default());
-    let (a, _) = app::storage::approvals::create(db, &request, None, requester, &[], &filing).await.unwrap();
+    let requester = store::approvals::Requester { name: "agent", token_id: None };
+    let filing = domain::approvals::rules::Filing::by_policy(domain::access::Role::Approver, Default::default());
+    let (a, _) = store::approvals::create(db, &request, None, requester, &[], &filing).await.unwrap();
     if let Some(d) = decision {
-        let reason = (d == app::storage::approvals::Decision::Deny).then_some("no");
-        let by = app::storage::approvals::Decider { username: "alice", reason, respond: None };
-        app::storage::approvals::decide(db, &a.id, &d, &a.payload_sha256, by, None).await.unwrap();
+        let reason = (d == store::approvals::Decision::Deny).then_some("no");
+        let by = store::approvals::Decider { username: "alice", reason, respond: None };
+        store::approvals::decide(db, &a.id, &d, &a.payload_sha256, by, None).await.unwrap();
     }
     a.id
 }
@@ -875,7 +875,7 @@ fn email_call_in(trace: u8, id: u8, approval: Option<&str>, args: &str, offset_m
         attrs.push(s("approval.id", a));
     }
     let mut call = span(trace, id, Some(1), "tool send_email", attrs);
-    let start = u64::try_from(app::storage::now_ms() + offset_ms).unwrap() * 1_000_000 + u64::from(id);
+    let start = u64::try_from(store::now_ms() + offset_ms).unwrap() * 1_000_000 + u64::from(id);
     call.start_time_unix_nano = start;
     call.end_time_unix_nano = start + 500_000;
     call
@@ -883,14 +883,14 @@ fn email_call_in(trace: u8, id: u8, approval: Option<&str>, args: &str, offset_m
 
 #[tokio::test]
 async fn executed_tool_calls_are_checked_against_their_approvals() {
-    use app::approvals::ViolationKind as K;
-    use app::storage::approvals::Decision;
+    use domain::approvals::ViolationKind as K;
+    use store::approvals::Decision;
     for t in TestDb::each_backend().await {
         let h = harness(&t, 20 << 20).await;
-        let mut policy = app::ingest::policy::ToolPolicy::class("send_*", app::canonical::SideEffect::Irreversible);
+        let mut policy = domain::policy::ToolPolicy::class("send_*", domain::canonical::SideEffect::Irreversible);
         policy.requires_approval = true;
         policy.run_limit = Some(4);
-        app::storage::policies::upsert(&t.db, &policy).await.unwrap();
+        store::policies::upsert(&t.db, &policy).await.unwrap();
         h.service.refresh_policies().await;
 
         let args = serde_json::json!({"to": "ana@example.com", "body": "Hi"});
@@ -915,7 +915,7 @@ async fn executed_tool_calls_are_checked_against_their_approvals() {
         // Re-sent, as an exporter retrying after a timeout would: nothing is recorded twice.
         h.post_proto(&request(spans)).await;
 
-        let violations = app::storage::approvals::violations_for_run(&t.db, "run-approved").await.unwrap();
+        let violations = store::approvals::violations_for_run(&t.db, "run-approved").await.unwrap();
         let mut kinds: Vec<(String, K)> = violations.iter().map(|v| (v.span_id.clone(), v.kind)).collect();
         kinds.sort();
         let span_hex = |b: u8| hex::encode([b; 8]);
@@ -936,7 +936,7 @@ async fn executed_tool_calls_are_checked_against_their_approvals() {
         );
         let run = h.run("run-approved").await;
         assert_eq!(run["approval_violations"], 9, "the run carries the count for its flag");
-        let used = app::storage::approvals::get(&t.db, &good).await.unwrap().unwrap();
+        let used = store::approvals::get(&t.db, &good).await.unwrap().unwrap();
         assert_eq!(used.used_by_span, Some(format!("{}:{}", hex::encode([40u8; 16]), span_hex(2))));
         let (status, list) = h.api("/api/v1/runs?flag=approval_violation").await;
         assert_eq!(status, StatusCode::OK);
@@ -948,21 +948,21 @@ async fn executed_tool_calls_are_checked_against_their_approvals() {
 /// An approval filed through storage as the API files it, for `run` and `step`, by the
 /// token with id `token_id`, then approved.
 async fn approved_for(db: &Db, run: &str, step: i64, key: &str, args: &Value, token_id: Option<i64>) -> String {
-    use app::approvals::payload::ApprovalRequest;
-    use app::storage::approvals::{create, decide, Decision, Requester};
+    use domain::approvals::payload::ApprovalRequest;
+    use store::approvals::{create, decide, Decision, Requester};
     let body = serde_json::json!({"run_id": run, "step_index": step, "tool": "send_email", "arguments": args,
         "idempotency_key": key});
     let request = serde_json::from_value::<ApprovalRequest>(body).unwrap().validate().unwrap();
-    let filing = app::approvals::rules::Filing::by_policy(app::access::Role::Approver, Default::default());
+    let filing = domain::approvals::rules::Filing::by_policy(domain::access::Role::Approver, Default::default());
     let (a, _) = create(db, &request, None, Requester { name: "agent", token_id }, &[], &filing).await.unwrap();
-    let by = app::storage::approvals::Decider { username: "alice", reason: None, respond: None };
+    let by = store::approvals::Decider { username: "alice", reason: None, respond: None };
     decide(db, &a.id, &Decision::Approve, &a.payload_sha256, by, None).await.unwrap();
     a.id
 }
 
 #[tokio::test]
 async fn an_approval_holds_only_for_its_run_step_window_and_token() {
-    use app::approvals::ViolationKind as K;
+    use domain::approvals::ViolationKind as K;
     for t in TestDb::each_backend().await {
         let h = harness(&t, 20 << 20).await;
         let own = tokens::active_by_hash(&t.db, &secrets::sha256_hex(&h.ingest_token)).await.unwrap().unwrap().id;
@@ -989,7 +989,7 @@ async fn an_approval_holds_only_for_its_run_step_window_and_token() {
         ];
         let (status, _) = h.post_proto(&request(spans)).await;
         assert_eq!(status, StatusCode::OK);
-        let violations = app::storage::approvals::violations_for_run(&t.db, "run-b").await.unwrap();
+        let violations = store::approvals::violations_for_run(&t.db, "run-b").await.unwrap();
         let mut kinds: Vec<(String, K)> = violations.iter().map(|v| (v.span_id.clone(), v.kind)).collect();
         kinds.sort();
         let span_hex = |b: u8| hex::encode([b; 8]);
@@ -1008,9 +1008,9 @@ async fn an_approval_holds_only_for_its_run_step_window_and_token() {
         assert!(detail(2).contains("requested for run run-a"), "{}", detail(2));
         assert!(detail(5).contains(&format!("reported with token {own}")), "{}", detail(5));
         assert!(detail(6).contains("before approval"), "{}", detail(6));
-        let used = app::storage::approvals::get(&t.db, &fine).await.unwrap().unwrap();
+        let used = store::approvals::get(&t.db, &fine).await.unwrap().unwrap();
         assert!(used.used_by_span.is_some(), "the good call used its approval");
-        let unused = app::storage::approvals::get(&t.db, &for_other_run).await.unwrap().unwrap();
+        let unused = store::approvals::get(&t.db, &for_other_run).await.unwrap().unwrap();
         assert_eq!(unused.used_by_span, None, "a violating call does not use up the approval");
         t.cleanup().await;
     }

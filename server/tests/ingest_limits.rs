@@ -7,9 +7,9 @@
 
 mod common;
 
-use app::access::Scope;
-use app::ingest::pipeline::IngestSettings;
-use app::storage::testing::TestDb;
+use domain::access::Scope;
+use ingest::pipeline::IngestSettings;
+use store::testing::TestDb;
 use bytes::Bytes;
 use flate2::write::GzEncoder;
 use flightdeck::config::IngestAuth;

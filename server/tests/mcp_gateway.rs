@@ -7,13 +7,13 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::approvals::ApprovalStatus;
+use domain::access::{Role, Scope};
+use domain::approvals::ApprovalStatus;
 use app::auth::password;
-use app::ledger::EntryState;
-use app::storage::approvals::{self, ApprovalFilter};
-use app::storage::testing::TestDb;
-use app::storage::{ledger, runs, spans, users, Db};
+use domain::ledger::EntryState;
+use store::approvals::{self, ApprovalFilter};
+use store::testing::TestDb;
+use store::{ledger, runs, spans, users, Db};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -166,7 +166,7 @@ fn outbox(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
-async fn pending(db: &Db, tool: &str) -> app::approvals::Approval {
+async fn pending(db: &Db, tool: &str) -> domain::approvals::Approval {
     let filter = ApprovalFilter { tool: Some(tool.into()), ..Default::default() };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -188,7 +188,7 @@ async fn approver(base: &str) -> common::Person {
     p
 }
 
-async fn decide(p: &common::Person, a: &app::approvals::Approval, decision: &str, extra: &[(&str, &str)]) {
+async fn decide(p: &common::Person, a: &domain::approvals::Approval, decision: &str, extra: &[(&str, &str)]) {
     let mut form = vec![("id", a.id.as_str()), ("decision", decision), ("payload_sha256", a.payload_sha256.as_str())];
     form.extend_from_slice(extra);
     let (status, body) = p.call("decide_approval", &form).await;
@@ -382,7 +382,7 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(detail.run.agent.as_deref(), Some("gateway-test-client"));
-    assert_eq!(detail.run.terminal_reason, app::canonical::TerminalReason::Escalated, "{:?}", detail.run);
+    assert_eq!(detail.run.terminal_reason, domain::canonical::TerminalReason::Escalated, "{:?}", detail.run);
     let outcomes: Vec<(String, String)> =
         detail.tool_call_list.iter().map(|c| (c.tool.clone(), c.outcome.as_str().to_string())).collect();
     for expected in [

@@ -5,10 +5,10 @@
 
 mod common;
 
-use app::access::Scope;
-use app::ingest::pipeline::IngestSettings;
+use domain::access::Scope;
+use ingest::pipeline::IngestSettings;
 use app::state::AppState;
-use app::storage::testing::TestDb;
+use store::testing::TestDb;
 use common::token;
 use flightdeck::config::{Config, IngestAuth, Overrides};
 use flightdeck::otlp::IngestService;
@@ -322,7 +322,7 @@ async fn a_scrape_reports_exactly_what_was_ingested_and_filed() {
         assert_eq!(get(&m, "flightdeck_ingest_requests_refused_total", &[]), 0.0, "{backend}");
 
         // Claiming one leaves one unclaimed.
-        app::storage::escalations::claim(&t.db, &run_d_escalation, "olga", None).await.unwrap();
+        store::escalations::claim(&t.db, &run_d_escalation, "olga", None).await.unwrap();
         let m = parse(&server.scrape(Some(&format!("Bearer {prometheus}"))).await.text().await.unwrap());
         assert_eq!(get(&m, "flightdeck_escalations_open", &[]), 2.0, "{backend}");
         assert_eq!(get(&m, "flightdeck_escalations_unclaimed", &[]), 1.0, "{backend}");
@@ -346,15 +346,15 @@ async fn an_empty_database_gives_every_series() {
         assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 0.0);
 
         // An alert firing shows up as one open alert of its rule.
-        let mut settings = app::alerts::settings::RuleSettings::default_for(app::alerts::AlertRule::EscalationBacklog);
+        let mut settings = domain::alerts::settings::RuleSettings::default_for(domain::alerts::AlertRule::EscalationBacklog);
         settings.threshold = 1.0;
-        app::storage::alerts::save_settings(&t.db, app::alerts::AlertRule::EscalationBacklog, &settings, "test")
+        store::alerts::save_settings(&t.db, domain::alerts::AlertRule::EscalationBacklog, &settings, "test")
             .await
             .unwrap();
         let escalation = json!({"run_id": "run-late", "reason": "low_confidence"});
         let escalator = token(&t.db, "escalator", &[Scope::Escalations]).await;
         assert_eq!(server.post("/api/v1/escalations", &escalator, escalation).await.0, StatusCode::CREATED);
-        let now = app::storage::now_ms();
+        let now = store::now_ms();
         app::services::alert_evaluation::evaluate_once(&t.db, &Default::default(), now + 5_000, 60_000).await.unwrap();
         let m = parse(&server.scrape(Some(&format!("Bearer {prometheus}"))).await.text().await.unwrap());
         assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 1.0);

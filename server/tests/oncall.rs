@@ -6,13 +6,13 @@
 
 mod common;
 
-use app::alerts::settings::RuleSettings;
-use app::alerts::{AlertRule, Severity};
-use app::notify::{AlertRoute, Notifications, RetryPolicy, SigningSecret, WebhookFormat, WebhookTarget};
+use domain::alerts::settings::RuleSettings;
+use domain::alerts::{AlertRule, Severity};
+use domain::notify::{AlertRoute, Notifications, RetryPolicy, SigningSecret, WebhookFormat, WebhookTarget};
 use app::services::alert_evaluation::evaluate_once;
-use app::storage::testing::TestDb;
-use app::storage::webhooks::{self, status};
-use app::storage::{alerts, now_ms, Db};
+use store::testing::TestDb;
+use store::webhooks::{self, status};
+use store::{alerts, now_ms, Db};
 use common::receiver::{Received, Receiver};
 use common::spans::{ingest, kv, span_at};
 use flightdeck::webhooks::{Worker, WorkerSettings};
@@ -369,7 +369,7 @@ fn verify_with_the_docs_snippet(secret: &str, delivery: &Received) {
 
 #[tokio::test]
 async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_it_page() {
-    use app::access::{Role, Scope};
+    use domain::access::{Role, Scope};
     use reqwest::{Method, StatusCode};
     for t in TestDb::each_backend().await {
         let db = &t.db;
@@ -445,7 +445,7 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
         assert_eq!(got.len(), 1, "{got:#?}");
         assert_eq!(got[0].event, "alert.firing");
         assert!(alerts::get(db, &fired[0].id).await.unwrap().unwrap().silenced_by.is_none());
-        let audit = app::storage::audit::list(db, None, Some("silence_created"), 10).await.unwrap();
+        let audit = store::audit::list(db, None, Some("silence_created"), 10).await.unwrap();
         assert_eq!(audit.entries[0].actor.as_deref(), Some("token:agent-7"), "{:?}", audit.entries);
 
         // An operator silences from the alert page's form too (blank parts match any).
@@ -465,7 +465,7 @@ async fn a_silence_holds_notifications_back_marks_the_alert_and_when_ended_lets_
 
 #[tokio::test]
 async fn a_silence_made_from_an_alert_matches_it_keeps_what_was_chosen_and_the_page_shows_the_timeline() {
-    use app::access::{Role, Scope};
+    use domain::access::{Role, Scope};
     use reqwest::StatusCode;
     for t in TestDb::each_backend().await {
         let db = &t.db;
@@ -577,14 +577,14 @@ async fn a_long_list_behind_an_alert_says_how_many_there_were() {
         let fired = evaluate_once(db, &Notifications::default(), now_ms(), 0).await.unwrap().fired;
         let alert = &fired[0];
         assert_eq!((alert.value, alert.items.len(), alert.items_total), (60.0, 50, Some(60)), "{}", t.backend());
-        assert_eq!(app::alerts::behind_it(&alert.items, alert.items_total), "the first 50 of 60: 50 runs");
+        assert_eq!(domain::alerts::behind_it(&alert.items, alert.items_total), "the first 50 of 60: 50 runs");
         t.cleanup().await;
     }
 }
 
 #[tokio::test]
 async fn a_deploy_script_ends_the_silence_it_created_and_the_alert_pages_again() {
-    use app::access::Scope;
+    use domain::access::Scope;
     use reqwest::{Method, StatusCode};
     for t in TestDb::each_backend().await {
         let db = &t.db;
@@ -611,7 +611,7 @@ async fn a_deploy_script_ends_the_silence_it_created_and_the_alert_pages_again()
         assert_eq!((status, &again), (StatusCode::OK, &ended));
         let (status, body) = live.api(Method::DELETE, "/api/v1/silences/sil_nope", None, &live.agent).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
-        let audit = app::storage::audit::list(db, None, Some("silence_ended"), 10).await.unwrap().entries;
+        let audit = store::audit::list(db, None, Some("silence_ended"), 10).await.unwrap().entries;
         assert_eq!(audit.len(), 1, "ended once: {audit:?}");
         assert_eq!((audit[0].actor.as_deref(), audit[0].target.as_deref()), (Some("token:agent-7"), Some(id.as_str())));
         assert!(audit[0].source.is_some(), "from the script's address");
@@ -630,7 +630,7 @@ async fn a_deploy_script_ends_the_silence_it_created_and_the_alert_pages_again()
 
 #[tokio::test]
 async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
-    use app::access::{Role, Scope};
+    use domain::access::{Role, Scope};
     for t in TestDb::each_backend().await {
         let db = &t.db;
         let operator: &[Role] = &[Role::Operator, Role::Viewer];
@@ -671,7 +671,7 @@ async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
 
 #[tokio::test]
 async fn a_maintenance_window_silences_only_inside_its_hours() {
-    use app::access::{Role, Scope};
+    use domain::access::{Role, Scope};
     use chrono::{Datelike, Timelike};
     use reqwest::{Method, StatusCode};
     for t in TestDb::each_backend().await {

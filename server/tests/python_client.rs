@@ -4,11 +4,11 @@
 
 mod common;
 
-use app::access::Scope;
-use app::canonical::SideEffect;
-use app::ingest::policy::ToolPolicy;
-use app::storage::policies;
-use app::storage::testing::TestDb;
+use domain::access::Scope;
+use domain::canonical::SideEffect;
+use domain::policy::ToolPolicy;
+use store::policies;
+use store::testing::TestDb;
 use std::path::PathBuf;
 use std::process::Command;
 

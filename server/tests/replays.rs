@@ -4,8 +4,8 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::storage::testing::TestDb;
+use domain::access::{Role, Scope};
+use store::testing::TestDb;
 use common::spans::{ingest, kv, span_at};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -14,7 +14,7 @@ use serde_json::json;
 async fn results_are_recorded_redacted_and_charted_per_agent() {
     for t in TestDb::each_backend().await {
         let s = common::live(&t, &[("victor", &[Role::Viewer])], &[Scope::Replays]).await;
-        let start = ((app::storage::now_ms() - 60_000) as u64) * 1_000_000;
+        let start = ((store::now_ms() - 60_000) as u64) * 1_000_000;
         let root = span_at(
             1,
             1,
@@ -49,23 +49,23 @@ async fn results_are_recorded_redacted_and_charted_per_agent() {
         let (status, _) = s.api(Method::POST, "/api/v1/replays/results", Some(json!({})), &reader).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
 
-        let now = app::storage::now_ms();
-        let window = app::trends::Window::ending_at(app::trends::Range::Day, now);
-        let trends = app::trends::compute(window, &app::storage::trends::inputs(&t.db, &window).await.unwrap());
+        let now = store::now_ms();
+        let window = domain::trends::Window::ending_at(domain::trends::Range::Day, now);
+        let trends = domain::trends::compute(window, &store::trends::inputs(&t.db, &window).await.unwrap());
         let rates: Vec<(String, Option<f64>)> =
             trends.replay_pass_rate.iter().map(|s| (s.label.clone(), s.summary)).collect();
         assert_eq!(rates, [("billing-bot".into(), Some(75.0)), ("support-bot".into(), Some(100.0))]);
         // The alert input: billing-bot's 75% is below a 90% limit once 2 results suffice.
-        let mut rule = app::alerts::settings::RuleSettings::default_for(app::alerts::AlertRule::ReplayPassRate);
-        assert_eq!((rule.threshold, rule.min_samples, rule.severity), (90.0, 10, app::alerts::Severity::Ticket));
+        let mut rule = domain::alerts::settings::RuleSettings::default_for(domain::alerts::AlertRule::ReplayPassRate);
+        assert_eq!((rule.threshold, rule.min_samples, rule.severity), (90.0, 10, domain::alerts::Severity::Ticket));
         rule.min_samples = 2;
-        app::storage::alerts::save_settings(&t.db, app::alerts::AlertRule::ReplayPassRate, &rule, "test")
+        store::alerts::save_settings(&t.db, domain::alerts::AlertRule::ReplayPassRate, &rule, "test")
             .await
             .unwrap();
-        let notifications = app::notify::Notifications::default();
+        let notifications = domain::notify::Notifications::default();
         let report = app::services::alert_evaluation::evaluate_once(&t.db, &notifications, now, 0).await.unwrap();
-        let failing: Vec<&app::alerts::Alert> =
-            report.fired.iter().filter(|a| a.rule == app::alerts::AlertRule::ReplayPassRate).collect();
+        let failing: Vec<&domain::alerts::Alert> =
+            report.fired.iter().filter(|a| a.rule == domain::alerts::AlertRule::ReplayPassRate).collect();
         assert_eq!(failing.len(), 1, "{:#?}", report.fired);
         assert_eq!(failing[0].subject, "agent:billing-bot");
         assert!(

@@ -5,11 +5,11 @@
 
 mod common;
 
-use app::access::{Role, Scope};
-use app::storage::sql::Sql;
-use app::storage::testing::TestDb;
-use app::storage::{now_ms, Db};
-use app::trends::{Range, Window};
+use domain::access::{Role, Scope};
+use store::sql::Sql;
+use store::testing::TestDb;
+use store::{now_ms, Db};
+use domain::trends::{Range, Window};
 use reqwest::StatusCode;
 
 const MS: i64 = 1_000_000;
@@ -312,7 +312,7 @@ async fn anonymous_visitors_cannot_see_trends() {
 #[tokio::test]
 #[ignore]
 async fn timing_thirty_days_of_100k_runs() {
-    use app::trends::compute;
+    use domain::trends::compute;
     use std::time::Instant;
     for t in TestDb::each_backend().await {
         let w = Window::ending_at(Range::Month, now_ms());
@@ -332,7 +332,7 @@ async fn timing_thirty_days_of_100k_runs() {
         let mut times = Vec::new();
         for _ in 0..8 {
             let t0 = Instant::now();
-            let inputs = app::storage::trends::inputs(&t.db, &w).await.unwrap();
+            let inputs = store::trends::inputs(&t.db, &w).await.unwrap();
             let read = t0.elapsed();
             assert_eq!(compute(w, &inputs).runs, 100_000);
             times.push((read, t0.elapsed()));
@@ -369,16 +369,16 @@ async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_lis
             vec![kv("run.id", "run-models"), kv("run.terminal_reason", "completed")],
         );
         ingest(db, vec![root, step(2, "gpt-4o-mini"), step(3, "claude-3-haiku"), step(4, "gpt-4o-mini")]).await;
-        let q = app::canonical::QueryParams { model: Some("gpt-4o-mini".into()), ..Default::default() };
-        let q = app::storage::runs::resolve_search(db, &q.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
-        let page = app::storage::runs::list(db, &q).await.unwrap();
+        let q = domain::canonical::QueryParams { model: Some("gpt-4o-mini".into()), ..Default::default() };
+        let q = store::runs::resolve_search(db, &q.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        let page = store::runs::list(db, &q).await.unwrap();
         assert_eq!(page.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["run-models"], "{}", t.backend());
-        let other = app::canonical::QueryParams { model: Some("claude-3-haiku".into()), ..Default::default() };
+        let other = domain::canonical::QueryParams { model: Some("claude-3-haiku".into()), ..Default::default() };
         let other =
-            app::storage::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
-        assert!(app::storage::runs::list(db, &other).await.unwrap().runs.is_empty(), "only the main model");
+            store::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        assert!(store::runs::list(db, &other).await.unwrap().runs.is_empty(), "only the main model");
         let w = Window::ending_at(Range::Day, now_ms());
-        let trends = app::trends::compute(w, &app::storage::trends::inputs(db, &w).await.unwrap());
+        let trends = domain::trends::compute(w, &store::trends::inputs(db, &w).await.unwrap());
         assert_eq!(trends.cost_by_model[0].key, "model:gpt-4o-mini");
         t.cleanup().await;
     }

@@ -4,13 +4,13 @@
 
 mod common;
 
-use app::access::Role;
+use domain::access::Role;
 use app::auth::password;
-use app::notify::{self, Event, EventKind, RetryPolicy, WebhookFormat, WebhookTarget};
+use domain::notify::{self, Event, EventKind, RetryPolicy, WebhookFormat, WebhookTarget};
 use app::state::AppState;
-use app::storage::testing::TestDb;
-use app::storage::webhooks::{self, status};
-use app::storage::{users, Db};
+use store::testing::TestDb;
+use store::webhooks::{self, status};
+use store::{users, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::receiver::Receiver;
@@ -46,7 +46,7 @@ fn approval_event() -> Event {
 }
 
 /// Runs the worker until `done` holds for the outbox (or fails the test after 10 s).
-async fn work_until(worker: &Worker, db: &Db, done: impl Fn(&[app::models::WebhookDelivery]) -> bool) {
+async fn work_until(worker: &Worker, db: &Db, done: impl Fn(&[domain::models::WebhookDelivery]) -> bool) {
     let start = Instant::now();
     loop {
         worker.run_once().await.unwrap();
@@ -187,7 +187,7 @@ async fn admin_session(t: &TestDb, targets: &[WebhookTarget]) -> (axum::Router, 
         db: t.db.clone(),
         leptos_options: flightdeck::commands::serve::leptos_options(&config),
         approvals: Default::default(),
-        notifications: Arc::new(app::notify::Notifications { targets: targets.to_vec(), routes: Vec::new() }),
+        notifications: Arc::new(domain::notify::Notifications { targets: targets.to_vec(), routes: Vec::new() }),
         redactor: Default::default(),
         trends: Default::default(),
         rules: Default::default(),
@@ -222,10 +222,10 @@ async fn html(app: axum::Router, cookie: &str, path: &str) -> String {
 async fn an_admin_sends_a_test_alert_to_a_route_from_the_page() {
     for t in TestDb::each_backend().await {
         let rx = Receiver::start().await;
-        let secret = app::notify::SigningSecret::generate();
+        let secret = domain::notify::SigningSecret::generate();
         let targets = [
             WebhookTarget {
-                secret: Some(app::notify::SigningSecret::parse(&secret).unwrap()),
+                secret: Some(domain::notify::SigningSecret::parse(&secret).unwrap()),
                 ..rx.target("on-call", "/ok/oncall", WebhookFormat::Slack)
             },
             WebhookTarget {
@@ -258,7 +258,7 @@ async fn an_admin_sends_a_test_alert_to_a_route_from_the_page() {
         assert_eq!(events, [("/ok/oncall", "alert.firing"), ("/ok/oncall", "alert.resolved")], "{got:#?}");
         assert!(got[0].body["text"].as_str().unwrap().starts_with("TEST test_"), "{}", got[0].body);
         assert!(got.iter().all(|r| r.signed[2].starts_with("v1,")));
-        let audit = app::storage::audit::list(&t.db, None, Some("alert_route_tested"), 10).await.unwrap();
+        let audit = store::audit::list(&t.db, None, Some("alert_route_tested"), 10).await.unwrap();
         assert_eq!(audit.entries.len(), 1);
         t.cleanup().await;
     }

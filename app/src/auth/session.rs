@@ -3,9 +3,9 @@
 //! role change, password reset or disabling bumps the epoch, so it ends every session of
 //! that user at once.
 
-use crate::models::CurrentUser;
-use crate::models::OneTimeSecret;
-use crate::storage::{users, Db};
+use domain::models::CurrentUser;
+use domain::models::OneTimeSecret;
+use store::{users, Db};
 use tower_sessions::Session;
 
 const USER_ID: &str = "user_id";

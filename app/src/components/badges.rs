@@ -1,6 +1,6 @@
 //! Small labels with meaning: terminal reasons, side-effect classes, outcomes, flags.
 
-use crate::canonical::{RunSummary, TerminalReason};
+use domain::canonical::{RunSummary, TerminalReason};
 use leptos::prelude::*;
 
 /// A coloured terminal-reason badge. Step-limit and budget stops read as not finished.

@@ -4,7 +4,7 @@
 //! mark stating its exact figure. Labels are rendered as text nodes, never as markup. A
 //! mark may link somewhere (the runs behind a bar): an SVG `<a>` around it.
 
-use crate::trends::Series;
+use domain::trends::Series;
 use leptos::prelude::*;
 
 const WIDTH: f64 = 720.0;

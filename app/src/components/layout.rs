@@ -1,11 +1,11 @@
 //! The signed-in shell: navigation, the user and their roles, sign-out, and the role
 //! check that decides whether the page below may be shown.
 
-use crate::access::{allows, format_roles, required_role_for_path};
+use domain::access::{allows, format_roles, required_role_for_path};
 use crate::components::status::Forbidden;
 use crate::functions::auth::Logout;
-use crate::models::CurrentUser;
-use crate::models::SessionUser;
+use domain::models::CurrentUser;
+use domain::models::SessionUser;
 use leptos::prelude::*;
 use leptos_router::components::{Outlet, A};
 use leptos_router::hooks::use_location;
@@ -73,7 +73,7 @@ where
 fn NavBar(me: CurrentUser) -> impl IntoView {
     let logout = ServerAction::<Logout>::new();
     crate::routes::full_reload_on_success(logout.value());
-    let is_admin = me.can(crate::access::Role::Admin);
+    let is_admin = me.can(domain::access::Role::Admin);
     // The pending-approval count, the escalation backlog and the open alerts, fetched by the browser after
     // hydration (and every 15 s and on every navigation) rather than during the server
     // render, so a page never waits on them; without JavaScript they are simply absent.

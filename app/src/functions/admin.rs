@@ -3,7 +3,7 @@
 //! audit log.
 
 use crate::errors::AppError;
-use crate::models::{AuditPage, TokensPage, UsersPage, WebhooksPage};
+use domain::models::{AuditPage, TokensPage, UsersPage, WebhooksPage};
 use leptos::prelude::*;
 
 /// Session slots for secrets shown once, one per page.
@@ -20,8 +20,8 @@ fn ticked_roles(
     approver: Option<String>,
     operator: Option<String>,
     admin: Option<String>,
-) -> Vec<crate::access::Role> {
-    use crate::access::Role;
+) -> Vec<domain::access::Role> {
+    use domain::access::Role;
     [(viewer, Role::Viewer), (approver, Role::Approver), (operator, Role::Operator), (admin, Role::Admin)]
         .into_iter()
         .filter_map(|(ticked, role)| ticked.map(|_| role))
@@ -32,8 +32,8 @@ fn ticked_roles(
 pub async fn load_tokens_page() -> Result<TokensPage, AppError> {
     use super::ssr;
     use crate::auth::session;
-    use crate::storage::tokens;
-    ssr::require(crate::access::Role::Admin)?;
+    use store::tokens;
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::TOKENS).await;
     Ok(TokensPage { tokens: tokens::list(&db).await?, new_secret })
@@ -51,10 +51,10 @@ pub async fn create_token(
     #[server(default)] scope_calls: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::{format_scopes, Role, Scope};
+    use domain::access::{format_scopes, Role, Scope};
     use crate::auth::secrets;
-    use crate::storage::audit::action;
-    use crate::storage::tokens;
+    use store::audit::action;
+    use store::tokens;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
@@ -92,9 +92,9 @@ pub async fn create_token(
 #[server(prefix = "/fn", endpoint = "revoke_token")]
 pub async fn revoke_token(id: i64) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::Role;
-    use crate::storage::audit::action;
-    use crate::storage::tokens;
+    use domain::access::Role;
+    use store::audit::action;
+    use store::tokens;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
@@ -110,12 +110,12 @@ pub async fn revoke_token(id: i64) -> Result<(), AppError> {
 pub async fn load_users_page() -> Result<UsersPage, AppError> {
     use super::ssr;
     use crate::auth::session;
-    use crate::storage::users;
-    ssr::require(crate::access::Role::Admin)?;
+    use store::users;
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::USERS).await;
     let slack_links =
-        crate::storage::slack::list(&db).await?.into_iter().map(|l| (l.slack_user_id, l.username)).collect();
+        store::slack::list(&db).await?.into_iter().map(|l| (l.slack_user_id, l.username)).collect();
     Ok(UsersPage { users: users::list(&db).await?, new_secret, slack_links })
 }
 
@@ -125,9 +125,9 @@ pub async fn load_users_page() -> Result<UsersPage, AppError> {
 #[server(prefix = "/fn", endpoint = "link_slack_user")]
 pub async fn link_slack_user(slack_user_id: String, username: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::action;
-    use crate::storage::{slack, users};
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::audit::action;
+    use store::{slack, users};
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let slack_user_id = slack_user_id.trim().to_string();
     let valid = (2..=32).contains(&slack_user_id.len()) && slack_user_id.chars().all(|c| c.is_ascii_alphanumeric());
@@ -147,10 +147,10 @@ pub async fn link_slack_user(slack_user_id: String, username: String) -> Result<
 #[server(prefix = "/fn", endpoint = "unlink_slack_user")]
 pub async fn unlink_slack_user(slack_user_id: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::action;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::audit::action;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
-    if !crate::storage::slack::unlink(&db, slack_user_id.trim()).await? {
+    if !store::slack::unlink(&db, slack_user_id.trim()).await? {
         return ssr::fail(AppError::NotFound(format!("Slack link `{slack_user_id}`")));
     }
     ssr::audit(&db, &admin, action::SLACK_USER_UNLINKED, slack_user_id.trim(), None).await
@@ -167,14 +167,14 @@ pub async fn create_user(
     role_admin: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::{format_roles, Role};
-    use crate::storage::audit::action;
-    use crate::storage::users;
+    use domain::access::{format_roles, Role};
+    use store::audit::action;
+    use store::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
     let username = username.trim().to_string();
-    if let Err(message) = crate::access::validate_username(&username) {
+    if let Err(message) = domain::access::validate_username(&username) {
         return ssr::fail(AppError::Invalid(message));
     }
     let mut roles = ticked_roles(role_viewer, role_approver, role_operator, role_admin);
@@ -195,9 +195,9 @@ pub async fn create_user(
 #[server(prefix = "/fn", endpoint = "reset_password")]
 pub async fn reset_password(username: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::Role;
-    use crate::storage::audit::action;
-    use crate::storage::users;
+    use domain::access::Role;
+    use store::audit::action;
+    use store::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
@@ -220,9 +220,9 @@ pub async fn set_roles(
     role_admin: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::{format_roles, Role};
-    use crate::storage::audit::action;
-    use crate::storage::users;
+    use domain::access::{format_roles, Role};
+    use store::audit::action;
+    use store::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
@@ -249,9 +249,9 @@ pub async fn set_roles(
 #[server(prefix = "/fn", endpoint = "set_user_disabled")]
 pub async fn set_user_disabled(username: String, disabled: bool) -> Result<(), AppError> {
     use super::ssr;
-    use crate::access::Role;
-    use crate::storage::audit::action;
-    use crate::storage::users;
+    use domain::access::Role;
+    use store::audit::action;
+    use store::users;
 
     let admin = ssr::require(Role::Admin)?;
     let db = ssr::db()?;
@@ -276,8 +276,8 @@ pub async fn set_user_disabled(username: String, disabled: bool) -> Result<(), A
 #[server(prefix = "/fn", endpoint = "load_audit_page")]
 pub async fn load_audit_page(before: Option<i64>, action: Option<String>) -> Result<AuditPage, AppError> {
     use super::ssr;
-    use crate::storage::audit;
-    ssr::require(crate::access::Role::Admin)?;
+    use store::audit;
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let action = action.filter(|a| !a.is_empty());
     Ok(audit::list(&db, before, action.as_deref(), 50).await?)
@@ -285,14 +285,14 @@ pub async fn load_audit_page(before: Option<i64>, action: Option<String>) -> Res
 
 /// The tool policies, exact names first would be confusing here: listed by pattern.
 #[server(prefix = "/fn", endpoint = "load_policies")]
-pub async fn load_policies() -> Result<Vec<crate::models::PolicyRow>, AppError> {
+pub async fn load_policies() -> Result<Vec<domain::models::PolicyRow>, AppError> {
     use super::ssr;
-    use crate::storage::policies;
-    ssr::require(crate::access::Role::Admin)?;
+    use store::policies;
+    ssr::require(domain::access::Role::Admin)?;
     let list = policies::list(&ssr::db()?).await?;
     Ok(list
         .into_iter()
-        .map(|p| crate::models::PolicyRow {
+        .map(|p| domain::models::PolicyRow {
             pattern: p.pattern,
             side_effect: p.side_effect.to_string(),
             requires_approval: p.requires_approval,
@@ -333,12 +333,12 @@ pub async fn save_policy(
     #[server(default)] fail_open: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::canonical::SideEffect;
-    use crate::ingest::policy::ToolPolicy;
-    use crate::storage::audit::action;
-    use crate::storage::policies;
+    use domain::canonical::SideEffect;
+    use domain::policy::ToolPolicy;
+    use store::audit::action;
+    use store::policies;
 
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let pattern = pattern.trim().to_string();
     let side_effect = match side_effect.trim() {
@@ -353,7 +353,7 @@ pub async fn save_policy(
         },
     };
     let approver_role = match approver_role.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-        None => crate::access::Role::Approver,
+        None => domain::access::Role::Approver,
         Some(role) => match role.parse() {
             Ok(role) => role,
             Err(e) => return ssr::fail(AppError::Invalid(e)),
@@ -405,8 +405,8 @@ pub async fn save_policy(
             },
         },
         on_expiry: match on_expiry.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-            None => crate::approvals::OnExpiry::Deny,
-            Some(text) => match crate::approvals::OnExpiry::parse(text) {
+            None => domain::approvals::OnExpiry::Deny,
+            Some(text) => match domain::approvals::OnExpiry::parse(text) {
                 Some(on) => on,
                 None => {
                     return ssr::fail(AppError::Invalid(format!("on expiry must be deny or escalate, got `{text}`")))
@@ -432,9 +432,9 @@ pub async fn save_policy(
 /// After a policy changed: recompute the stored runs that called a tool it matches, so
 /// their duplicate and no-read flags follow the new class.
 #[cfg(feature = "ssr")]
-async fn recompute_tools_matching(db: &crate::storage::Db, actor: &str, pattern: &str) -> Result<(), AppError> {
-    use crate::ingest::policy::glob_matches;
-    use crate::storage::{recompute::Scope, tools};
+async fn recompute_tools_matching(db: &store::Db, actor: &str, pattern: &str) -> Result<(), AppError> {
+    use domain::policy::glob_matches;
+    use store::{recompute::Scope, tools};
     let matching: Vec<String> =
         tools::list(db, 100_000).await?.into_iter().map(|t| t.tool_name).filter(|t| glob_matches(pattern, t)).collect();
     if matching.is_empty() {
@@ -448,10 +448,10 @@ async fn recompute_tools_matching(db: &crate::storage::Db, actor: &str, pattern:
 #[server(prefix = "/fn", endpoint = "delete_policy")]
 pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::action;
-    use crate::storage::policies;
+    use store::audit::action;
+    use store::policies;
 
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     if !policies::delete(&db, &pattern).await? {
         return ssr::fail(AppError::NotFound(format!("tool policy `{pattern}`")));
@@ -465,10 +465,10 @@ pub async fn delete_policy(pattern: String) -> Result<(), AppError> {
 #[server(prefix = "/fn", endpoint = "load_webhooks_page")]
 pub async fn load_webhooks_page(failed_only: bool) -> Result<WebhooksPage, AppError> {
     use super::ssr;
-    use crate::models::WebhookTargetSummary;
-    use crate::notify::redact_webhook_url;
-    use crate::storage::webhooks::{self, status};
-    ssr::require(crate::access::Role::Admin)?;
+    use domain::models::WebhookTargetSummary;
+    use domain::notify::redact_webhook_url;
+    use store::webhooks::{self, status};
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let configured = ssr::state()?.notifications;
     let targets = configured
@@ -483,16 +483,16 @@ pub async fn load_webhooks_page(failed_only: bool) -> Result<WebhooksPage, AppEr
         })
         .collect();
     let routes = match configured.routes.is_empty() {
-        true => vec![crate::models::AlertRouteSummary {
-            name: crate::notify::routes::IMPLICIT_DEFAULT.into(),
+        true => vec![domain::models::AlertRouteSummary {
+            name: domain::notify::routes::IMPLICIT_DEFAULT.into(),
             rules: Vec::new(),
             severities: vec!["page".into(), "ticket".into()],
-            targets: configured.for_event(crate::notify::EventKind::AlertFiring).into_iter().map(|t| t.name).collect(),
+            targets: configured.for_event(domain::notify::EventKind::AlertFiring).into_iter().map(|t| t.name).collect(),
         }],
         false => configured
             .routes
             .iter()
-            .map(|r| crate::models::AlertRouteSummary {
+            .map(|r| domain::models::AlertRouteSummary {
                 name: r.name.clone(),
                 rules: r.rules.clone().unwrap_or_default(),
                 severities: r.severities.clone().unwrap_or_default(),
@@ -515,11 +515,11 @@ pub async fn load_webhooks_page(failed_only: bool) -> Result<WebhooksPage, AppEr
 #[server(prefix = "/fn", endpoint = "send_test_alert")]
 pub async fn send_test_alert(route: String) -> Result<String, AppError> {
     use super::ssr;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let state = ssr::state()?;
     match crate::services::alert_test::queue(&state.db, &state.notifications, &route).await? {
         Ok(queued) => {
-            let action = crate::storage::audit::action::ALERT_ROUTE_TESTED;
+            let action = store::audit::action::ALERT_ROUTE_TESTED;
             ssr::audit(&state.db, &admin, action, &route, Some(&queued.alert_id)).await?;
             Ok(format!(
                 "Queued test {} to the route `{route}`: {} deliveries (firing, then resolved). Reload to see their answers.",

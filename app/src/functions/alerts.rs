@@ -3,9 +3,9 @@
 //! navigation count, and the rules' settings (read by anyone signed in, changed by
 //! `admin`, audited with the old and new settings).
 
-use crate::alerts::settings::RuleSettings;
-use crate::alerts::silences::Silence;
-use crate::alerts::{Alert, AlertRule};
+use domain::alerts::settings::RuleSettings;
+use domain::alerts::silences::Silence;
+use domain::alerts::{Alert, AlertRule};
 use crate::errors::AppError;
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
@@ -43,10 +43,10 @@ pub struct AlertView {
     pub thresholds: Option<ThresholdsInForce>,
     /// What happened to it: fired, refreshed, acknowledged, silenced, resolved.
     #[serde(default)]
-    pub timeline: Vec<crate::alerts::AlertEvent>,
+    pub timeline: Vec<domain::alerts::AlertEvent>,
     /// Every delivery of its events to a target, with how it went.
     #[serde(default)]
-    pub deliveries: Vec<crate::models::WebhookDelivery>,
+    pub deliveries: Vec<domain::models::WebhookDelivery>,
 }
 
 /// The version of a rule's settings an alert fired under.
@@ -64,39 +64,39 @@ pub struct ThresholdsInForce {
 #[server(prefix = "/fn", endpoint = "load_alerts")]
 pub async fn load_alerts(resolved: bool) -> Result<AlertsView, AppError> {
     use super::ssr;
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
-    let alerts = crate::storage::alerts::list(&db, resolved, 200).await?;
-    let last_evaluation = crate::storage::alerts::last_evaluation(&db)
+    let alerts = store::alerts::list(&db, resolved, 200).await?;
+    let last_evaluation = store::alerts::last_evaluation(&db)
         .await?
-        .map(|(instance, at, took_ms)| LastEvaluation { instance, at: crate::storage::from_ms(at), took_ms });
-    let silences = crate::storage::silences::list(&db, 50).await?;
-    let can_acknowledge = me.can(crate::access::Role::Operator);
+        .map(|(instance, at, took_ms)| LastEvaluation { instance, at: store::from_ms(at), took_ms });
+    let silences = store::silences::list(&db, 50).await?;
+    let can_acknowledge = me.can(domain::access::Role::Operator);
     Ok(AlertsView { alerts, last_evaluation, can_acknowledge, now: Utc::now(), silences })
 }
 
 #[server(prefix = "/fn", endpoint = "load_alert")]
 pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
     use super::ssr;
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
-    let Some(alert) = crate::storage::alerts::get(&db, &id).await? else {
+    let Some(alert) = store::alerts::get(&db, &id).await? else {
         return ssr::fail(AppError::NotFound(format!("alert `{id}`")));
     };
     let silence = match &alert.silenced_by {
-        Some(s) => crate::storage::silences::get(&db, s).await?,
+        Some(s) => store::silences::get(&db, s).await?,
         None => None,
     };
     let runs: Vec<&str> =
-        alert.items.iter().filter(|i| i.kind == crate::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
-    let agents = crate::storage::silences::agents_of(&db, &runs).await?;
+        alert.items.iter().filter(|i| i.kind == domain::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
+    let agents = store::silences::agents_of(&db, &runs).await?;
     let agent = match agents.as_slice() {
         [one] if !one.is_empty() => Some(one.clone()),
         _ => None,
     };
     let fired_under = match alert.rule_version {
         Some(version) => {
-            crate::storage::alerts::settings_version(&db, alert.rule, version).await?.map(|s| (version, s))
+            store::alerts::settings_version(&db, alert.rule, version).await?.map(|s| (version, s))
         }
         None => None,
     };
@@ -106,13 +106,13 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
             settings,
             saved_by,
             saved_at,
-            current_version: crate::storage::alerts::current_version(&db, alert.rule).await?,
+            current_version: store::alerts::current_version(&db, alert.rule).await?,
         }),
         None => None,
     };
-    let can_acknowledge = me.can(crate::access::Role::Operator);
-    let timeline = crate::storage::alerts::timeline(&db, &alert.id, 200).await?;
-    let deliveries = crate::storage::webhooks::for_alert(&db, &alert.id, 200).await?;
+    let can_acknowledge = me.can(domain::access::Role::Operator);
+    let timeline = store::alerts::timeline(&db, &alert.id, 200).await?;
+    let deliveries = store::webhooks::for_alert(&db, &alert.id, 200).await?;
     Ok(AlertView { alert, can_acknowledge, now: Utc::now(), silence, agent, thresholds, timeline, deliveries })
 }
 
@@ -120,19 +120,19 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
 #[server(prefix = "/fn", endpoint = "alert_counts")]
 pub async fn alert_counts() -> Result<(i64, i64), AppError> {
     use super::ssr;
-    ssr::require(crate::access::Role::Viewer)?;
-    Ok(crate::storage::alerts::counts(&ssr::db()?).await?)
+    ssr::require(domain::access::Role::Viewer)?;
+    Ok(store::alerts::counts(&ssr::db()?).await?)
 }
 
 #[server(prefix = "/fn", endpoint = "acknowledge_alert")]
 pub async fn acknowledge_alert(id: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::StoreError;
-    let me = ssr::require(crate::access::Role::Operator)?;
+    use store::StoreError;
+    let me = ssr::require(domain::access::Role::Operator)?;
     let state = ssr::state()?;
     let db = state.db.clone();
-    match crate::storage::alerts::acknowledge(&db, &id, &me.username, &state.notifications).await {
-        Ok(_) => ssr::audit(&db, &me, crate::storage::audit::action::ALERT_ACKNOWLEDGED, &id, None).await,
+    match store::alerts::acknowledge(&db, &id, &me.username, &state.notifications).await {
+        Ok(_) => ssr::audit(&db, &me, store::audit::action::ALERT_ACKNOWLEDGED, &id, None).await,
         Err(StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
         Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
         Err(e) => Err(e.into()),
@@ -148,9 +148,9 @@ pub struct RulesView {
 #[server(prefix = "/fn", endpoint = "load_alert_rules")]
 pub async fn load_alert_rules() -> Result<RulesView, AppError> {
     use super::ssr;
-    let me = ssr::require(crate::access::Role::Viewer)?;
-    let rules = crate::storage::alerts::settings(&ssr::db()?).await?;
-    Ok(RulesView { rules, can_edit: me.can(crate::access::Role::Admin) })
+    let me = ssr::require(domain::access::Role::Viewer)?;
+    let rules = store::alerts::settings(&ssr::db()?).await?;
+    Ok(RulesView { rules, can_edit: me.can(domain::access::Role::Admin) })
 }
 
 /// Saves one rule's settings from the admin form. `per_tool` is one `tool = limit` per
@@ -170,9 +170,9 @@ pub async fn save_alert_rule(
     only_unclaimed: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::alerts::settings::ToolLimit;
-    use crate::alerts::Severity;
-    let me = ssr::require(crate::access::Role::Admin)?;
+    use domain::alerts::settings::ToolLimit;
+    use domain::alerts::Severity;
+    let me = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let Some(rule) = AlertRule::parse(&rule) else {
         return ssr::fail(AppError::Invalid(format!("unknown alert rule `{rule}`")));
@@ -194,7 +194,7 @@ pub async fn save_alert_rule(
             }
         }
     }
-    let all = crate::storage::alerts::settings(&db).await?;
+    let all = store::alerts::settings(&db).await?;
     let old = all.iter().find(|(r, _)| *r == rule).map(|(_, s)| s.clone()).unwrap_or(RuleSettings::default_for(rule));
     // A field the rule does not read keeps its value (the form leaves it out).
     let new = RuleSettings {
@@ -211,9 +211,9 @@ pub async fn save_alert_rule(
     if let Err(why) = new.validate(rule) {
         return ssr::fail(AppError::Invalid(format!("{}: {why}", rule.title())));
     }
-    crate::storage::alerts::save_settings(&db, rule, &new, &me.username).await?;
+    store::alerts::save_settings(&db, rule, &new, &me.username).await?;
     let detail = serde_json::json!({ "before": old, "after": new }).to_string();
-    ssr::audit(&db, &me, crate::storage::audit::action::ALERT_RULE_SAVED, rule.as_str(), Some(&detail)).await
+    ssr::audit(&db, &me, store::audit::action::ALERT_RULE_SAVED, rule.as_str(), Some(&detail)).await
 }
 
 /// Silences alerts from now for `minutes` (from the alert page's form: blank parts are
@@ -233,14 +233,14 @@ pub async fn create_silence(
     #[server(default)] alert: Option<String>,
 ) -> Result<Silence, AppError> {
     use super::ssr;
-    use crate::alerts::silences::SilenceRequest;
-    let me = ssr::require(crate::access::Role::Operator)?;
+    use domain::alerts::silences::SilenceRequest;
+    let me = ssr::require(domain::access::Role::Operator)?;
     let db = ssr::db()?;
     let chosen = [("rule", &rule), ("agent", &agent), ("tool", &tool)].map(|(k, v)| (k, v.clone().unwrap_or_default()));
     let back = |err: AppError| -> Result<Silence, AppError> {
         match &alert {
             Some(id) => ssr::form_back_with(
-                &format!("/alerts/{}", crate::url::encode(id)),
+                &format!("/alerts/{}", domain::url::encode(id)),
                 &[
                     chosen[0].clone(),
                     chosen[1].clone(),
@@ -267,22 +267,22 @@ pub async fn create_silence(
         Err(why) => return back(AppError::Invalid(why)),
     };
     if let Some(id) = &alert {
-        let Some(from) = crate::storage::alerts::get(&db, id).await? else {
+        let Some(from) = store::alerts::get(&db, id).await? else {
             return back(AppError::NotFound(format!("alert `{id}`")));
         };
         let runs: Vec<&str> =
-            from.items.iter().filter(|i| i.kind == crate::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
-        let agents = crate::storage::silences::agents_of(&db, &runs).await?;
+            from.items.iter().filter(|i| i.kind == domain::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
+        let agents = store::silences::agents_of(&db, &runs).await?;
         let why =
-            crate::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
+            domain::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
         if let Some(why) = why {
             return back(AppError::Invalid(format!("this silence would not match the alert it is made from: {why}")));
         }
     }
-    let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
+    let silence = store::silences::create(&db, &valid, &me.username).await?;
     let detail = format!("{}: {}", silence.scope(), silence.reason);
-    ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
-    crate::storage::alerts::hold_under(&db, &silence, crate::storage::now_ms()).await?;
+    ssr::audit(&db, &me, store::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    store::alerts::hold_under(&db, &silence, store::now_ms()).await?;
     Ok(silence)
 }
 
@@ -290,11 +290,11 @@ pub async fn create_silence(
 #[server(prefix = "/fn", endpoint = "end_silence")]
 pub async fn end_silence(id: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::StoreError;
-    let me = ssr::require(crate::access::Role::Operator)?;
+    use store::StoreError;
+    let me = ssr::require(domain::access::Role::Operator)?;
     let db = ssr::db()?;
-    match crate::storage::silences::end(&db, &id, &me.username).await {
-        Ok(_) => ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_ENDED, &id, None).await,
+    match store::silences::end(&db, &id, &me.username).await {
+        Ok(_) => ssr::audit(&db, &me, store::audit::action::SILENCE_ENDED, &id, None).await,
         Err(StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
         Err(StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
         Err(e) => Err(e.into()),
@@ -323,8 +323,8 @@ pub async fn create_maintenance_window(
     reason: String,
 ) -> Result<Silence, AppError> {
     use super::ssr;
-    use crate::alerts::silences::{SilenceRequest, Weekly, MAX_WEEKS};
-    let me = ssr::require(crate::access::Role::Operator)?;
+    use domain::alerts::silences::{SilenceRequest, Weekly, MAX_WEEKS};
+    let me = ssr::require(domain::access::Role::Operator)?;
     let db = ssr::db()?;
     let ticked = [("mon", mon), ("tue", tue), ("wed", wed), ("thu", thu), ("fri", fri), ("sat", sat), ("sun", sun)];
     let days: Vec<String> = ticked.into_iter().filter(|(_, on)| on.is_some()).map(|(d, _)| d.to_string()).collect();
@@ -340,9 +340,9 @@ pub async fn create_maintenance_window(
         Ok(v) => v,
         Err(why) => return ssr::fail(AppError::Invalid(why)),
     };
-    let silence = crate::storage::silences::create(&db, &valid, &me.username).await?;
+    let silence = store::silences::create(&db, &valid, &me.username).await?;
     let detail = format!("{}: {}", silence.scope(), silence.reason);
-    ssr::audit(&db, &me, crate::storage::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
-    crate::storage::alerts::hold_under(&db, &silence, crate::storage::now_ms()).await?;
+    ssr::audit(&db, &me, store::audit::action::SILENCE_CREATED, &silence.id, Some(&detail)).await?;
+    store::alerts::hold_under(&db, &silence, store::now_ms()).await?;
     Ok(silence)
 }

@@ -2,7 +2,7 @@
 //! (refused with the expression's position when it does not parse), deleting, and "try on
 //! history". Administrators only; every change is audited.
 
-use crate::approvals::rules::{ApprovalRule, HistoryReport};
+use domain::approvals::rules::{ApprovalRule, HistoryReport};
 use crate::errors::AppError;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -30,9 +30,9 @@ const LIST_LIMIT: usize = 100;
 #[server(prefix = "/fn", endpoint = "load_rules")]
 pub async fn load_rules() -> Result<RulesPage, AppError> {
     use super::ssr;
-    use crate::approvals::rules::{shadow_report, RuleMode};
-    use crate::storage::{approval_rules, policies};
-    ssr::require(crate::access::Role::Admin)?;
+    use domain::approvals::rules::{shadow_report, RuleMode};
+    use store::{approval_rules, policies};
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let mut rules = Vec::new();
     for rule in approval_rules::list(&db).await? {
@@ -61,7 +61,7 @@ fn parse_rule(
     reason: Option<String>,
     mode: Option<String>,
 ) -> Result<ApprovalRule, String> {
-    use crate::approvals::rules::{RuleAction, RuleMode};
+    use domain::approvals::rules::{RuleAction, RuleMode};
     let text = |v: Option<String>| v.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
     let action = RuleAction::parse(&action)
         .ok_or_else(|| format!("unknown action `{action}` (expected auto_approve, require_approval or deny)"))?;
@@ -110,9 +110,9 @@ pub async fn save_rule(
     #[server(default)] mode: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::action;
-    use crate::storage::{approval_rules, policies};
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::audit::action;
+    use store::{approval_rules, policies};
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let rule = match parse_rule(name, tool_pattern, position, expression, action, approvers, role, reason, mode) {
         Ok(rule) => rule,
@@ -133,9 +133,9 @@ pub async fn save_rule(
 #[server(prefix = "/fn", endpoint = "delete_rule")]
 pub async fn delete_rule(name: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::approval_rules;
-    use crate::storage::audit::action;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::approval_rules;
+    use store::audit::action;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     if !approval_rules::delete(&db, &name).await? {
         return ssr::fail(AppError::NotFound(format!("rule `{name}`")));
@@ -153,9 +153,9 @@ pub async fn try_rule(
     #[server(default)] days: Option<String>,
 ) -> Result<HistoryReport, AppError> {
     use super::ssr;
-    use crate::approvals::rules::try_on_history;
-    use crate::storage::approval_rules;
-    ssr::require(crate::access::Role::Admin)?;
+    use domain::approvals::rules::try_on_history;
+    use store::approval_rules;
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let days = match days.as_deref().map(str::trim).filter(|d| !d.is_empty()) {
         None => 30,
@@ -179,12 +179,12 @@ pub async fn try_rule(
         Ok(c) => c,
         Err(why) => return ssr::fail(AppError::Invalid(why)),
     };
-    let since = crate::storage::now_ms() - days * 86_400_000;
+    let since = store::now_ms() - days * 86_400_000;
     let pattern = tool_pattern.trim();
     let tools: Vec<String> = approval_rules::tools_since(&db, since)
         .await?
         .into_iter()
-        .filter(|t| crate::pattern::glob(pattern, t))
+        .filter(|t| domain::pattern::glob(pattern, t))
         .collect();
     let history = approval_rules::history(&db, &tools, since).await?;
     Ok(try_on_history(&compiled, &history, LIST_LIMIT))

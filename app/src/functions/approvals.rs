@@ -2,7 +2,7 @@
 //! decision. Reading needs `viewer`; deciding needs the role the tool's policy names
 //! (default `approver`), checked here on the server for every decision.
 
-use crate::approvals::{Approval, Violation};
+use domain::approvals::{Approval, Violation};
 use crate::errors::AppError;
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
@@ -18,7 +18,7 @@ pub struct InboxView {
     pub now: DateTime<Utc>,
     /// The signed-in user's roles: a request needing another role says so.
     #[serde(default)]
-    pub my_roles: Vec<crate::access::Role>,
+    pub my_roles: Vec<domain::access::Role>,
 }
 
 /// One request as its page shows it.
@@ -48,13 +48,13 @@ fn filter_text(value: Option<String>) -> Option<String> {
 #[server(prefix = "/fn", endpoint = "load_inbox")]
 pub async fn load_inbox(agent: Option<String>, tool: Option<String>) -> Result<InboxView, AppError> {
     use super::ssr;
-    use crate::storage::approvals::{self, ApprovalFilter};
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    use store::approvals::{self, ApprovalFilter};
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let filter = ApprovalFilter { agent: filter_text(agent), tool: filter_text(tool), ..Default::default() };
     let pending = approvals::pending(&db, &filter, 500).await?;
     let (agents, tools) = approvals::pending_facets(&db).await?;
-    let my_roles = crate::access::Role::ALL.iter().copied().filter(|r| me.can(*r)).collect();
+    let my_roles = domain::access::Role::ALL.iter().copied().filter(|r| me.can(*r)).collect();
     Ok(InboxView { pending, agents, tools, now: Utc::now(), my_roles })
 }
 
@@ -65,9 +65,9 @@ pub async fn load_approval_history(
     tool: Option<String>,
 ) -> Result<Vec<Approval>, AppError> {
     use super::ssr;
-    use crate::approvals::ApprovalStatus;
-    use crate::storage::approvals::{self, ApprovalFilter};
-    ssr::require(crate::access::Role::Viewer)?;
+    use domain::approvals::ApprovalStatus;
+    use store::approvals::{self, ApprovalFilter};
+    ssr::require(domain::access::Role::Viewer)?;
     let status = match filter_text(status) {
         None => None,
         Some(s) => match ApprovalStatus::parse(&s).filter(|s| s.is_final()) {
@@ -86,19 +86,19 @@ pub async fn load_approval_history(
 #[server(prefix = "/fn", endpoint = "load_approval")]
 pub async fn load_approval(id: String) -> Result<ApprovalView, AppError> {
     use super::ssr;
-    use crate::storage::{approvals, runs};
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    use store::{approvals, runs};
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let Some(approval) = approvals::get(&db, &id).await? else {
         return ssr::fail(AppError::NotFound(format!("approval request `{id}`")));
     };
     let run_known = runs::get(&db, &approval.run_id).await?.is_some();
-    let can_cancel = me.can(crate::access::Role::Admin);
+    let can_cancel = me.can(domain::access::Role::Admin);
     let mut approval = approval;
-    if approval.status == crate::approvals::ApprovalStatus::Pending {
+    if approval.status == domain::approvals::ApprovalStatus::Pending {
         approval.requester_user = runs::enduser_of(&db, &approval.run_id).await?;
     }
-    let policy = crate::storage::policies::for_tool(&db, &approval.tool).await?;
+    let policy = store::policies::for_tool(&db, &approval.tool).await?;
     let arguments_schema =
         policy.and_then(|p| p.arguments_schema).map(|s| serde_json::to_string_pretty(&s).unwrap_or_default());
     Ok(ApprovalView {
@@ -117,16 +117,16 @@ pub async fn load_approval(id: String) -> Result<ApprovalView, AppError> {
 #[server(prefix = "/fn", endpoint = "pending_approvals")]
 pub async fn pending_approvals() -> Result<i64, AppError> {
     use super::ssr;
-    ssr::require(crate::access::Role::Viewer)?;
-    Ok(crate::storage::approvals::count_pending(&ssr::db()?).await?)
+    ssr::require(domain::access::Role::Viewer)?;
+    Ok(store::approvals::count_pending(&ssr::db()?).await?)
 }
 
 /// A run's approval requests and violations, for its page.
 #[server(prefix = "/fn", endpoint = "load_run_approvals")]
 pub async fn load_run_approvals(run_id: String) -> Result<(Vec<Approval>, Vec<Violation>), AppError> {
     use super::ssr;
-    use crate::storage::approvals;
-    ssr::require(crate::access::Role::Viewer)?;
+    use store::approvals;
+    ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     Ok((approvals::for_run(&db, &run_id).await?, approvals::violations_for_run(&db, &run_id).await?))
 }
@@ -149,7 +149,7 @@ pub async fn decide_approval(
 ) -> Result<Approval, AppError> {
     use super::ssr;
     use crate::services::approvals::{choice, decide, DecisionInput};
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let state = ssr::state()?;
     let source = ssr::source();
     let choice = match choice(&decision) {
@@ -181,10 +181,10 @@ pub struct BulkView {
 #[server(prefix = "/fn", endpoint = "load_bulk")]
 pub async fn load_bulk(ids: String) -> Result<BulkView, AppError> {
     use super::ssr;
-    use crate::approvals::display::differing_paths;
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    use domain::approvals::display::differing_paths;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let ids: Vec<String> = ids.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).take(200).collect();
-    let requests = crate::storage::approvals::several(&ssr::db()?, &ids).await?;
+    let requests = store::approvals::several(&ssr::db()?, &ids).await?;
     let tools: std::collections::BTreeSet<&str> = requests.iter().map(|a| a.tool.as_str()).collect();
     // Requests decided since they were picked (by this very page, or by someone else) are
     // shown with their status, not as a problem: only pending ones are decided together.
@@ -227,7 +227,7 @@ pub async fn decide_bulk(
 ) -> Result<Vec<BulkResult>, AppError> {
     use super::ssr;
     use crate::services::approvals::{choice, decide, DecisionInput};
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let state = ssr::state()?;
     let source = ssr::source();
     let choice = match choice(&decision) {
@@ -273,11 +273,11 @@ pub async fn decide_bulk(
 #[server(prefix = "/fn", endpoint = "cancel_approval")]
 pub async fn cancel_approval(id: String, #[server(default)] reason: Option<String>) -> Result<Approval, AppError> {
     use super::ssr;
-    use crate::approvals::ApprovalStatus;
-    use crate::storage::approvals;
-    use crate::storage::audit::action;
+    use domain::approvals::ApprovalStatus;
+    use store::approvals;
+    use store::audit::action;
 
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let reason = filter_text(reason);
     let Some(after) = approvals::cancel(&db, &id, &format!("user:{}", admin.username)).await? else {

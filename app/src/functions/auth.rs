@@ -10,8 +10,8 @@ use leptos::prelude::*;
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<String, AppError> {
     use super::ssr;
     use crate::auth::{login_limit, password as pw, session};
-    use crate::storage::audit::{self, action, NewEntry};
-    use crate::storage::{now_ms, users};
+    use store::audit::{self, action, NewEntry};
+    use store::{now_ms, users};
 
     let db = ssr::db()?;
     let browser_session = ssr::session()?;
@@ -142,7 +142,7 @@ fn verify_slots() -> &'static tokio::sync::Semaphore {
 pub async fn logout() -> Result<String, AppError> {
     use super::ssr;
     use crate::auth::session;
-    use crate::storage::audit::{self, action, NewEntry};
+    use store::audit::{self, action, NewEntry};
 
     let db = ssr::db()?;
     let user = ssr::current_user();

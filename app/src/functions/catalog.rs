@@ -3,17 +3,17 @@
 //! to either recomputes the stored runs it affects, in the background and in batches.
 
 use crate::errors::AppError;
-use crate::models::{PricesPage, ToolRow};
+use domain::models::{PricesPage, ToolRow};
 use leptos::prelude::*;
 
 /// Every tool ingest has seen, most recent first, with its class and a suggestion.
 #[server(prefix = "/fn", endpoint = "load_tools")]
 pub async fn load_tools() -> Result<Vec<ToolRow>, AppError> {
     use super::ssr;
-    use crate::canonical::SideEffect;
-    use crate::ingest::policy::{policy_for, suggest_class};
-    use crate::storage::{from_ms, tools};
-    ssr::require(crate::access::Role::Admin)?;
+    use domain::canonical::SideEffect;
+    use domain::policy::{policy_for, suggest_class};
+    use store::{from_ms, tools};
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let rules = ssr::state()?.rules.refresh(&db).await?;
     let seen = tools::list(&db, 2000).await?;
@@ -49,11 +49,11 @@ pub async fn load_tools() -> Result<Vec<ToolRow>, AppError> {
 #[server(prefix = "/fn", endpoint = "classify_tool")]
 pub async fn classify_tool(tool: String, side_effect: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::canonical::SideEffect;
-    use crate::ingest::policy::ToolPolicy;
-    use crate::storage::audit::action;
-    use crate::storage::{policies, recompute::Scope};
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use domain::canonical::SideEffect;
+    use domain::policy::ToolPolicy;
+    use store::audit::action;
+    use store::{policies, recompute::Scope};
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let tool = tool.trim().to_string();
     if tool.is_empty() || tool.len() > 200 {
@@ -84,8 +84,8 @@ pub async fn classify_tool(tool: String, side_effect: String) -> Result<(), AppE
 #[server(prefix = "/fn", endpoint = "load_prices")]
 pub async fn load_prices() -> Result<PricesPage, AppError> {
     use super::ssr;
-    use crate::storage::{audit, runs};
-    ssr::require(crate::access::Role::Admin)?;
+    use store::{audit, runs};
+    ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let rules = ssr::state()?.rules.refresh(&db).await?;
     let mut prices = rules.prices.prices.clone();
@@ -112,10 +112,10 @@ pub async fn save_price(
     #[server(default)] reasoning: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::pricing::{ModelPrice, PriceSource};
-    use crate::storage::audit::action;
-    use crate::storage::prices;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use domain::pricing::{ModelPrice, PriceSource};
+    use store::audit::action;
+    use store::prices;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let number = |field: &str, text: &str| -> Result<f64, AppError> {
         text.trim().parse::<f64>().map_err(|_| {
@@ -166,9 +166,9 @@ pub async fn save_price(
 #[server(prefix = "/fn", endpoint = "delete_price")]
 pub async fn delete_price(pattern: String, valid_from: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::action;
-    use crate::storage::prices;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::audit::action;
+    use store::prices;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let Ok(day) = chrono::NaiveDate::parse_from_str(valid_from.trim(), "%Y-%m-%d") else {
         return ssr::fail(AppError::Invalid(format!("valid from is a date like 2026-01-01, got `{valid_from}`")));
@@ -185,8 +185,8 @@ pub async fn delete_price(pattern: String, valid_from: String) -> Result<(), App
 #[server(prefix = "/fn", endpoint = "recompute_runs")]
 pub async fn recompute_runs(since: String, until: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::recompute::Scope;
-    let admin = ssr::require(crate::access::Role::Admin)?;
+    use store::recompute::Scope;
+    let admin = ssr::require(domain::access::Role::Admin)?;
     let day = |field: &str, text: &str| {
         chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
             .map_err(|_| AppError::Invalid(format!("{field} is a date like 2026-01-01, got `{}`", text.trim())))
@@ -206,12 +206,12 @@ pub async fn recompute_runs(since: String, until: String) -> Result<(), AppError
 #[cfg(feature = "ssr")]
 pub(crate) async fn recompute_in_background(
     actor: String,
-    scope: crate::storage::recompute::Scope,
+    scope: store::recompute::Scope,
     what: String,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::audit::{self, action, NewEntry};
-    use crate::storage::recompute::recompute;
+    use store::audit::{self, action, NewEntry};
+    use store::recompute::recompute;
     let state = ssr::state()?;
     let rules = state.rules.refresh(&state.db).await?;
     let db = state.db.clone();

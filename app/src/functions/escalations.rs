@@ -4,8 +4,8 @@
 //! escalation's timeline.
 
 use crate::errors::AppError;
-use crate::escalations::evidence::Evidence;
-use crate::escalations::{Escalation, TimelineEntry};
+use domain::escalations::evidence::Evidence;
+use domain::escalations::{Escalation, TimelineEntry};
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ pub struct EscalationView {
     /// The run's guarded calls from the execution ledger: unknown outcomes (to settle)
     /// and succeeded calls (evidence of what was done).
     #[serde(default)]
-    pub calls: Vec<crate::ledger::LedgerEntry>,
+    pub calls: Vec<domain::ledger::LedgerEntry>,
     /// The unknown calls whose tool is irreversible: settling one asks to confirm.
     #[serde(default)]
     pub irreversible_calls: Vec<String>,
@@ -77,9 +77,9 @@ pub async fn load_escalations(
     #[server(default)] age: Option<String>,
 ) -> Result<QueueView, AppError> {
     use super::ssr;
-    use crate::escalations::QueueFilter;
-    use crate::storage::escalations;
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    use domain::escalations::QueueFilter;
+    use store::escalations;
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let filter =
         match QueueFilter::parse(reason.as_deref(), agent.as_deref(), claim.as_deref(), age.as_deref(), &me.username) {
@@ -116,18 +116,18 @@ pub async fn load_escalations(
 #[server(prefix = "/fn", endpoint = "escalation_backlog")]
 pub async fn escalation_backlog() -> Result<(i64, Option<DateTime<Utc>>, DateTime<Utc>), AppError> {
     use super::ssr;
-    ssr::require(crate::access::Role::Viewer)?;
-    let (count, oldest) = crate::storage::escalations::backlog(&ssr::db()?).await?;
+    ssr::require(domain::access::Role::Viewer)?;
+    let (count, oldest) = store::escalations::backlog(&ssr::db()?).await?;
     // The server's clock travels with the data so the page hydrates without a mismatch.
-    Ok((count, oldest.map(crate::storage::from_ms), Utc::now()))
+    Ok((count, oldest.map(store::from_ms), Utc::now()))
 }
 
 #[server(prefix = "/fn", endpoint = "load_escalation")]
 pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
     use super::ssr;
-    use crate::escalations::evidence::{compare, observed_side_effects};
-    use crate::storage::{escalations, runs};
-    let me = ssr::require(crate::access::Role::Viewer)?;
+    use domain::escalations::evidence::{compare, observed_side_effects};
+    use store::{escalations, runs};
+    let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let Some(escalation) = escalations::get(&db, &id).await? else {
         return ssr::fail(AppError::NotFound(format!("escalation `{id}`")));
@@ -136,23 +136,23 @@ pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
     let observed = run.as_ref().map(|r| observed_side_effects(&r.tool_call_list)).unwrap_or_default();
     let evidence = compare(&escalation.what_was_done, &observed);
     let timeline = escalations::timeline(&db, &id).await?;
-    let calls: Vec<crate::ledger::LedgerEntry> = crate::storage::ledger::for_run(&db, &escalation.run_id)
+    let calls: Vec<domain::ledger::LedgerEntry> = store::ledger::for_run(&db, &escalation.run_id)
         .await?
         .into_iter()
-        .filter(|c| matches!(c.state, crate::ledger::EntryState::Unknown | crate::ledger::EntryState::Succeeded))
+        .filter(|c| matches!(c.state, domain::ledger::EntryState::Unknown | domain::ledger::EntryState::Succeeded))
         .collect();
     let mut irreversible_calls = Vec::new();
-    for call in calls.iter().filter(|c| c.state == crate::ledger::EntryState::Unknown) {
-        let policy = crate::storage::policies::for_tool(&db, &call.tool).await?;
-        if policy.is_some_and(|p| p.side_effect == crate::canonical::SideEffect::Irreversible) {
+    for call in calls.iter().filter(|c| c.state == domain::ledger::EntryState::Unknown) {
+        let policy = store::policies::for_tool(&db, &call.tool).await?;
+        if policy.is_some_and(|p| p.side_effect == domain::canonical::SideEffect::Irreversible) {
             irreversible_calls.push(call.id.clone());
         }
     }
     Ok(EscalationView {
         calls,
         irreversible_calls,
-        can_act: me.can(crate::access::Role::Operator),
-        can_override: me.can(crate::access::Role::Operator) && me.can(crate::access::Role::Admin),
+        can_act: me.can(domain::access::Role::Operator),
+        can_override: me.can(domain::access::Role::Operator) && me.can(domain::access::Role::Admin),
         me: me.username,
         run_known: run.is_some(),
         escalation,
@@ -166,8 +166,8 @@ pub async fn load_escalation(id: String) -> Result<EscalationView, AppError> {
 #[server(prefix = "/fn", endpoint = "load_run_escalations")]
 pub async fn load_run_escalations(run_id: String) -> Result<Vec<Escalation>, AppError> {
     use super::ssr;
-    ssr::require(crate::access::Role::Viewer)?;
-    Ok(crate::storage::escalations::for_run(&ssr::db()?, &run_id).await?)
+    ssr::require(domain::access::Role::Viewer)?;
+    Ok(store::escalations::for_run(&ssr::db()?, &run_id).await?)
 }
 
 /// Runs an operator's act on an escalation. `f` gets the database, the operator's name
@@ -176,13 +176,13 @@ pub async fn load_run_escalations(run_id: String) -> Result<Vec<Escalation>, App
 #[cfg(feature = "ssr")]
 async fn act<F, Fut>(id: &str, action: &str, detail: Option<String>, f: F) -> Result<(), AppError>
 where
-    F: FnOnce(crate::storage::Db, String, crate::storage::audit::OwnedEntry) -> Fut,
-    Fut: std::future::Future<Output = crate::storage::StoreResult<Escalation>>,
+    F: FnOnce(store::Db, String, store::audit::OwnedEntry) -> Fut,
+    Fut: std::future::Future<Output = store::StoreResult<Escalation>>,
 {
     use super::ssr;
-    let me = ssr::require(crate::access::Role::Operator)?;
+    let me = ssr::require(domain::access::Role::Operator)?;
     let db = ssr::db()?;
-    let entry = crate::storage::audit::OwnedEntry {
+    let entry = store::audit::OwnedEntry {
         actor: Some(me.username.clone()),
         action: action.to_string(),
         target: Some(id.to_string()),
@@ -191,15 +191,15 @@ where
     };
     match f(db.clone(), me.username.clone(), entry).await {
         Ok(_) => Ok(()),
-        Err(crate::storage::StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
-        Err(crate::storage::StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
+        Err(store::StoreError::Conflict(why)) => ssr::fail(AppError::Conflict(why)),
+        Err(store::StoreError::NotFound(what)) => ssr::fail(AppError::NotFound(what)),
         Err(e) => Err(e.into()),
     }
 }
 
 #[server(prefix = "/fn", endpoint = "claim_escalation")]
 pub async fn claim_escalation(id: String) -> Result<(), AppError> {
-    use crate::storage::{audit::action, escalations};
+    use store::{audit::action, escalations};
     let target = id.clone();
     act(&id, action::ESCALATION_CLAIMED, None, |db, me, audit| async move {
         escalations::claim(&db, &target, &me, Some(&audit.borrow())).await
@@ -209,7 +209,7 @@ pub async fn claim_escalation(id: String) -> Result<(), AppError> {
 
 #[server(prefix = "/fn", endpoint = "release_escalation")]
 pub async fn release_escalation(id: String) -> Result<(), AppError> {
-    use crate::storage::{audit::action, escalations};
+    use store::{audit::action, escalations};
     let target = id.clone();
     act(&id, action::ESCALATION_RELEASED, None, |db, me, audit| async move {
         escalations::release(&db, &target, &me, Some(&audit.borrow())).await
@@ -220,7 +220,7 @@ pub async fn release_escalation(id: String) -> Result<(), AppError> {
 #[server(prefix = "/fn", endpoint = "note_escalation")]
 pub async fn note_escalation(id: String, note: String) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::{audit::action, escalations};
+    use store::{audit::action, escalations};
     let note = note.trim().to_string();
     if note.is_empty() || note.len() > 5000 {
         return ssr::fail(AppError::Invalid("a note needs 1 to 5000 characters".into()));
@@ -236,7 +236,7 @@ pub async fn note_escalation(id: String, note: String) -> Result<(), AppError> {
 /// Ticks (`done = "true"`) or unticks a remaining item, by its position.
 #[server(prefix = "/fn", endpoint = "tick_escalation_item")]
 pub async fn tick_escalation_item(id: String, index: usize, done: String) -> Result<(), AppError> {
-    use crate::storage::{audit::action, escalations};
+    use store::{audit::action, escalations};
     let done = done == "true";
     let target = id.clone();
     let detail = format!("item {index} {}", if done { "done" } else { "not done" });
@@ -256,8 +256,8 @@ pub async fn resolve_escalation(
     #[server(default)] override_claim: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::escalations::Resolution;
-    use crate::storage::{audit::action, escalations};
+    use domain::escalations::Resolution;
+    use store::{audit::action, escalations};
     let Some(outcome) = Resolution::parse(&outcome) else {
         return ssr::fail(AppError::Invalid(format!(
             "unknown outcome `{outcome}` (expected completed_by_human, handed_back or abandoned)"
@@ -274,8 +274,8 @@ pub async fn resolve_escalation(
     let checked = |v: &Option<String>| v.as_deref().is_some_and(|v| !v.is_empty() && v != "false");
     let override_claim = checked(&override_claim);
     // Overriding someone's claim is an administrator's explicit act, and audited as one.
-    let me = ssr::require(crate::access::Role::Operator)?;
-    if override_claim && !me.can(crate::access::Role::Admin) {
+    let me = ssr::require(domain::access::Role::Operator)?;
+    if override_claim && !me.can(domain::access::Role::Admin) {
         return ssr::fail(AppError::Forbidden("only an administrator may resolve over a claim".into()));
     }
     let db = ssr::db()?;

@@ -3,7 +3,7 @@
 //! unknown ("it happened", with its external id, or "it did not").
 
 use crate::errors::AppError;
-use crate::ledger::LedgerEntry;
+use domain::ledger::LedgerEntry;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -18,8 +18,8 @@ pub struct RunCall {
 #[server(prefix = "/fn", endpoint = "load_run_calls")]
 pub async fn load_run_calls(run_id: String) -> Result<Vec<RunCall>, AppError> {
     use super::ssr;
-    use crate::storage::{ledger, spans};
-    ssr::require(crate::access::Role::Viewer)?;
+    use store::{ledger, spans};
+    ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let entries = ledger::for_run(&db, &run_id).await?;
     if entries.is_empty() {
@@ -53,8 +53,8 @@ pub async fn settle_call(
     #[server(default)] confirm: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use crate::storage::{audit, escalations, ledger};
-    let me = ssr::require(crate::access::Role::Operator)?;
+    use store::{audit, escalations, ledger};
+    let me = ssr::require(domain::access::Role::Operator)?;
     let state = ssr::state()?;
     let db = state.db.clone();
     let happened = match happened.as_str() {
@@ -75,8 +75,8 @@ pub async fn settle_call(
     // A call that cannot be undone is settled only on purpose: "it did not happen" lets
     // the agent run it again, "it happened" stops it for good.
     if let Some((entry, _)) = ledger::get(&db, &id).await? {
-        let policy = crate::storage::policies::for_tool(&db, &entry.tool).await?;
-        let irreversible = policy.is_some_and(|p| p.side_effect == crate::canonical::SideEffect::Irreversible);
+        let policy = store::policies::for_tool(&db, &entry.tool).await?;
+        let irreversible = policy.is_some_and(|p| p.side_effect == domain::canonical::SideEffect::Irreversible);
         if irreversible && confirm.as_deref() != Some("yes") {
             return ssr::fail(AppError::Invalid(format!(
                 "{} cannot be undone: confirm that you checked whether it happened before settling it",
@@ -99,8 +99,8 @@ pub async fn settle_call(
     };
     let settled = match ledger::settle(&db, &id, happened, external_id.as_deref(), &me.username, Some(&entry)).await {
         Ok(settled) => settled,
-        Err(crate::storage::StoreError::Conflict(why)) => return ssr::fail(AppError::Conflict(why)),
-        Err(crate::storage::StoreError::NotFound(what)) => return ssr::fail(AppError::NotFound(what)),
+        Err(store::StoreError::Conflict(why)) => return ssr::fail(AppError::Conflict(why)),
+        Err(store::StoreError::NotFound(what)) => return ssr::fail(AppError::NotFound(what)),
         Err(other) => return Err(other.into()),
     };
     if let Some(escalation) = &settled.escalation_id {

@@ -17,11 +17,11 @@ pub mod ssr {
     //! Helpers for server functions: the database, the session, the signed-in user, and
     //! the role check, each as a server-function error when missing.
 
-    use crate::access::Role;
+    use domain::access::Role;
     use crate::errors::AppError;
-    use crate::models::CurrentUser;
+    use domain::models::CurrentUser;
     use crate::state::AppState;
-    use crate::storage::Db;
+    use store::Db;
     use axum::extract::ConnectInfo;
     use http::request::Parts;
     use leptos::prelude::*;
@@ -36,7 +36,7 @@ pub mod ssr {
     }
 
     /// The prices and tool policies derivation uses now.
-    pub fn rules() -> Result<std::sync::Arc<crate::ingest::derive::Rules>, AppError> {
+    pub fn rules() -> Result<std::sync::Arc<domain::derive::Rules>, AppError> {
         Ok(state()?.rules.current())
     }
 
@@ -148,14 +148,14 @@ pub mod ssr {
         detail: Option<&str>,
     ) -> Result<(), AppError> {
         let from = source();
-        let entry = crate::storage::audit::NewEntry {
+        let entry = store::audit::NewEntry {
             actor: Some(&actor.username),
             action,
             target: Some(target),
             detail,
             source: from.as_deref(),
         };
-        crate::storage::audit::record(db, entry).await?;
+        store::audit::record(db, entry).await?;
         Ok(())
     }
 
@@ -171,7 +171,7 @@ pub mod ssr {
 
     /// Keeps `secret` for exactly one render of the page that owns `slot`.
     pub async fn show_once(slot: &str, label: String, secret: String) -> Result<(), AppError> {
-        let one_time = crate::models::OneTimeSecret { label, secret };
+        let one_time = domain::models::OneTimeSecret { label, secret };
         crate::auth::session::stash_secret(&session()?, slot, one_time).await.map_err(|e| {
             tracing::error!(error = %e, "cannot keep a one-time secret in the session");
             AppError::Internal

@@ -1,7 +1,7 @@
 //! Runs for the browser: the filtered list, one run with a page of its waterfall, and one
 //! span's panel. Every function needs the `viewer` role.
 
-use crate::canonical::{QueryParams, RunListView, RunView, SpanPanel};
+use domain::canonical::{QueryParams, RunListView, RunView, SpanPanel};
 use crate::errors::AppError;
 use leptos::prelude::*;
 
@@ -14,8 +14,8 @@ pub const SPANS_PER_PAGE: i64 = 500;
 #[server(prefix = "/fn", endpoint = "load_runs", input = leptos::server_fn::codec::Json)]
 pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
     use super::ssr;
-    use crate::storage::runs;
-    ssr::require(crate::access::Role::Viewer)?;
+    use store::runs;
+    ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let now = chrono::Utc::now();
     let query = match params.into_query(now) {
@@ -39,9 +39,9 @@ pub async fn load_run(
     #[server(default)] q: Option<String>,
 ) -> Result<RunView, AppError> {
     use super::ssr;
-    use crate::storage::runs;
-    use crate::trace_view::{view, ViewRequest};
-    ssr::require(crate::access::Role::Viewer)?;
+    use store::runs;
+    use domain::trace_view::{view, ViewRequest};
+    ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let rules = ssr::rules()?;
     let Some(mut detail) = runs::get_with(&db, &run_id, &rules).await? else {
@@ -55,17 +55,17 @@ pub async fn load_run(
         .map(|s| (s.span_id.clone(), s.index))
         .chain(detail.tool_call_list.iter().filter_map(|c| c.step_index.map(|i| (c.span_id.clone(), i))))
         .collect();
-    let steps: Vec<crate::canonical::StepView> = std::mem::take(&mut detail.step_list);
+    let steps: Vec<domain::canonical::StepView> = std::mem::take(&mut detail.step_list);
     // The page is rendered on the server and this value is sent again for hydration, so
     // it carries only what the page shows: the side-effect table's calls (not every read
     // call or step, but any call that carried a credential, which the header flags) and the
     // waterfall's columns (tool name, keys and ids are in the panel).
     detail.tool_call_list.retain(|c| {
         c.side_effect.changes_the_world()
-            || c.side_effect == crate::canonical::SideEffect::Unknown
+            || c.side_effect == domain::canonical::SideEffect::Unknown
             || c.credential_in_arguments
     });
-    let failed = detail.run.terminal_reason == crate::canonical::TerminalReason::Error;
+    let failed = detail.run.terminal_reason == domain::canonical::TerminalReason::Error;
     let latest = detail.run.trace_ids.last().filter(|_| failed).cloned();
     let (all, failure) = runs::waterfall_and_failure(&db, &run_id, latest.as_deref()).await?;
     let text = |v: Option<String>| v.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
@@ -102,8 +102,8 @@ pub async fn load_run(
 #[server(prefix = "/fn", endpoint = "load_span")]
 pub async fn load_span(run_id: String, trace_id: String, span_id: String) -> Result<SpanPanel, AppError> {
     use super::ssr;
-    use crate::storage::runs;
-    ssr::require(crate::access::Role::Viewer)?;
+    use store::runs;
+    ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     match runs::span_panel(&db, &run_id, &trace_id, &span_id).await? {
         Some(panel) => Ok(panel),

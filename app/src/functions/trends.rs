@@ -2,7 +2,7 @@
 //! with `viewer`.
 
 use crate::errors::AppError;
-use crate::trends::Trends;
+use domain::trends::Trends;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -18,14 +18,14 @@ pub struct TrendsView {
 #[server(prefix = "/fn", endpoint = "load_trends")]
 pub async fn load_trends(range: String, #[server(default)] agent: Option<String>) -> Result<TrendsView, AppError> {
     use super::ssr;
-    use crate::trends::Range;
-    ssr::require(crate::access::Role::Viewer)?;
+    use domain::trends::Range;
+    ssr::require(domain::access::Role::Viewer)?;
     let state = ssr::state()?;
     let agent = agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
     // Kept figures when `serve` refreshes them in the background (a few seconds old at
     // most), else computed now: see `services::trends_cache`.
-    let now = crate::storage::now_ms();
+    let now = store::now_ms();
     let trends = state.trends.get(&state.db, Range::parse(Some(&range)), agent.as_deref(), now).await?;
-    let agents = crate::storage::runs::agents(&state.db).await?;
+    let agents = store::runs::agents(&state.db).await?;
     Ok(TrendsView { trends, agents })
 }

@@ -11,7 +11,7 @@ use crate::components::chart::{BarChart, HistogramChart, LineChart, Unit, XAxis}
 use crate::components::empty_state::EmptyState;
 use crate::components::status::ErrorBox;
 use crate::functions::trends::{load_trends, TrendsView};
-use crate::trends::{Range, Series, Trends, Window};
+use domain::trends::{Range, Series, Trends, Window};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -20,7 +20,7 @@ use leptos_router::hooks::use_query_map;
 fn trends_href(range: Range, agent: Option<&str>) -> String {
     format!(
         "/trends{}",
-        crate::url::query(&[("range", Some(range.as_str().to_string())), ("agent", agent.map(str::to_string))])
+        domain::url::query(&[("range", Some(range.as_str().to_string())), ("agent", agent.map(str::to_string))])
     )
 }
 
@@ -122,14 +122,14 @@ fn per_bucket(w: &Window) -> &'static str {
 /// The run list's address for the runs that started in bucket `i` of `w`, with the
 /// filters `extra` (and the page's agent, when one is chosen).
 fn runs_in(w: &Window, i: usize, agent: Option<&str>, extra: &[(&str, &str)]) -> String {
-    let at = |ms: i64| crate::clock::from_ms(ms).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let at = |ms: i64| domain::clock::from_ms(ms).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut pairs: Vec<(&str, Option<String>)> = extra.iter().map(|(k, v)| (*k, Some(v.to_string()))).collect();
     if !extra.iter().any(|(k, _)| *k == "agent") {
         pairs.push(("agent", agent.map(str::to_string)));
     }
     pairs.push(("since", Some(at(w.bucket_start(i)))));
     pairs.push(("until", Some(at(w.bucket_start(i + 1)))));
-    format!("/runs{}", crate::url::query(&pairs))
+    format!("/runs{}", domain::url::query(&pairs))
 }
 
 /// Links per series and bucket: `filter` gives the run-list filters of a series (`None`:
@@ -206,7 +206,7 @@ fn Charts(t: Trends) -> impl IntoView {
         format!("max: {}", hist.max.map(|m| m.to_string()).unwrap_or_else(|| "—".into())),
     ];
     let hist_counts: Vec<u64> = hist.bins.iter().map(|b| b.runs).collect();
-    let none_note = |series: &[crate::trends::Series], what: &'static str| {
+    let none_note = |series: &[domain::trends::Series], what: &'static str| {
         series.iter().all(|s| s.is_all_zero()).then(|| view! { <p class="muted small">{what}</p> })
     };
     let no_escalations = none_note(&t.escalations, "No escalations opened or resolved in this range.");
@@ -225,7 +225,7 @@ fn Charts(t: Trends) -> impl IntoView {
             })}
             {(t.computed_at_ms > 0).then(|| format!(
                 " Figures as of {} (recomputed every 30 s while viewed).",
-                crate::clock::from_ms(t.computed_at_ms).format("%H:%M:%S UTC")
+                domain::clock::from_ms(t.computed_at_ms).format("%H:%M:%S UTC")
             ))}
         </p>
         <div class="trends">

@@ -3,11 +3,11 @@
 //! so a test proves the whole path (format, signature, the receiver's answer). Used by
 //! `flightdeck alerts test <route>` and the admin page's "Send test" button.
 
-use crate::alerts::notification::{self, TEST_PREFIX};
-use crate::alerts::{AlertRule, Severity};
-use crate::models::WebhookDelivery;
-use crate::notify::{EventKind, Notifications};
-use crate::storage::{webhooks, Db, StoreResult};
+use domain::alerts::notification::{self, TEST_PREFIX};
+use domain::alerts::{AlertRule, Severity};
+use domain::models::WebhookDelivery;
+use domain::notify::{EventKind, Notifications};
+use store::{webhooks, Db, StoreResult};
 
 /// What was queued.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub async fn queue(db: &Db, n: &Notifications, route: &str) -> StoreResult<Resul
     let now = chrono::Utc::now();
     let mut alert = notification::test_alert(route, rule, severity, &id, now);
     let mut queued = webhooks::enqueue(db, &notification::event(&alert, EventKind::AlertFiring), &targets).await?;
-    alert.state = crate::alerts::AlertState::Resolved;
+    alert.state = domain::alerts::AlertState::Resolved;
     alert.resolved_at = Some(now);
     let resolved_targets = n.route_targets(route, EventKind::AlertResolved).unwrap_or_default();
     queued += webhooks::enqueue(db, &notification::event(&alert, EventKind::AlertResolved), &resolved_targets).await?;

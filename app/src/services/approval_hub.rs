@@ -3,7 +3,7 @@
 //! each change is also sent to the others (`storage::notices`), whose listeners feed it
 //! into their own channel, so a decision taken anywhere wakes a waiter anywhere.
 
-use crate::storage::{notices, Db};
+use store::{notices, Db};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 

@@ -4,20 +4,20 @@
 //! decision, Slack's buttons, the agent API and the expiry job all come through here, so
 //! every path authorizes exactly one payload under the same rules.
 
-use crate::access::Role;
-use crate::approvals::payload::ValidRequest;
-use crate::approvals::rules::{self, Compiled, Filing, RuleContext};
-use crate::approvals::{edit, Approval, Choice, OnExpiry};
+use domain::access::Role;
+use domain::approvals::payload::ValidRequest;
+use domain::approvals::rules::{self, Compiled, Filing, RuleContext};
+use domain::approvals::{edit, Approval, Choice, OnExpiry};
 use crate::errors::AppError;
-use crate::escalations::request::{OpenedBy, ValidEscalation};
-use crate::escalations::{EscalationReason, RemainingItem};
-use crate::ingest::redact::Redactor;
-use crate::models::CurrentUser;
-use crate::notify::WebhookTarget;
+use domain::escalations::request::{OpenedBy, ValidEscalation};
+use domain::escalations::{EscalationReason, RemainingItem};
+use domain::redact::Redactor;
+use domain::models::CurrentUser;
+use domain::notify::WebhookTarget;
 use crate::services::approval_hub::ApprovalHub;
-use crate::storage::approvals::{self, Decider, Decision, Requester};
-use crate::storage::audit::{self, action};
-use crate::storage::{approval_rules, escalations, now_ms, policies, runs, Db, StoreError, StoreResult};
+use store::approvals::{self, Decider, Decision, Requester};
+use store::audit::{self, action};
+use store::{approval_rules, escalations, now_ms, policies, runs, Db, StoreError, StoreResult};
 
 /// Files a request: the tool's enforced rules decide it at once, or set how many people
 /// of which role must approve; shadow rules are recorded beside it.
@@ -204,7 +204,7 @@ async fn escalate(db: &Db, id: &str) -> StoreResult<Option<String>> {
         blocking_fact: Some(format!("nobody decided request {} before it expired", a.id)),
         idempotency_key: Some(format!("approval-expired:{}", a.id)),
         agent: a.agent.clone(),
-        body_sha256: crate::approvals::payload::sha256_hex(&body.to_string()),
+        body_sha256: domain::approvals::payload::sha256_hex(&body.to_string()),
         opened_by: OpenedBy::ApprovalExpiry,
     };
     let escalation_id = match escalations::file(db, &escalation, "flightdeck approvals").await {

@@ -6,19 +6,19 @@
 
 use super::approval_hub::ApprovalHub;
 use super::long_poll::{self, Check, Watch};
-use crate::approvals::payload::ValidRequest;
-use crate::approvals::ApprovalStatus;
-use crate::escalations::request::{OpenedBy, ValidEscalation};
-use crate::escalations::{EscalationReason, RemainingItem};
-use crate::ingest::redact::Redactor;
-use crate::ledger::answer::{next_step, CallRule, EntryFacts, Step};
-use crate::ledger::key::derive_key;
-pub use crate::ledger::request::ValidAsk;
-use crate::ledger::request::ValidCompletion;
-use crate::ledger::rules::{call_rule, key_rule};
-use crate::ledger::{Answer, EntryState, LedgerEntry};
-use crate::notify::WebhookTarget;
-use crate::storage::{approvals, escalations, ledger, now_ms, policies, Db, StoreError};
+use domain::approvals::payload::ValidRequest;
+use domain::approvals::ApprovalStatus;
+use domain::escalations::request::{OpenedBy, ValidEscalation};
+use domain::escalations::{EscalationReason, RemainingItem};
+use domain::redact::Redactor;
+use domain::ledger::answer::{next_step, CallRule, EntryFacts, Step};
+use domain::ledger::key::derive_key;
+pub use domain::ledger::request::ValidAsk;
+use domain::ledger::request::ValidCompletion;
+use domain::ledger::rules::{call_rule, key_rule};
+use domain::ledger::{Answer, EntryState, LedgerEntry};
+use domain::notify::WebhookTarget;
+use store::{approvals, escalations, ledger, now_ms, policies, Db, StoreError};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -297,8 +297,8 @@ async fn follow_up(
 /// The agent's description as stored and shown: credentials cut out like the arguments'.
 fn redacted_display(
     redactor: &Redactor,
-    display: &[crate::approvals::DisplayField],
-) -> Vec<crate::approvals::DisplayField> {
+    display: &[domain::approvals::DisplayField],
+) -> Vec<domain::approvals::DisplayField> {
     let mut out = display.to_vec();
     for field in &mut out {
         redactor.redact_string(&mut field.label);
@@ -337,7 +337,7 @@ async fn open_escalation(db: &Db, entry: &LedgerEntry) -> CallResult<String> {
         blocking_fact: Some(fact.clone()),
         idempotency_key: Some(format!("ledger:{}", entry.id)),
         agent: None,
-        body_sha256: crate::approvals::payload::sha256_hex(&body.to_string()),
+        body_sha256: domain::approvals::payload::sha256_hex(&body.to_string()),
         opened_by: OpenedBy::Ledger,
     };
     match escalations::file(db, &escalation, "flightdeck ledger").await {

@@ -65,7 +65,7 @@ where
 
 /// The instant `at_ms` (Unix milliseconds) falls on, on the monotonic clock.
 pub fn instant_at(at_ms: i64) -> Instant {
-    let from_now = at_ms - crate::clock::now_ms();
+    let from_now = at_ms - domain::clock::now_ms();
     Instant::now() + std::time::Duration::from_millis(from_now.max(0) as u64)
 }
 

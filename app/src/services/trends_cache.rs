@@ -12,8 +12,8 @@
 //! Without a refresher (tests, one-off tools) nothing is kept and every view computes, so
 //! what a view shows is always what the database holds at that moment.
 
-use crate::storage::{Db, StoreResult};
-use crate::trends::{compute, Range, Trends, Window};
+use store::{Db, StoreResult};
+use domain::trends::{compute, Range, Trends, Window};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,12 +55,12 @@ fn key(range: Range, agent: Option<&str>) -> Key {
 /// One range's figures as of `now_ms` (of `agent` only, when given), read and computed now.
 pub async fn compute_now(db: &Db, range: Range, agent: Option<&str>, now_ms: i64) -> StoreResult<Trends> {
     let window = Window::ending_at(range, now_ms);
-    let inputs = crate::storage::trends::inputs_for(db, &window, agent).await?;
+    let inputs = store::trends::inputs_for(db, &window, agent).await?;
     // Bucketing 100,000 runs and sorting their costs is CPU work: keep it off the
     // threads that serve other requests.
     let mut trends = tokio::task::spawn_blocking(move || compute(window, &inputs))
         .await
-        .map_err(|e| crate::storage::StoreError::Invalid(format!("computing trends failed: {e}")))?;
+        .map_err(|e| store::StoreError::Invalid(format!("computing trends failed: {e}")))?;
     trends.computed_at_ms = now_ms;
     trends.agent = agent.map(str::to_string);
     Ok(trends)
@@ -137,12 +137,12 @@ impl TrendsCache {
 #[cfg(all(test, feature = "test-support"))]
 mod tests {
     use super::*;
-    use crate::storage::testing::TestDb;
+    use store::testing::TestDb;
 
     #[tokio::test]
     async fn kept_figures_are_served_until_they_are_too_old_and_off_means_always_fresh() {
         let t = TestDb::sqlite().await;
-        let now = crate::storage::now_ms();
+        let now = store::now_ms();
         let cache = TrendsCache::refreshed();
         cache.refresh(&t.db, now).await.unwrap();
         let kept = cache.get(&t.db, Range::Day, None, now + 1_000).await.unwrap();

@@ -5,13 +5,13 @@
 //! `POST /api/v1/approvals/{id}/cancel`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::approvals::payload::ApprovalRequest;
-use app::approvals::{Approval, ApprovalStatus};
-use app::ingest::redact::Redactor;
+use domain::access::Scope;
+use domain::approvals::payload::ApprovalRequest;
+use domain::approvals::{Approval, ApprovalStatus};
+use domain::redact::Redactor;
 use app::services::approval_hub::ApprovalHub;
 use app::services::long_poll::{self, Check, Watch};
-use app::storage::{approvals, now_ms, Db};
+use store::{approvals, now_ms, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -111,7 +111,7 @@ pub async fn create(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
     Extension(hub): Extension<ApprovalHub>,
-    Extension(webhooks): Extension<Arc<Vec<app::notify::WebhookTarget>>>,
+    Extension(webhooks): Extension<Arc<Vec<domain::notify::WebhookTarget>>>,
     Extension(redactor): Extension<Arc<Redactor>>,
     body: Result<Json<ApprovalRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {

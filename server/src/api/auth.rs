@@ -2,9 +2,9 @@
 //! its SHA-256, refused when unknown or revoked. The OTLP receivers reuse it.
 
 use super::ApiError;
-use app::access::Scope;
+use domain::access::Scope;
 use app::auth::secrets;
-use app::storage::{now_ms, tokens, Db};
+use store::{now_ms, tokens, Db};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;

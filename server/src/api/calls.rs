@@ -1,16 +1,16 @@
 //! Guarded calls for agents (scope `calls`): ask before a tool with a side effect runs,
 //! report after it ran. The flow is `app::services::calls`; the ledger's rules
-//! `app::ledger`; its storage `app::storage::ledger`.
+//! `domain::ledger`; its storage `store::ledger`.
 //!
 //! `POST /api/v1/calls` (the only request that can start an attempt),
 //! `GET /api/v1/calls/{id}?wait=SECONDS` (a read), `POST /api/v1/calls/{id}/complete`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::ledger::request::{CallRequest, Completion};
-use app::ledger::LedgerEntry;
+use domain::access::Scope;
+use domain::ledger::request::{CallRequest, Completion};
+use domain::ledger::LedgerEntry;
 use app::services::calls::{self, CallAnswer, CallError, Caller, CallsContext};
-use app::storage::Db;
+use store::Db;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};

@@ -44,13 +44,13 @@ impl ApiError {
     }
 }
 
-impl From<app::storage::StoreError> for ApiError {
-    fn from(err: app::storage::StoreError) -> Self {
+impl From<store::StoreError> for ApiError {
+    fn from(err: store::StoreError) -> Self {
         match err {
-            app::storage::StoreError::Invalid(m) => ApiError::BadRequest(m),
-            app::storage::StoreError::Conflict(m) => ApiError::Unprocessable(m),
-            app::storage::StoreError::NotFound(m) => ApiError::NotFound(format!("{m} not found")),
-            app::storage::StoreError::Database(e) => {
+            store::StoreError::Invalid(m) => ApiError::BadRequest(m),
+            store::StoreError::Conflict(m) => ApiError::Unprocessable(m),
+            store::StoreError::NotFound(m) => ApiError::NotFound(format!("{m} not found")),
+            store::StoreError::Database(e) => {
                 tracing::error!(error = %e, "database error in API");
                 ApiError::Internal
             }

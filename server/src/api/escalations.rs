@@ -4,11 +4,11 @@
 //! `POST /api/v1/escalations`, `GET /api/v1/escalations/{id}`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::escalations::request::EscalationRequest;
-use app::escalations::Escalation;
-use app::storage::escalations::{self, Filed};
-use app::storage::Db;
+use domain::access::Scope;
+use domain::escalations::request::EscalationRequest;
+use domain::escalations::Escalation;
+use store::escalations::{self, Filed};
+use store::Db;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -33,7 +33,7 @@ use serde_json::Value;
 pub async fn file(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(redactor): Extension<std::sync::Arc<app::ingest::redact::Redactor>>,
+    Extension(redactor): Extension<std::sync::Arc<domain::redact::Redactor>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Escalation>), ApiError> {
     token.require(Scope::Escalations)?;

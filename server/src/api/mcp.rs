@@ -7,13 +7,13 @@ use super::calls::{asked, completed};
 use super::{AgentToken, ApiError, ErrorBody};
 use crate::otlp::service::IngestError;
 use crate::otlp::IngestService;
-use app::access::Scope;
-use app::ledger::request::{CallRequest, Completion};
-use app::ledger::LedgerEntry;
-use app::mcp::{decide_all, Decision, ToolHints};
+use domain::access::Scope;
+use domain::ledger::request::{CallRequest, Completion};
+use domain::ledger::LedgerEntry;
+use domain::mcp::{decide_all, Decision, ToolHints};
 use app::services::calls::{CallAnswer, CallsContext};
-use app::storage::rules::RulesCache;
-use app::storage::Db;
+use store::rules::RulesCache;
+use store::Db;
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
@@ -68,7 +68,7 @@ pub async fn tools(
 ) -> Result<Json<Decisions>, ApiError> {
     token.require(Scope::Mcp)?;
     let Json(listed) = body.map_err(|e| ApiError::BadRequest(format!("invalid tool list: {}", e.body_text())))?;
-    if !app::mcp::valid_server_name(&listed.server) {
+    if !domain::mcp::valid_server_name(&listed.server) {
         return Err(ApiError::BadRequest("`server`: 1 to 64 letters, digits, `-`, `_` or `.`".into()));
     }
     if listed.tools.len() > MAX_TOOLS || listed.tools.iter().any(|t| t.name.is_empty() || t.name.len() > 256) {
@@ -158,7 +158,7 @@ pub async fn spans(
     if body.len() > ingest.max_body_bytes() {
         return Err(ApiError::BadRequest(format!("at most {} bytes of spans per request", ingest.max_body_bytes())));
     }
-    match ingest.receive(app::ingest::decode::Encoding::Json, &body, None, Some(&token)).await {
+    match ingest.receive(ingest::decode::Encoding::Json, &body, None, Some(&token)).await {
         Ok(outcome) => Ok(Json(Recorded { accepted: outcome.accepted, rejected: outcome.rejected })),
         Err(IngestError::Unavailable(m)) => Err(ApiError::Unavailable(m)),
         Err(e) => Err(ApiError::BadRequest(e.to_string())),

@@ -15,9 +15,9 @@ pub mod silences;
 pub use auth::{AgentToken, TokenAuth};
 pub use error::{ApiError, ErrorBody};
 
-use app::access::Scope;
+use domain::access::Scope;
 use app::services::approval_hub::ApprovalHub;
-use app::storage::Db;
+use store::Db;
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post, MethodRouter};
@@ -72,9 +72,9 @@ pub fn routes() -> Vec<ApiRoute> {
 pub fn router<S: Clone + Send + Sync + 'static>(
     db: Db,
     approval_hub: ApprovalHub,
-    webhooks: std::sync::Arc<Vec<app::notify::WebhookTarget>>,
-    redactor: std::sync::Arc<app::ingest::redact::Redactor>,
-    rules: app::storage::rules::RulesCache,
+    webhooks: std::sync::Arc<Vec<domain::notify::WebhookTarget>>,
+    redactor: std::sync::Arc<domain::redact::Redactor>,
+    rules: store::rules::RulesCache,
 ) -> Router<S> {
     let auth = TokenAuth::new(db.clone());
     let calls = app::services::calls::CallsContext {

@@ -4,10 +4,10 @@
 //! `POST /api/v1/replays/results`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::ingest::redact::Redactor;
-use app::replay_results::{ReplayResult, ResultRequest};
-use app::storage::{replay_results, Db};
+use domain::access::Scope;
+use domain::redact::Redactor;
+use domain::replay_results::{ReplayResult, ResultRequest};
+use store::{replay_results, Db};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;

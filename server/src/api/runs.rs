@@ -2,11 +2,11 @@
 //! model for scripts, dashboards and our own checks.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::canonical::QueryParams;
-use app::canonical::{RunDetail, RunSummary};
-use app::storage::runs;
-use app::storage::Db;
+use domain::access::Scope;
+use domain::canonical::QueryParams;
+use domain::canonical::{RunDetail, RunSummary};
+use store::runs;
+use store::Db;
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
 use serde::Serialize;
@@ -59,7 +59,7 @@ pub async fn list(
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(rules): Extension<app::storage::rules::RulesCache>,
+    Extension(rules): Extension<store::rules::RulesCache>,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
     token.require(Scope::Read)?;
@@ -76,7 +76,7 @@ pub async fn get(
     security(("bearer" = [])),
     params(("run_id" = String, Path, description = "The run's id")),
     responses(
-        (status = 200, description = "The replay fixture", body = app::canonical::ReplayFixture),
+        (status = 200, description = "The replay fixture", body = domain::canonical::ReplayFixture),
         (status = 404, description = "No such run, or none of its bodies were retained", body = ErrorBody),
     )
 )]
@@ -85,13 +85,13 @@ pub async fn replay(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
     Path(run_id): Path<String>,
-) -> Result<Json<app::canonical::ReplayFixture>, ApiError> {
+) -> Result<Json<domain::canonical::ReplayFixture>, ApiError> {
     token.require(Scope::Read)?;
     fixture(&db, &run_id).await.map(Json)
 }
 
 /// The fixture, or a 404 that says whether the run or its bodies are missing.
-pub async fn fixture(db: &Db, run_id: &str) -> Result<app::canonical::ReplayFixture, ApiError> {
+pub async fn fixture(db: &Db, run_id: &str) -> Result<domain::canonical::ReplayFixture, ApiError> {
     match runs::replay_fixture(db, run_id).await? {
         Some(f) => Ok(f),
         None if runs::get(db, run_id).await?.is_some() => {

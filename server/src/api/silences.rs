@@ -6,11 +6,11 @@
 //! `DELETE /api/v1/silences/{id}`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use app::access::Scope;
-use app::alerts::silences::{Silence, SilenceRequest};
+use domain::access::Scope;
+use domain::alerts::silences::{Silence, SilenceRequest};
 use app::auth::client_address::ClientAddress;
-use app::storage::audit::{self, action};
-use app::storage::{silences, Db};
+use store::audit::{self, action};
+use store::{silences, Db};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -49,7 +49,7 @@ pub async fn create(
     };
     audit::record(&db, entry).await?;
     // Open alerts it matches show as silenced at once.
-    app::storage::alerts::hold_under(&db, &silence, app::storage::now_ms()).await?;
+    store::alerts::hold_under(&db, &silence, store::now_ms()).await?;
     Ok((StatusCode::CREATED, Json(silence)))
 }
 
@@ -126,7 +126,7 @@ pub async fn end(
             Ok(Json(silence))
         }
         // Over already (ended by someone, or past its end): nothing to do.
-        Err(app::storage::StoreError::Conflict(_)) => get(State(db), Extension(token), Path(id)).await,
+        Err(store::StoreError::Conflict(_)) => get(State(db), Extension(token), Path(id)).await,
         Err(e) => Err(e.into()),
     }
 }

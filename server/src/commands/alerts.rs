@@ -6,8 +6,8 @@
 use crate::config::Config;
 use crate::webhooks::{Worker, WorkerSettings};
 use app::services::alert_test;
-use app::storage::webhooks::status;
-use app::storage::Db;
+use store::webhooks::status;
+use store::Db;
 use std::time::{Duration, Instant};
 
 /// How long to wait for the receivers before reporting what is still pending.
@@ -45,8 +45,8 @@ pub async fn test(db: &Db, config: &Config, route: &str) -> anyhow::Result<()> {
 /// Whether every target has said what it will say for now: a target's deliveries go in
 /// order, so once one of them was refused (and waits for its retry) the later ones wait
 /// too; otherwise each has been answered.
-fn settled(deliveries: &[app::models::WebhookDelivery]) -> bool {
-    let mut oldest_first: Vec<&app::models::WebhookDelivery> = deliveries.iter().collect();
+fn settled(deliveries: &[domain::models::WebhookDelivery]) -> bool {
+    let mut oldest_first: Vec<&domain::models::WebhookDelivery> = deliveries.iter().collect();
     oldest_first.sort_by_key(|d| d.id);
     let mut blocked: Vec<&str> = Vec::new();
     for d in oldest_first {

@@ -2,13 +2,13 @@
 //! generator's synthesizer, through the same ingest path OTLP exports take, so a newcomer
 //! sees a populated console at once.
 
-use app::ingest::pipeline::prepare;
-use app::storage::{policies, write, Db};
+use ingest::pipeline::prepare;
+use store::{policies, write, Db};
 use loadgen::synth::{requests_for_shuffled, Synth, SynthOptions};
 
 pub async fn run(
     db: &Db,
-    settings: &app::ingest::pipeline::IngestSettings,
+    settings: &ingest::pipeline::IngestSettings,
     runs: usize,
     seed: u64,
 ) -> anyhow::Result<()> {

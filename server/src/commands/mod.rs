@@ -8,7 +8,7 @@ pub mod users;
 
 use crate::config::Config;
 use anyhow::Context;
-use app::storage::Db;
+use store::Db;
 
 /// Opens the configured database and applies pending migrations; a failure here stops
 /// the process with the reason.

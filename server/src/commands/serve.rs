@@ -8,9 +8,9 @@ use crate::otlp::IngestService;
 use crate::web;
 use anyhow::Context;
 use app::state::AppState;
-use app::storage::rules::RulesCache;
-use app::storage::sessions::SessionStoreAny;
-use app::storage::{policies, retention, wal, webhooks, Db};
+use store::rules::RulesCache;
+use store::sessions::SessionStoreAny;
+use store::{policies, retention, wal, webhooks, Db};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -220,11 +220,11 @@ pub fn leptos_options(config: &Config) -> LeptosOptions {
 
 /// Hourly: drops runs past the retention horizon and bodies past theirs, and finished
 /// webhook deliveries as old as the runs (pending ones are kept).
-async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
+async fn apply_retention(db: store::Db, run_days: u32, body_days: u32) {
     let mut every = tokio::time::interval(Duration::from_secs(3600));
     loop {
         every.tick().await;
-        let horizon = app::storage::now_ms() - i64::from(run_days) * 86_400_000;
+        let horizon = store::now_ms() - i64::from(run_days) * 86_400_000;
         match webhooks::prune(&db, horizon).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(deliveries = n, "retention: deleted old webhook deliveries"),
@@ -243,12 +243,12 @@ async fn apply_retention(db: app::storage::Db, run_days: u32, body_days: u32) {
 /// Every ten minutes (the first at start): trains the span chunks' zstd dictionary once
 /// the deployment has enough chunks, and again when it is a week old
 /// (`storage::dictionaries`); chunks written after are compressed with it.
-async fn train_chunk_dictionary(db: app::storage::Db) {
+async fn train_chunk_dictionary(db: store::Db) {
     let mut every = tokio::time::interval(Duration::from_secs(600));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        match app::storage::dictionaries::train_if_due(&db, app::storage::now_ms()).await {
+        match store::dictionaries::train_if_due(&db, store::now_ms()).await {
             Ok(Some(id)) => tracing::info!(dictionary = id, "trained a new dictionary for span chunks"),
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "training a dictionary for span chunks failed; will retry"),
@@ -258,12 +258,12 @@ async fn train_chunk_dictionary(db: app::storage::Db) {
 
 /// Keeps the trends page's figures fresh (see `services::trends_cache`): every range viewed
 /// in the last ten minutes recomputed every 30 s, so a page view reads them from memory.
-async fn refresh_trends(db: app::storage::Db, cache: app::services::trends_cache::TrendsCache) {
+async fn refresh_trends(db: store::Db, cache: app::services::trends_cache::TrendsCache) {
     let mut every = tokio::time::interval(app::services::trends_cache::REFRESH_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        match cache.refresh_viewed(&db, app::storage::now_ms()).await {
+        match cache.refresh_viewed(&db, store::now_ms()).await {
             Ok(took) => tracing::debug!(took_ms = took.as_millis() as u64, "trends refreshed"),
             Err(e) => tracing::warn!(error = %e, "could not refresh the trends; the page computes them itself"),
         }
@@ -272,7 +272,7 @@ async fn refresh_trends(db: app::storage::Db, cache: app::services::trends_cache
 
 /// Every second: pending approval requests past their expiry become `expired` (opening
 /// an escalation where the policy says so), and the agents waiting on them are woken.
-async fn expire_approvals(db: app::storage::Db, hub: app::services::approval_hub::ApprovalHub) {
+async fn expire_approvals(db: store::Db, hub: app::services::approval_hub::ApprovalHub) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     loop {
         every.tick().await;
@@ -289,8 +289,8 @@ async fn expire_approvals(db: app::storage::Db, hub: app::services::approval_hub
 
 /// Every two seconds: queues the `escalation.opened` webhook for escalations opened since,
 /// whether by the API or from traces, in one transaction per pass (see `escalations::announce`).
-async fn announce_escalations(db: app::storage::Db, webhooks: Arc<Vec<app::notify::WebhookTarget>>) {
-    use app::storage::escalations;
+async fn announce_escalations(db: store::Db, webhooks: Arc<Vec<domain::notify::WebhookTarget>>) {
+    use store::escalations;
     let mut every = tokio::time::interval(Duration::from_secs(2));
     loop {
         every.tick().await;
@@ -308,7 +308,7 @@ async fn announce_escalations(db: app::storage::Db, webhooks: Arc<Vec<app::notif
 }
 
 /// The `escalation.opened` webhook event.
-fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
+fn opened_event(e: &domain::escalations::Escalation) -> domain::notify::Event {
     let reason = match &e.reason_text {
         Some(text) => format!("{}: {text}", e.reason),
         None => e.reason.to_string(),
@@ -321,15 +321,15 @@ fn opened_event(e: &app::escalations::Escalation) -> app::notify::Event {
     if let Some(fact) = &e.blocking_fact {
         fields.push(("Blocking fact".to_string(), fact.clone()));
     }
-    app::notify::Event {
-        kind: app::notify::EventKind::EscalationOpened,
+    domain::notify::Event {
+        kind: domain::notify::EventKind::EscalationOpened,
         title: format!("Escalation: run {} needs a person", e.run_id),
         summary: format!(
             "{} item(s) done, {} remaining. Claim it in Flightdeck.",
             e.what_was_done.len(),
             e.what_remains.len()
         ),
-        link_path: format!("/escalations/{}", app::url::encode(&e.id)),
+        link_path: format!("/escalations/{}", domain::url::encode(&e.id)),
         fields,
         data: serde_json::to_value(e).unwrap_or_default(),
     }

@@ -1,10 +1,10 @@
 //! `flightdeck token create|revoke|list`: agent API tokens from the command line, for
 //! automation. `create` prints only the secret on standard output.
 
-use app::access::{format_scopes, parse_scopes};
+use domain::access::{format_scopes, parse_scopes};
 use app::auth::secrets;
-use app::storage::audit::{self, action, NewEntry};
-use app::storage::{tokens, Db};
+use store::audit::{self, action, NewEntry};
+use store::{tokens, Db};
 
 pub async fn create(db: &Db, name: &str, scopes: &[String]) -> anyhow::Result<()> {
     let scopes = parse_scopes(&scopes.join(",")).map_err(anyhow::Error::msg)?;

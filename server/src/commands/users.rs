@@ -1,10 +1,10 @@
 //! `flightdeck user add|reset|list`, and the first administrator made on first start.
 
 use super::password_from_stdin;
-use app::access::{format_roles, parse_roles, Role, Scope};
+use domain::access::{format_roles, parse_roles, Role, Scope};
 use app::auth::{password, secrets};
-use app::storage::audit::{self, action, NewEntry};
-use app::storage::{tokens, users, Db, StoreError};
+use store::audit::{self, action, NewEntry};
+use store::{tokens, users, Db, StoreError};
 
 /// A password from stdin (checked for strength) or a generated one; `true` when generated.
 fn choose_password() -> anyhow::Result<(String, bool)> {

@@ -8,12 +8,12 @@
 
 use super::jsonrpc::{self, notification, tool_error};
 use super::link::{Answered, Ask, LinkError, Report, SharedLink};
-use super::relay::{Outbound, RelayEvent, UpstreamReply};
+use super::messages::{Finished, Outbound, RelayEvent, UpstreamReply};
 use super::spans::CallRecord;
-use app::canonical::{Outcome, SideEffect};
-use app::ledger::request::{Outcome as Reported_, MAX_RESPONSE_BYTES};
-use app::ledger::Answer;
-use app::mcp::{self as rules, CallMeta, Reported, Route, ToolHints};
+use domain::canonical::{Outcome, SideEffect};
+use domain::ledger::request::{Outcome as Reported_, MAX_RESPONSE_BYTES};
+use domain::ledger::Answer;
+use domain::mcp::{self as rules, CallMeta, Reported, Route, ToolHints};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -50,13 +50,6 @@ pub struct GateIo {
     pub link: SharedLink,
     pub relay: mpsc::Sender<RelayEvent>,
     pub out: mpsc::Sender<Outbound>,
-}
-
-/// What became of a call: the response for the client (none when the client cancelled
-/// it) and its record for the spans.
-pub struct Finished {
-    pub response: Option<Value>,
-    pub record: CallRecord,
 }
 
 fn now_ns() -> u64 {
@@ -314,7 +307,7 @@ async fn proceed(
             rec.record.result_bytes = Some(result.to_string().len());
             match rules::reported(&response) {
                 Reported::Ok => {
-                    let cached = (app::approvals::payload::canonical_json(&result).len() <= MAX_RESPONSE_BYTES)
+                    let cached = (domain::approvals::payload::canonical_json(&result).len() <= MAX_RESPONSE_BYTES)
                         .then_some(result);
                     (Report { outcome: Reported_::Ok, response: cached, error: None }, response, Outcome::Ok)
                 }

@@ -8,15 +8,16 @@
 
 use super::jsonrpc::{self, Frame, Kind};
 use super::link::{Local, SharedLink};
-use super::relay::{self, Outbound, SessionInfo, SessionLimits, ToRelay};
+use super::messages::Outbound;
+use super::relay::{self, SessionInfo, SessionLimits, ToRelay};
 use super::upstream;
 use super::McpServerConfig;
 use crate::api::{AgentToken, TokenAuth};
 use crate::otlp::IngestService;
-use app::access::Scope;
+use domain::access::Scope;
 use app::services::calls::CallsContext;
-use app::storage::rules::RulesCache;
-use app::storage::Db;
+use store::rules::RulesCache;
+use store::Db;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};

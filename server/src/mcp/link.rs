@@ -6,12 +6,12 @@
 
 use crate::api::AgentToken;
 use crate::otlp::IngestService;
-use app::ledger::request::{CallRequest, Completion, Outcome};
-use app::ledger::{Answer, LedgerEntry};
-use app::mcp::{self as rules, Decision, ToolHints};
+use domain::ledger::request::{CallRequest, Completion, Outcome};
+use domain::ledger::{Answer, LedgerEntry};
+use domain::mcp::{self as rules, Decision, ToolHints};
 use app::services::calls::{self, CallError, Caller, CallsContext};
-use app::storage::rules::RulesCache;
-use app::storage::{Db, StoreError};
+use store::rules::RulesCache;
+use store::{Db, StoreError};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -79,7 +79,7 @@ pub trait Link: Send + Sync {
 
 /// The decisions for `tools` under the policies in force.
 pub fn decide_all(rules: &RulesCache, server: &str, tools: &[(String, ToolHints)]) -> Vec<Decision> {
-    app::mcp::decide_all(&rules.current().policies, server, tools)
+    domain::mcp::decide_all(&rules.current().policies, server, tools)
 }
 
 /// The ask as the API checks it, so both links refuse the same things.
@@ -155,7 +155,7 @@ impl Link for Local {
         };
         let bytes = serde_json::to_vec(&spans).map_err(|e| LinkError::Refused(e.to_string()))?;
         ingest
-            .receive(app::ingest::decode::Encoding::Json, &bytes, None, Some(&self.token))
+            .receive(ingest::decode::Encoding::Json, &bytes, None, Some(&self.token))
             .await
             .map(|_| ())
             .map_err(|e| LinkError::Unreachable(e.to_string()))
@@ -254,7 +254,7 @@ impl Link for Remote {
 
     async fn complete(&self, call_id: &str, report: &Report) -> Result<(), LinkError> {
         let body = serde_json::to_value(report).map_err(|e| LinkError::Refused(e.to_string()))?;
-        let path = format!("/mcp/calls/{}/complete", app::url::encode(call_id));
+        let path = format!("/mcp/calls/{}/complete", domain::url::encode(call_id));
         self.post_json(&path, &body, REQUEST_TIMEOUT).await.map(|_| ())
     }
 

@@ -7,9 +7,10 @@
 //! | module | job |
 //! |---|---|
 //! | `jsonrpc` | message framing over `serde_json::Value` (nothing unknown is dropped), the specification's errors, size limits |
-//! | `app::mcp` | the rules, pure: a tool's class and route, `_meta` keys, an upstream answer read as an outcome |
+//! | `domain::mcp` | the rules, pure: a tool's class and route, `_meta` keys, an upstream answer read as an outcome |
 //! | `link` | the one trait the gate reaches Flightdeck through: in process, or the REST API |
 //! | `gate` | one `tools/call`: decide, ask (held, with progress), forward, report |
+//! | `messages` | what a session's loop and its gate tasks send each other |
 //! | `relay` | one client session: everything relayed, calls to the gate |
 //! | `upstream` | the MCP server behind: a child over stdio or a Streamable HTTP server |
 //! | `spans` | calls and runs as OTLP spans for the ingest path |
@@ -19,13 +20,14 @@ pub mod gate;
 pub mod http;
 pub mod jsonrpc;
 pub mod link;
+pub mod messages;
 pub mod relay;
 pub mod spans;
 pub mod stdio;
 pub mod upstream;
 
 pub use crate::config::McpServerConfig;
-pub use app::mcp::valid_server_name;
+pub use domain::mcp::valid_server_name;
 use upstream::UpstreamSpec;
 
 /// Where a configured server is.

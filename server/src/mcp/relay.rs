@@ -7,12 +7,13 @@
 //! transport only moves frames.
 
 use super::gate::{self, CallInput, GateIo};
+use super::messages::{Outbound, RelayEvent, UpstreamReply};
 use super::jsonrpc::{self, Frame, Kind};
 use super::link::SharedLink;
 use super::spans::{self, CallRecord, RunRecord};
 use super::upstream::{FromUpstream, Upstream};
-use app::canonical::{Outcome, TerminalReason};
-use app::mcp::{self as rules, ToolHints};
+use domain::canonical::{Outcome, TerminalReason};
+use domain::mcp::{self as rules, ToolHints};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -42,31 +43,6 @@ pub struct SessionInfo {
     /// The MCP session id (HTTP) or the proxy process's own id (stdio).
     pub session_id: String,
     pub limits: SessionLimits,
-}
-
-/// A message for the client. `related` names the client request it belongs to (its
-/// progress, its answer); `answers` is set on that request's response, the last.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outbound {
-    pub message: Value,
-    pub related: Option<String>,
-    pub answers: bool,
-}
-
-/// What the upstream did with a forwarded call.
-#[derive(Debug)]
-pub enum UpstreamReply {
-    Answered(Value),
-    /// Never sent: the upstream was already gone.
-    NotSent(String),
-    /// Sent, and no answer will come.
-    Lost(String),
-}
-
-/// From the gate tasks to the session loop.
-pub enum RelayEvent {
-    Forward { key: String, request: Value, reply: oneshot::Sender<UpstreamReply> },
-    Done { key: String, finished: gate::Finished },
 }
 
 /// What a transport sends in.

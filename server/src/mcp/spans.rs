@@ -3,9 +3,9 @@
 //! and, when the session ends, the root `invoke_agent` span of each run it touched. They
 //! go through the normal ingest path (redaction, normalization, the writer). Pure.
 
-use app::approvals::payload::sha256_hex;
-use app::canonical::{Outcome, SideEffect, TerminalReason};
-use app::mcp::{ToolHints, META_RUN_ID};
+use domain::approvals::payload::sha256_hex;
+use domain::canonical::{Outcome, SideEffect, TerminalReason};
+use domain::mcp::{ToolHints, META_RUN_ID};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue};

@@ -8,7 +8,7 @@
 //! limits before anything is decoded, exactly as on OTLP/HTTP.
 
 use super::{IngestError, IngestService};
-use app::ingest::decode::Encoding;
+use ingest::decode::Encoding;
 use bytes::{Buf, Bytes};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;

@@ -4,7 +4,7 @@
 
 use super::service::RETRY_AFTER_SECS;
 use super::{IngestError, IngestService};
-use app::ingest::decode::Encoding;
+use ingest::decode::Encoding;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -201,8 +201,8 @@ mod tests {
         assert!(matches!(gunzip(b"not gzip", 1024), Err(IngestError::Invalid(_))));
     }
 
-    fn decode(encoding: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, app::ingest::decode::DecodeError> {
-        app::ingest::decode::decode(encoding, bytes)
+    fn decode(encoding: Encoding, bytes: &[u8]) -> Result<ExportTraceServiceRequest, ingest::decode::DecodeError> {
+        ingest::decode::decode(encoding, bytes)
     }
 
     #[test]

@@ -5,11 +5,11 @@
 use super::writer::{self, Job, WriterGone};
 use crate::api::{AgentToken, ApiError, TokenAuth};
 use crate::config::IngestAuth;
-use app::access::Scope;
-use app::ingest::decode::{self, DecodeError, Encoding, Shape};
-use app::ingest::pipeline::{prepare, span_count, IngestSettings};
-use app::storage::rules::RulesCache;
-use app::storage::Db;
+use domain::access::Scope;
+use ingest::decode::{self, DecodeError, Encoding, Shape};
+use ingest::pipeline::{prepare, span_count, IngestSettings};
+use store::rules::RulesCache;
+use store::Db;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

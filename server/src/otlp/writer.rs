@@ -7,10 +7,10 @@
 //! the queue: while one commits, the next gathers what has arrived and writes beside it,
 //! as two instances on one database do (the write path is safe for concurrent writers).
 
-use app::ingest::normalize::NormalizedSpan;
-use app::ingest::pipeline::BodyPolicy;
-use app::storage::rules::RulesCache;
-use app::storage::{wal, write, Db};
+use domain::span::NormalizedSpan;
+use domain::span::BodyPolicy;
+use store::rules::RulesCache;
+use store::{wal, write, Db};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit};
@@ -36,7 +36,7 @@ const SHARED_SPANS_PER_COMMIT: usize = 512;
 const INTERACTIVE_RECENTLY: Duration = Duration::from_secs(2);
 
 /// How often, while commits keep coming, the writer restarts SQLite's log between two of
-/// them (see `app::storage::wal`): at ~40,000 spans/s the log grows ~170 MB/s, so this
+/// them (see `store::wal`): at ~40,000 spans/s the log grows ~170 MB/s, so this
 /// keeps it at tens of MB, and each restart (10-15 ms, most of the copying already done
 /// by the checkpoint loop) costs a few percent of the writer's time.
 pub const RESTART_LOG_EVERY: Duration = Duration::from_millis(250);
@@ -207,7 +207,7 @@ async fn commit(
     spans: &[NormalizedSpan],
     body_policy: BodyPolicy,
     rules: &RulesCache,
-) -> app::storage::StoreResult<write::WriteOutcome> {
+) -> store::StoreResult<write::WriteOutcome> {
     let mut attempt = 1;
     loop {
         match write::commit_with(db, spans, body_policy, &rules.current()).await {

@@ -2,7 +2,7 @@
 //! the request extensions, where the page guard and every server function find it.
 
 use app::auth::session;
-use app::storage::Db;
+use store::Db;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;

@@ -18,7 +18,7 @@ use crate::otlp::service::IngestCounters;
 use crate::otlp::IngestService;
 use app::app::{shell, App};
 use app::state::AppState;
-use app::storage::sessions::SessionStoreAny;
+use store::sessions::SessionStoreAny;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::get;
 use axum::Router;

@@ -1,9 +1,9 @@
 //! The server-side check in front of every page: anonymous visitors go to the sign-in
 //! page, and a signed-in user without the page's role gets status 403 (the page itself
-//! renders the explanation). The role each path needs comes from `app::access`.
+//! renders the explanation). The role each path needs comes from `domain::access`.
 
-use app::access::required_role_for_path;
-use app::models::CurrentUser;
+use domain::access::required_role_for_path;
+use domain::models::CurrentUser;
 use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;

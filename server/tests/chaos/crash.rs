@@ -7,7 +7,7 @@
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{Server, Setup};
 use super::{kills, Lcg};
-use app::storage::testing::TestDb;
+use store::testing::TestDb;
 use std::time::{Duration, Instant};
 
 async fn crash_under_load(t: &TestDb, kills: usize, seed: u64) {

@@ -8,9 +8,9 @@
 use super::people::{self, sign_in};
 use super::server::{Server, Setup};
 use super::{kills, Lcg};
-use app::access::Role;
-use app::storage::testing::TestDb;
-use app::storage::{approvals, audit, escalations, Db};
+use domain::access::Role;
+use store::testing::TestDb;
+use store::{approvals, audit, escalations, Db};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -8,7 +8,7 @@
 
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{wait_until, Server, Setup};
-use app::storage::Db;
+use store::Db;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

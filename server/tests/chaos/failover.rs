@@ -5,8 +5,8 @@
 
 use super::people;
 use super::server::{wait_until, Server, Setup};
-use app::access::Role;
-use app::storage::testing::TestDb;
+use domain::access::Role;
+use store::testing::TestDb;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -36,8 +36,8 @@ async fn wait_for_decision(bases: Vec<String>, agent: String, id: String) -> (Va
     }
 }
 
-async fn leader(db: &app::storage::Db) -> Option<String> {
-    app::storage::alerts::last_evaluation(db).await.ok().flatten().map(|(instance, _, _)| instance)
+async fn leader(db: &store::Db) -> Option<String> {
+    store::alerts::last_evaluation(db).await.ok().flatten().map(|(instance, _, _)| instance)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

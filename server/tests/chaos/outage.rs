@@ -6,7 +6,7 @@
 
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{free_port, readiness, wait_until, Server, Setup};
-use app::storage::Db;
+use store::Db;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -9,8 +9,8 @@
 use super::load::{send_one, send_one_grpc, Exporters, Ledger, Workload};
 use super::server::{Server, Setup};
 use super::{people, percentile_ms, phase_seconds};
-use app::access::Role;
-use app::storage::testing::TestDb;
+use domain::access::Role;
+use store::testing::TestDb;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};

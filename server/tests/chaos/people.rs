@@ -1,9 +1,9 @@
 //! The people and the agent token a scenario needs, created in the server's database,
 //! and signing in as the browser does.
 
-use app::access::{Role, Scope};
+use domain::access::{Role, Scope};
 use app::auth::password;
-use app::storage::{users, Db};
+use store::{users, Db};
 use std::time::Duration;
 
 pub use super::common::PASSWORD;

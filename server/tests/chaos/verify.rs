@@ -4,8 +4,8 @@
 //! recount from the stored spans.
 
 use super::load::Workload;
-use app::ingest::derive::{derive_run_with, Rules};
-use app::storage::{runs, spans, Db};
+use domain::derive::{derive_run_with, Rules};
+use store::{runs, spans, Db};
 use std::collections::HashMap;
 
 #[derive(Debug, Default)]

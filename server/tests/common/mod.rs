@@ -5,11 +5,11 @@
 pub mod receiver;
 pub mod spans;
 
-use app::access::{Role, Scope};
+use domain::access::{Role, Scope};
 use app::auth::{password, secrets};
 use app::state::AppState;
-use app::storage::testing::TestDb;
-use app::storage::{tokens, users, Db};
+use store::testing::TestDb;
+use store::{tokens, users, Db};
 use flightdeck::config::{Config, Overrides};
 use reqwest::StatusCode;
 use serde_json::Value;

@@ -1,8 +1,8 @@
 //! Building OTLP spans for tests and storing them through the real ingest path (prepare,
 //! then the span writer), without a network hop.
 
-use app::ingest::pipeline::{prepare, IngestSettings};
-use app::storage::Db;
+use ingest::pipeline::{prepare, IngestSettings};
+use store::Db;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
@@ -63,5 +63,5 @@ async fn ingest_request(db: &Db, export: ExportTraceServiceRequest) {
     let settings = IngestSettings::default();
     let prepared = prepare(&export, &settings, &[]);
     assert_eq!(prepared.rejected, 0, "{:?}", prepared.errors);
-    app::storage::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
+    store::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
 }

@@ -2,8 +2,8 @@
 //! windows and baselines it reads. Saving is audited with the settings before and after.
 
 use super::AdminTabs;
-use crate::alerts::settings::{fields, RuleSettings};
-use crate::alerts::{AlertRule, Severity};
+use domain::alerts::settings::{fields, RuleSettings};
+use domain::alerts::{AlertRule, Severity};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::alerts::{load_alert_rules, SaveAlertRule};
 use crate::routes::alerts::fires_when;

@@ -11,7 +11,7 @@ pub mod tools;
 pub mod users;
 pub mod webhooks;
 
-use crate::access::Role;
+use domain::access::Role;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -87,7 +87,7 @@ pub fn AdminTabs() -> impl IntoView {
 
 /// The secret shown once after it was made.
 #[component]
-pub fn OneTimeSecretBox(secret: crate::models::OneTimeSecret) -> impl IntoView {
+pub fn OneTimeSecretBox(secret: domain::models::OneTimeSecret) -> impl IntoView {
     view! {
         <div class="secret-box" role="status" data-testid="one-time-secret">
             <p>

@@ -3,7 +3,7 @@
 //! from whom, how long a request waits, and an absolute per-run limit.
 
 use super::AdminTabs;
-use crate::canonical::SideEffect;
+use domain::canonical::SideEffect;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::admin::{load_policies, DeletePolicy, SavePolicy};
 use leptos::prelude::*;
@@ -129,7 +129,7 @@ pub fn PoliciesAdmin() -> impl IntoView {
 }
 
 /// The guarded-call settings of a policy in one line.
-fn ledger_summary(row: &crate::models::PolicyRow) -> String {
+fn ledger_summary(row: &domain::models::PolicyRow) -> String {
     let key = if row.run_wide_key { "run-wide key" } else { "key per step" };
     let volatile = if row.volatile_fields.is_empty() {
         "default volatile fields".to_string()

@@ -6,7 +6,7 @@ use super::AdminTabs;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
 use crate::functions::catalog::{load_prices, DeletePrice, RecomputeRuns, SavePrice};
-use crate::pricing::PriceSource;
+use domain::pricing::PriceSource;
 use leptos::prelude::*;
 use leptos_meta::Title;
 

@@ -4,7 +4,7 @@
 //! its payload), and each shadow rule's running report.
 
 use super::AdminTabs;
-use crate::approvals::rules::{HistoryReport, RuleAction, RuleMode, VARIABLES};
+use domain::approvals::rules::{HistoryReport, RuleAction, RuleMode, VARIABLES};
 use crate::components::payload::ExactInline;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;

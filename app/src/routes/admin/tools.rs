@@ -4,11 +4,11 @@
 //! policy and recomputes the flags of the stored runs that called it.
 
 use super::AdminTabs;
-use crate::canonical::SideEffect;
+use domain::canonical::SideEffect;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
 use crate::functions::catalog::{load_tools, ClassifyTool};
-use crate::models::ToolRow;
+use domain::models::ToolRow;
 use crate::routes::runs::detail::effect_tag;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -3,13 +3,13 @@
 //! sessions at once.
 
 use super::{AdminTabs, OneTimeSecretBox};
-use crate::access::Role;
+use domain::access::Role;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
 use crate::functions::admin::{
     load_users_page, CreateUser, LinkSlackUser, ResetPassword, SetRoles, SetUserDisabled, UnlinkSlackUser,
 };
-use crate::models::UserSummary;
+use domain::models::UserSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;
 

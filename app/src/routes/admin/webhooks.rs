@@ -7,7 +7,7 @@ use super::AdminTabs;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{MaybeTimestamp, Timestamp};
 use crate::functions::admin::{load_webhooks_page, SendTestAlert};
-use crate::models::{AlertRouteSummary, WebhookDelivery, WebhookTargetSummary};
+use domain::models::{AlertRouteSummary, WebhookDelivery, WebhookTargetSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;

@@ -6,9 +6,9 @@
 
 pub mod page;
 
-use crate::alerts::settings::RuleSettings;
-use crate::alerts::silences::Silence;
-use crate::alerts::{window_text, Alert, AlertItem, AlertRule, AlertState, ItemKind, Unit};
+use domain::alerts::settings::RuleSettings;
+use domain::alerts::silences::Silence;
+use domain::alerts::{window_text, Alert, AlertItem, AlertRule, AlertState, ItemKind, Unit};
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::{ActionError, ErrorBox};
@@ -16,7 +16,7 @@ use crate::components::time::{ago, format_utc};
 use crate::functions::alerts::{
     load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView, CreateMaintenanceWindow, EndSilence,
 };
-use crate::url::{encode, run_href};
+use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -181,7 +181,7 @@ pub fn AlertCard(
         view! { <span>{alert.rule.title()}</span> }.into_any()
     };
     let items = alert.items.clone();
-    let behind = crate::alerts::behind_it(&alert.items, alert.items_total);
+    let behind = domain::alerts::behind_it(&alert.items, alert.items_total);
     let id = alert.id.clone();
     view! {
         <article class=format!("card alert state-{} level-{}", state.as_str(), alert.severity.as_str())

@@ -10,11 +10,11 @@
 //! in the address (`functions::ssr::form_back_with`).
 
 use super::AlertCard;
-use crate::alerts::{AlertEvent, AlertRule};
+use domain::alerts::{AlertEvent, AlertRule};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
 use crate::functions::alerts::{load_alert, AcknowledgeAlert, AlertView, CreateSilence, ThresholdsInForce};
-use crate::models::WebhookDelivery;
+use domain::models::WebhookDelivery;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
@@ -53,7 +53,7 @@ impl Draft {
         ];
         pairs
             .iter()
-            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={}", crate::url::encode(v))))
+            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={}", domain::url::encode(v))))
             .collect::<Vec<_>>()
             .join("&")
     }
@@ -61,8 +61,8 @@ impl Draft {
 
 #[component]
 pub fn AlertPage() -> impl IntoView {
-    // From the path, decoded once (see `url::path_id`).
-    let id = crate::url::path_id("/alerts/");
+    // From the path, decoded once (see `path_id`).
+    let id = crate::path_id::path_id("/alerts/");
     let acknowledge = ServerAction::<AcknowledgeAlert>::new();
     crate::components::layout::refresh_nav_after(acknowledge);
     let silence = ServerAction::<CreateSilence>::new();
@@ -196,7 +196,7 @@ fn SilenceForm(view: AlertView, silence: ServerAction<CreateSilence>, draft: RwS
     }
     // Each change is kept, and put in the address so a reload keeps it too.
     let navigate = use_navigate();
-    let path = crate::url::encode(&alert_id);
+    let path = domain::url::encode(&alert_id);
     let remember = move |change: &dyn Fn(&mut Draft)| {
         draft.update(|d| change(d));
         let query = draft.with_untracked(Draft::query);
@@ -264,7 +264,7 @@ fn SilenceForm(view: AlertView, silence: ServerAction<CreateSilence>, draft: RwS
 /// Which version of the rule's settings fired the alert, and its thresholds, so a later
 /// change does not rewrite what on-call was paged for.
 #[component]
-fn Thresholds(rule: crate::alerts::AlertRule, t: ThresholdsInForce) -> impl IntoView {
+fn Thresholds(rule: domain::alerts::AlertRule, t: ThresholdsInForce) -> impl IntoView {
     let source = match (t.version, &t.saved_by, t.saved_at) {
         (0, _, _) => "the defaults".to_string(),
         (v, Some(by), Some(at)) => {

@@ -4,13 +4,13 @@
 //! Approve or deny them in one action; the form carries each request's own hash, so every
 //! decision is still bound to the payload shown for it.
 
-use crate::approvals::display::text_at;
-use crate::approvals::ApprovalStatus;
+use domain::approvals::display::text_at;
+use domain::approvals::ApprovalStatus;
 use crate::components::payload::{ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::approvals::{load_bulk, BulkView, DecideBulk};
 use crate::routes::approvals::approval_href;
-use crate::url::run_href;
+use domain::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -54,7 +54,7 @@ fn Bulk(v: BulkView, decide: ServerAction<DecideBulk>) -> impl IntoView {
         })
     };
     let tools: std::collections::BTreeSet<String> = v.requests.iter().map(|a| a.tool.clone()).collect();
-    let pending: Vec<&crate::approvals::Approval> =
+    let pending: Vec<&domain::approvals::Approval> =
         v.requests.iter().filter(|a| a.status == ApprovalStatus::Pending).collect();
     let decided = v.requests.len() - pending.len();
     let items = pending.iter().map(|a| format!("{}:{}", a.id, a.payload_sha256)).collect::<Vec<_>>().join(",");
@@ -148,7 +148,7 @@ fn Bulk(v: BulkView, decide: ServerAction<DecideBulk>) -> impl IntoView {
 }
 
 /// A request's standing in words: "pending, 1 of 2 approvals", "approved by alice".
-fn status_of(a: &crate::approvals::Approval) -> String {
+fn status_of(a: &domain::approvals::Approval) -> String {
     let by = if a.approved_by.is_empty() { a.decided_by.clone().unwrap_or_default() } else { a.approved_by.join(", ") };
     match a.status {
         ApprovalStatus::Pending if a.required_approvals > 1 => {

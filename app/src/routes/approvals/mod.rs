@@ -5,13 +5,13 @@
 pub mod bulk;
 pub mod request;
 
-use crate::approvals::{Approval, ApprovalStatus};
+use domain::approvals::{Approval, ApprovalStatus};
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, format_utc};
 use crate::functions::approvals::{load_approval_history, load_inbox, InboxView};
-use crate::url::{encode, run_href};
+use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;

@@ -5,20 +5,20 @@
 //! names, Approve and Deny. Both post the payload hash this page showed, so a decision can
 //! only ever apply to what the approver read.
 
-use crate::approvals::{Approval, ApprovalStatus};
+use domain::approvals::{Approval, ApprovalStatus};
 use crate::components::badges::Tag;
 use crate::components::payload::{pretty_json, ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc, Timestamp};
 use crate::functions::approvals::{load_approval, ApprovalView, CancelApproval, DecideApproval};
-use crate::url::run_href;
+use domain::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
 pub fn ApprovalPage() -> impl IntoView {
-    // From the path, decoded once (see `url::path_id`).
-    let id = crate::url::path_id("/approvals/");
+    // From the path, decoded once (see `path_id`).
+    let id = crate::path_id::path_id("/approvals/");
     let decide = ServerAction::<DecideApproval>::new();
     let cancel = ServerAction::<CancelApproval>::new();
     crate::components::layout::refresh_nav_after(decide);
@@ -108,7 +108,7 @@ fn EditHistory(a: Approval) -> impl IntoView {
 #[component]
 fn Payload(a: Approval) -> impl IntoView {
     let pending = a.status == ApprovalStatus::Pending;
-    let redacted = a.arguments.contains(crate::canonical::REDACTED);
+    let redacted = a.arguments.contains(domain::canonical::REDACTED);
     let hidden = crate::components::payload::has_hidden_characters(&a.arguments);
     let arguments: serde_json::Value = serde_json::from_str(&a.arguments).unwrap_or(serde_json::Value::Null);
     let fields = argument_fields(&arguments, &a.display);
@@ -165,7 +165,7 @@ fn Payload(a: Approval) -> impl IntoView {
 /// when the arguments are not an object.
 fn argument_fields(
     arguments: &serde_json::Value,
-    display: &[crate::approvals::DisplayField],
+    display: &[domain::approvals::DisplayField],
 ) -> Option<Vec<(String, String)>> {
     let map = arguments.as_object()?;
     let text = |v: &serde_json::Value| match v {
@@ -199,7 +199,7 @@ fn AgentDescription(a: Approval) -> impl IntoView {
         return None;
     }
     let arguments: serde_json::Value = serde_json::from_str(&a.arguments).unwrap_or(serde_json::Value::Null);
-    let report = crate::approvals::display::compare(&arguments, &a.display);
+    let report = domain::approvals::display::compare(&arguments, &a.display);
     let clean = report.is_clean();
     Some(view! {
         <section class="card agent-description" data-testid="agent-description">
@@ -223,7 +223,7 @@ fn AgentDescription(a: Approval) -> impl IntoView {
 /// warning; arguments it does not show are listed plainly, since a summary rarely shows
 /// every field and the arguments above are what runs.
 #[component]
-fn DisplayWarnings(report: crate::approvals::display::DisplayReport) -> impl IntoView {
+fn DisplayWarnings(report: domain::approvals::display::DisplayReport) -> impl IntoView {
     view! {
         <div class="display-report" data-testid="display-warnings">
         {(!report.differing.is_empty()).then(|| view! {
@@ -298,7 +298,7 @@ fn Facts(a: Approval, view: ApprovalView) -> impl IntoView {
             <dd><Timestamp at=a.created_at/> " (" {ago(&a.created_at, &view.now)} ")"</dd>
             <dt>"Expires"</dt>
             <dd><Timestamp at=a.expires_at/>
-                {(a.status == crate::approvals::ApprovalStatus::Pending).then(|| format!(" ({})", time_left(&a.expires_at, &view.now)))}
+                {(a.status == domain::approvals::ApprovalStatus::Pending).then(|| format!(" ({})", time_left(&a.expires_at, &view.now)))}
             </dd>
             {a.use_by.map(|t| view! { <dt>"Must be used by"</dt><dd><Timestamp at=t/></dd> })}
             <dt>"Agent"</dt>
@@ -365,7 +365,7 @@ fn Outcome(a: Approval) -> impl IntoView {
                 <p class="muted small">"Decided by the approval rule " <a href="/admin/rules"><code>{r}</code></a> "."</p>
             })}
             {a.escalation_id.clone().map(|e| view! {
-                <p>"An escalation was opened for a person to take over: " <a href=format!("/escalations/{}", crate::url::encode(&e))><code>{e.clone()}</code></a></p>
+                <p>"An escalation was opened for a person to take over: " <a href=format!("/escalations/{}", domain::url::encode(&e))><code>{e.clone()}</code></a></p>
             })}
             {used.map(|span| view! { <p class="muted small">"Executed by span " <code>{span}</code></p> })}
         </section>
@@ -389,7 +389,7 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
     }
     let (id, sha) = (a.id.clone(), a.payload_sha256.clone());
     let (id2, sha2) = (a.id.clone(), a.payload_sha256.clone());
-    let editable = !a.arguments.contains(crate::canonical::REDACTED);
+    let editable = !a.arguments.contains(domain::canonical::REDACTED);
     let pretty = pretty_json(&a.arguments);
     let original = pretty.clone();
     let edited = RwSignal::new(false);

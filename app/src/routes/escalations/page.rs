@@ -4,19 +4,19 @@
 //! remains as a checklist; the operator's actions; and the timeline.
 
 use super::{backlog_age, reason_text};
-use crate::canonical::ToolCallView;
+use domain::canonical::ToolCallView;
 use crate::components::badges::Tag;
 use crate::components::payload::ExactText;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
-use crate::escalations::{DoneItem, Resolution};
+use domain::escalations::{DoneItem, Resolution};
 use crate::functions::escalations::{
     load_escalation, ClaimEscalation, EscalationView, NoteEscalation, ReleaseEscalation, ResolveEscalation,
     TickEscalationItem,
 };
 use crate::functions::ledger::SettleCall;
-use crate::ledger::{EntryState, LedgerEntry};
-use crate::url::run_href;
+use domain::ledger::{EntryState, LedgerEntry};
+use domain::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -33,8 +33,8 @@ struct Actions {
 
 #[component]
 pub fn EscalationPage() -> impl IntoView {
-    // From the path, decoded once (see `url::path_id`).
-    let id = crate::url::path_id("/escalations/");
+    // From the path, decoded once (see `path_id`).
+    let id = crate::path_id::path_id("/escalations/");
     let actions = Actions {
         claim: ServerAction::new(),
         release: ServerAction::new(),

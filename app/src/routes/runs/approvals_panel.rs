@@ -1,7 +1,7 @@
 //! The run page's approval panel: every approval request the run filed (linked to its
 //! page) and every violation ingest recorded: tool calls that ran without a valid approval.
 
-use crate::approvals::{Approval, Violation};
+use domain::approvals::{Approval, Violation};
 use crate::components::badges::Tag;
 use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;

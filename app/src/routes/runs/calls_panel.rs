@@ -7,7 +7,7 @@ use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;
 use crate::errors::AppError;
 use crate::functions::ledger::RunCall;
-use crate::ledger::EntryState;
+use domain::ledger::EntryState;
 use crate::routes::approvals::approval_href;
 use leptos::prelude::*;
 

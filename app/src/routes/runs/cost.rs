@@ -2,7 +2,7 @@
 //! prices, or not known because a model has no price ("no price for model X", never $0).
 //! And each step's tokens and cost.
 
-use crate::canonical::{CostSource, RunDetail, RunSummary, StepView};
+use domain::canonical::{CostSource, RunDetail, RunSummary, StepView};
 use crate::components::numbers::{money, thousands};
 use leptos::prelude::*;
 

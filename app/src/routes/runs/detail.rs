@@ -2,7 +2,7 @@
 //! (side effects, duplicates called out), and the waterfall of every span of every trace
 //! on one time axis. Everything an agent sent is rendered as text.
 
-use crate::canonical::{
+use domain::canonical::{
     MarkKind, RunDetail, RunFailure, RunView, SideEffect, SpanMark, SpanPanel, TerminalReason, ToolCallView,
     WaterfallSpan,
 };
@@ -11,7 +11,7 @@ use crate::components::numbers::{money, thousands};
 use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
 use crate::functions::runs::{load_run, load_span};
-use crate::url::{encode, run_href};
+use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -58,8 +58,8 @@ impl TraceParams {
 #[component]
 pub fn RunDetailPage() -> impl IntoView {
     let query = use_query_map();
-    // From the path, decoded once (see `url::path_id`).
-    let run_id = crate::url::path_id("/runs/");
+    // From the path, decoded once (see `path_id`).
+    let run_id = crate::path_id::path_id("/runs/");
     let text = move |name: &str| query.with(|q| q.get(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()));
     // Page 1 is the same with or without `?page=1`: selecting a span (whose link names the
     // page) must not reload the run, which empties the page for a moment and scrolls it
@@ -485,7 +485,7 @@ fn times(n: i64) -> String {
 #[component]
 fn Duplicates(detail: RunDetail) -> impl IntoView {
     let (possible, sure): (Vec<_>, Vec<_>) = detail.duplicates.into_iter().partition(|d| d.possible);
-    let list = |items: Vec<crate::canonical::DuplicateView>| {
+    let list = |items: Vec<domain::canonical::DuplicateView>| {
         items
             .into_iter()
             .map(|d| {

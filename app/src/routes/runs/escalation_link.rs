@@ -2,7 +2,7 @@
 //! page where a person takes over.
 
 use crate::errors::AppError;
-use crate::escalations::Escalation;
+use domain::escalations::Escalation;
 use crate::routes::escalations::{escalation_href, reason_text};
 use leptos::prelude::*;
 

@@ -1,0 +1,234 @@
+//! What differs between SQLite and PostgreSQL, one method per statement. Everything else
+//! in storage is written once (see [`super::sql`]); a reader who wants to know where the
+//! backends part ways reads this file.
+//!
+//! - Concurrency: SQLite has one writer at a time (the ingest transaction holds its write
+//!   lock), PostgreSQL has several instances writing at once, which lock each trace and
+//!   run they change.
+//! - Numbering: SQLite gives the next number past the highest stored, PostgreSQL takes
+//!   numbers from a sequence.
+//! - The search-term index: an FTS5 document per span chunk on SQLite, a `(term, run)`
+//!   table on PostgreSQL (see [`super::terms`] for why). Which values are terms is decided
+//!   once, by [`domain::record::terms_of`]; the backends only store them.
+
+pub use super::sql::Backend;
+use super::sql::{cacheable_chunks, Sql, Tx, IDS_PER_QUERY, ROWS_PER_INSERT};
+use super::{corrupt, terms};
+use domain::record;
+use std::collections::BTreeSet;
+
+impl Backend {
+    /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
+    pub fn runs_with_term(self, placeholder: &str) -> String {
+        match self {
+            Backend::Postgres => format!("SELECT run_id FROM run_terms WHERE term = {placeholder}"),
+            // The phrase quotes make FTS5 read the token literally; hex has no quote in it.
+            Backend::Sqlite => format!(
+                "SELECT run_id FROM span_chunks WHERE id IN \
+                 (SELECT rowid FROM run_terms_fts WHERE run_terms_fts MATCH '\"' || hex({placeholder}) || '\"')"
+            ),
+        }
+    }
+}
+
+/// The search terms of one new span chunk.
+#[derive(Debug)]
+pub struct ChunkTerms<'a> {
+    pub chunk_id: i64,
+    pub run_id: &'a str,
+    pub terms: BTreeSet<&'a str>,
+}
+
+impl Tx {
+    /// Locks `keys` until the commit, in sorted order, so two writers never deadlock.
+    /// PostgreSQL: transaction-scoped advisory locks, a few hundred per round trip.
+    /// SQLite: nothing to do, the transaction already holds the database's write lock.
+    pub async fn lock_in_order(&mut self, keys: impl Iterator<Item = String>) -> Result<(), sqlx::Error> {
+        if let Tx::Sqlite(..) = self {
+            return Ok(());
+        }
+        let mut keys: Vec<String> = keys.collect();
+        keys.sort();
+        keys.dedup();
+        for chunk in cacheable_chunks(&keys, IDS_PER_QUERY) {
+            // Ordered by position in the list, so the locks are taken in that order.
+            let mut sql = Sql::new("SELECT pg_advisory_xact_lock(hashtextextended(k, 1)) FROM (");
+            sql.values(chunk.iter().enumerate(), |row, (i, key)| {
+                row.bind(key.as_str()).bind(i as i64);
+            });
+            sql.push(") AS t(k, i) ORDER BY i");
+            self.execute(sql).await?;
+        }
+        Ok(())
+    }
+
+    /// `n` new run arrival numbers. SQLite: past the highest stored and `given`, the
+    /// highest given earlier in this transaction (which holds the write lock, so no other
+    /// writer gives one meanwhile). PostgreSQL: from the sequence, as several instances
+    /// may write at once.
+    pub async fn next_run_numbers(&mut self, n: usize, given: i64) -> Result<Vec<i64>, sqlx::Error> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        match self {
+            Tx::Postgres(_) => {
+                let mut sql = Sql::new("SELECT nextval('runs_run_no_seq') FROM generate_series(1, ");
+                sql.bind(n as i64).push("::BIGINT)");
+                let rows: Vec<(i64,)> = self.fetch_all(sql).await?;
+                Ok(rows.into_iter().map(|(v,)| v).collect())
+            }
+            Tx::Sqlite(..) => {
+                let (stored,): (i64,) = self.fetch_one(Sql::new("SELECT COALESCE(MAX(run_no), 0) FROM runs")).await?;
+                let first = stored.max(given) + 1;
+                Ok((first..first + n as i64).collect())
+            }
+        }
+    }
+
+    /// Ids for `n` new `span_chunks` rows, given before the insert so the search terms can
+    /// be keyed by them (an insert returning its ids came back one row per wake-up of
+    /// SQLite's worker). SQLite: past the highest stored (this transaction holds the write
+    /// lock); PostgreSQL: from the table's sequence.
+    pub async fn next_chunk_ids(&mut self, n: usize) -> Result<Vec<i64>, sqlx::Error> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        match self {
+            Tx::Postgres(_) => {
+                let mut sql = Sql::new("SELECT nextval('span_chunks_id_seq') FROM generate_series(1, ");
+                sql.bind(n as i64).push("::BIGINT)");
+                let rows: Vec<(i64,)> = self.fetch_all(sql).await?;
+                Ok(rows.into_iter().map(|(v,)| v).collect())
+            }
+            Tx::Sqlite(..) => {
+                let (first,): (i64,) =
+                    self.fetch_one(Sql::new("SELECT COALESCE(MAX(id), 0) + 1 FROM span_chunks")).await?;
+                Ok((first..first + n as i64).collect())
+            }
+        }
+    }
+
+    /// What ends a SELECT that reads a row to change it in this transaction: PostgreSQL
+    /// locks the row (another instance's transaction waits); SQLite's transaction already
+    /// holds the database's write lock.
+    pub fn lock_rows(&self) -> &'static str {
+        match self {
+            Tx::Postgres(_) => " FOR UPDATE",
+            Tx::Sqlite(..) => "",
+        }
+    }
+
+    /// The stored reason and number of each run in `run_ids` that has a row. On
+    /// PostgreSQL the rows stay locked until the commit, so retention deleting one
+    /// meanwhile is either seen here or waits for this transaction.
+    pub async fn runs_locked(&mut self, run_ids: &[&str]) -> Result<Vec<(String, String, i64)>, sqlx::Error> {
+        let lock = match self {
+            Tx::Postgres(_) => " FOR UPDATE",
+            Tx::Sqlite(..) => "",
+        };
+        let mut rows = Vec::new();
+        for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
+            let mut sql = Sql::new("SELECT run_id, terminal_reason, run_no FROM runs WHERE run_id IN ");
+            sql.list(chunk.iter().copied()).push(lock);
+            rows.extend(self.fetch_all::<(String, String, i64)>(sql).await?);
+        }
+        Ok(rows)
+    }
+
+    /// Up to `limit` runs that started before `started_before_ns`, as (id, number),
+    /// locked like [`Tx::runs_locked`] (retention deletes them in this transaction).
+    pub async fn expired_runs_locked(
+        &mut self,
+        started_before_ns: i64,
+        limit: i64,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        let mut sql = Sql::new("SELECT run_id, run_no FROM runs WHERE started_ns < ");
+        sql.bind(started_before_ns);
+        match self {
+            Tx::Postgres(_) => sql.push(" ORDER BY run_id LIMIT ").bind(limit).push(" FOR UPDATE"),
+            Tx::Sqlite(..) => sql.push(" LIMIT ").bind(limit),
+        };
+        self.fetch_all(sql).await
+    }
+
+    /// Stores the search terms of new span chunks. SQLite: one FTS5 document per chunk,
+    /// keyed by its id. PostgreSQL: one `(term, run)` row per distinct pair.
+    pub async fn store_terms(&mut self, chunks: &[ChunkTerms<'_>]) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(..) => {
+                let documents: Vec<(i64, String)> = chunks
+                    .iter()
+                    .filter(|c| !c.terms.is_empty())
+                    .map(|c| (c.chunk_id, terms::document(c.terms.iter().copied())))
+                    .collect();
+                for part in super::sql::cacheable_parts(documents, ROWS_PER_INSERT) {
+                    let mut sql = Sql::new("INSERT INTO run_terms_fts (rowid, terms) ");
+                    sql.values(part, |row, (id, document)| {
+                        row.bind(id).bind(document);
+                    });
+                    self.execute(sql).await?;
+                }
+            }
+            Tx::Postgres(_) => {
+                let pairs: BTreeSet<(&str, &str)> =
+                    chunks.iter().flat_map(|c| c.terms.iter().map(move |t| (*t, c.run_id))).collect();
+                let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+                for part in cacheable_chunks(&pairs, ROWS_PER_INSERT) {
+                    let mut sql = Sql::new("INSERT INTO run_terms (term, run_id) ");
+                    sql.values(part, |row, (term, run)| {
+                        row.bind(*term).bind(*run);
+                    });
+                    sql.push(" ON CONFLICT (term, run_id) DO NOTHING");
+                    self.execute(sql).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets the search terms of every stored span chunk of `runs` (number, id), before
+    /// those chunks are deleted or rewritten. SQLite: their documents. PostgreSQL: the
+    /// `(term, run)` rows of the terms their spans carry, found by reading them, so the
+    /// table needs no index by run.
+    pub async fn forget_terms(&mut self, runs: &[(i64, &str)]) -> Result<(), sqlx::Error> {
+        if runs.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Tx::Sqlite(..) => {
+                for chunk in cacheable_chunks(runs, IDS_PER_QUERY) {
+                    let mut sql = Sql::new(
+                        "DELETE FROM run_terms_fts WHERE rowid IN (SELECT id FROM span_chunks WHERE run_no IN ",
+                    );
+                    sql.list(chunk.iter().map(|(run_no, _)| *run_no)).push(")");
+                    self.execute(sql).await?;
+                }
+            }
+            Tx::Postgres(_) => {
+                let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
+                for chunk in cacheable_chunks(runs, IDS_PER_QUERY) {
+                    let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
+                    sql.list(chunk.iter().map(|(run_no, _)| *run_no));
+                    let rows: Vec<(String, String, Option<Vec<u8>>)> = self.fetch_all(sql).await?;
+                    super::dictionaries::load_for_tx(self, rows.iter().map(|(_, _, packed)| packed.as_deref())).await?;
+                    for (run, records, packed) in rows {
+                        let records = super::packing::unpack(records, packed)?;
+                        for facts in record::decode_facts(&records).map_err(corrupt)? {
+                            pairs.extend(record::search_terms(&facts).map(|t| (t.to_string(), run.clone())));
+                        }
+                    }
+                }
+                let pairs: Vec<(String, String)> = pairs.into_iter().collect();
+                for part in cacheable_chunks(&pairs, ROWS_PER_INSERT) {
+                    let mut sql = Sql::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
+                    sql.values(part, |row, (term, run)| {
+                        row.bind(term).bind(run);
+                    });
+                    sql.push(")");
+                    self.execute(sql).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

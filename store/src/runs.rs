@@ -1,0 +1,644 @@
+//! Reading runs: the filtered, keyset-paginated list and one run in full.
+
+use super::dialect::Backend;
+use super::spans;
+use super::sql::{Arg, Sql};
+use super::{corrupt, from_ms, Db, StoreResult};
+use domain::canonical::{
+    CostSource, DuplicateView, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+};
+use domain::derive::{derive_run_with, Rules};
+use domain::failure::{failure_of, SpanOutcome};
+use domain::record as span_record;
+pub use domain::run_query::{Cursor, RunFlag, RunQuery, RunSort, SortKey};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One page of runs, the cursor for the next, and how many runs of each terminal reason
+/// match the filters (reason and paging aside).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPage {
+    pub runs: Vec<RunSummary>,
+    pub next: Option<Cursor>,
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct RunRow {
+    run_id: String,
+    agent: Option<String>,
+    run_trigger: String,
+    terminal_reason: String,
+    started_ns: i64,
+    ended_ns: Option<i64>,
+    wall_clock_ms: Option<i64>,
+    cost: f64,
+    cost_source: String,
+    unpriced_models: Option<String>,
+    possible_duplicates: i64,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_tokens: i64,
+    steps: i64,
+    tool_calls: i64,
+    trace_ids: String,
+    duplicate_side_effects: i64,
+    deduped_calls: i64,
+    completed_without_read: bool,
+    approval_violations: i64,
+    escalation_reason: Option<String>,
+    duplicates: String,
+}
+
+const RUN_COLUMNS: &str = "run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, wall_clock_ms, cost, \
+    cost_source, unpriced_models, possible_duplicates, \
+    input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
+    completed_without_read, approval_violations, escalation_reason, duplicates";
+
+impl RunRow {
+    fn summary(&self) -> Result<RunSummary, sqlx::Error> {
+        Ok(RunSummary {
+            run_id: self.run_id.clone(),
+            agent: self.agent.clone(),
+            trigger: Trigger::parse(&self.run_trigger).unwrap_or(Trigger::Unknown),
+            terminal_reason: TerminalReason::parse(&self.terminal_reason).unwrap_or(TerminalReason::Running),
+            started_at: (self.started_ns > 0).then(|| from_ms(self.started_ns / 1_000_000)),
+            ended_at: self.ended_ns.map(|ns| from_ms(ns / 1_000_000)),
+            wall_clock_ms: self.wall_clock_ms,
+            cost: self.cost,
+            cost_source: CostSource::parse(&self.cost_source).unwrap_or(CostSource::Agent),
+            unpriced_models: self.unpriced_models.as_deref().map(super::stored_json).transpose()?.unwrap_or_default(),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_tokens: self.cache_tokens,
+            steps: self.steps,
+            tool_calls: self.tool_calls,
+            trace_ids: super::stored_json(&self.trace_ids)?,
+            duplicate_side_effects: self.duplicate_side_effects,
+            possible_duplicates: self.possible_duplicates,
+            deduped_calls: self.deduped_calls,
+            completed_without_read: self.completed_without_read,
+            approval_violations: self.approval_violations,
+            escalation_reason: self.escalation_reason.clone(),
+        })
+    }
+}
+
+/// How a statement spells the filtered columns: `runs` alone, or `run_tools rt` (whose
+/// started_ns and terminal_reason are copies of the run's) with `runs r` joined or not.
+struct Cols {
+    /// Prefix of the columns only `runs` has ("" or "r.").
+    runs: &'static str,
+    started: &'static str,
+    reason: &'static str,
+    run_id: &'static str,
+}
+
+const RUNS: Cols = Cols { runs: "", started: "started_ns", reason: "terminal_reason", run_id: "run_id" };
+const TOOLS_JOINED: Cols =
+    Cols { runs: "r.", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+const TOOLS_ALONE: Cols =
+    Cols { runs: "", started: "rt.started_ns", reason: "rt.terminal_reason", run_id: "rt.run_id" };
+
+/// The sort value as `c` spells it.
+fn key_sql(sort: RunSort, c: &Cols) -> String {
+    match sort {
+        RunSort::Started => c.started.to_string(),
+        RunSort::Cost => format!("{}cost", c.runs),
+        RunSort::Duration => format!("COALESCE({}wall_clock_ms, -1)", c.runs),
+        RunSort::Duplicates => format!("{}duplicate_side_effects", c.runs),
+    }
+}
+
+/// Appends ` AND <condition>` for every filter given except the search term; `reason`
+/// and `after` are passed so the counts can leave them out.
+fn push_filters(sql: &mut Sql, q: &RunQuery, reason: Option<TerminalReason>, after: Option<&Cursor>, c: &Cols) {
+    if let Some(r) = reason {
+        let p = sql.arg(r.as_str());
+        sql.push(&format!(" AND {} = {p}", c.reason));
+    }
+    match (&q.agent_names, &q.agent) {
+        // The names the filter matches, resolved beforehand: an indexed equality.
+        (Some(names), _) if names.is_empty() => {
+            sql.push(" AND 1 = 0");
+        }
+        (Some(names), _) => {
+            sql.push(&format!(" AND {}agent IN ", c.runs));
+            sql.list(names.iter().map(String::as_str));
+        }
+        // Part of the name, in any case: `billing` finds `Billing-Agent`.
+        (None, Some(agent)) => {
+            let p = sql.arg(format!("%{}%", like_escape(&agent.to_lowercase())));
+            sql.push(&format!(" AND LOWER({}agent) LIKE {p} ESCAPE '\\'", c.runs));
+        }
+        (None, None) => {}
+    }
+    if let Some(t) = q.trigger {
+        let p = sql.arg(t.as_str());
+        sql.push(&format!(" AND {}run_trigger = {p}", c.runs));
+    }
+    if let Some(model) = &q.model {
+        let p = sql.arg(model.clone());
+        sql.push(&format!(" AND {}model = {p}", c.runs));
+    }
+    if let Some(since) = q.since_ns {
+        let p = sql.arg(since);
+        sql.push(&format!(" AND {} >= {p}", c.started));
+    }
+    if let Some(until) = q.until_ns {
+        let p = sql.arg(until);
+        sql.push(&format!(" AND {} < {p}", c.started));
+    }
+    match q.flag {
+        None => {}
+        Some(RunFlag::Duplicates) => {
+            sql.push(&format!(" AND {}duplicate_side_effects > 0", c.runs));
+        }
+        Some(RunFlag::NoRead) => {
+            sql.push(&format!(" AND {}completed_without_read = TRUE", c.runs));
+        }
+        Some(RunFlag::ApprovalViolation) => {
+            sql.push(&format!(" AND {}approval_violations > 0", c.runs));
+        }
+    }
+    if let Some(cursor) = after {
+        let value = match (cursor.key, q.sort) {
+            (SortKey::Float(v), _) => Arg::from(v),
+            (SortKey::Int(v), RunSort::Cost) => Arg::from(v as f64),
+            (SortKey::Int(v), _) => Arg::from(v),
+        };
+        let key = key_sql(q.sort, c);
+        let below = sql.arg(value.clone());
+        let equal = sql.arg(value);
+        let id = sql.arg(cursor.run_id.clone());
+        sql.push(&format!(" AND ({key} < {below} OR ({key} = {equal} AND {} < {id}))", c.run_id));
+    }
+}
+
+/// `text` with LIKE's wildcards taken literally (escaped with a backslash).
+fn like_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The runs a search term names by id: as run id, trace id, idempotency key or external
+/// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
+/// The term is tried as typed and in lower case (hex trace ids are stored in lower case).
+fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
+    let mut variants = vec![term.to_string()];
+    if term.to_lowercase() != term {
+        variants.push(term.to_lowercase());
+    }
+    for (i, variant) in variants.into_iter().enumerate() {
+        if i > 0 {
+            sql.push(" UNION ");
+        }
+        let t = sql.arg(variant);
+        sql.push(&format!(
+            "SELECT run_id FROM runs WHERE run_id = {t} \
+             UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
+             UNION {}",
+            backend.runs_with_term(&t)
+        ));
+    }
+}
+
+/// Finds the stored spelling of a tool name the search term names in another case, so a
+/// search for `Send_Email` finds the runs that called `send_email`; and the agent names
+/// the agent filter matches (part of the name, any case), so the run list and its counts
+/// read the agent index for those names instead of testing every run (200 ms at 150,000
+/// runs on SQLite).
+pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
+    let mut q = q.clone();
+    if let Some(agent) = &q.agent {
+        let wanted = agent.to_lowercase();
+        q.agent_names = Some(agents(db).await?.into_iter().filter(|a| a.to_lowercase().contains(&wanted)).collect());
+    }
+    if let Some(term) = q.term().map(str::to_string) {
+        let sql = "SELECT tool_name FROM tools WHERE tool_name = $1 OR LOWER(tool_name) = LOWER($1) \
+                   ORDER BY CASE WHEN tool_name = $1 THEN 0 ELSE 1 END LIMIT 1";
+        let found: Option<String> = db.fetch_value(Sql::with_args(sql, vec![(&term).into()])).await?;
+        q.search_tool = found.filter(|t| *t != term);
+    }
+    Ok(q)
+}
+
+/// Every agent name runs carry, by a loose index scan: one `runs_agent_started` seek per
+/// distinct name (a few), not a pass over every run.
+pub async fn agents(db: &Db) -> StoreResult<Vec<String>> {
+    let sql = "WITH RECURSIVE a(agent) AS (SELECT MIN(agent) FROM runs \
+               UNION ALL SELECT (SELECT MIN(agent) FROM runs WHERE agent > a.agent) FROM a WHERE a.agent IS NOT NULL) \
+               SELECT agent FROM a WHERE agent IS NOT NULL";
+    Ok(db.fetch_column(Sql::new(sql)).await?)
+}
+
+/// The list statement. Without a search term: `runs` filtered and walked in sort order.
+/// With one: the first page of the runs it names by id and the first page of the runs
+/// that called it as a tool (walking `run_tools` newest first), each filtered, then the
+/// page of their union in sort order; both arms stop after one page.
+fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
+    let mut sql = Sql::new("");
+    let order = |c: &Cols| format!(" ORDER BY {} DESC, {} DESC", key_sql(q.sort, c), c.run_id);
+    let page = |sql: &mut Sql| {
+        let p = sql.arg(limit);
+        sql.push(&format!(" LIMIT {p}"));
+    };
+    sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
+    let Some(term) = q.term() else {
+        if q.sort == RunSort::Duplicates {
+            return duplicates_first_sql(q, limit);
+        }
+        sql.push("1 = 1");
+        push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+        sql.push(&order(&RUNS));
+        page(&mut sql);
+        return sql;
+    };
+    sql.push("run_id IN (SELECT run_id FROM (SELECT run_id FROM runs WHERE run_id IN (");
+    push_runs_named_by(&mut sql, term, backend);
+    sql.push(")");
+    push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+    sql.push(&order(&RUNS));
+    page(&mut sql);
+    let tools = if q.filters_on_runs() || q.sort != RunSort::Started { &TOOLS_JOINED } else { &TOOLS_ALONE };
+    sql.push(") AS by_id UNION SELECT run_id FROM (SELECT rt.run_id AS run_id FROM run_tools rt");
+    if tools.runs == "r." {
+        sql.push(" JOIN runs r ON r.run_id = rt.run_id");
+    }
+    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
+    sql.push(&format!(" WHERE rt.tool_name = {t}"));
+    push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), tools);
+    sql.push(&order(tools));
+    page(&mut sql);
+    sql.push(") AS by_tool)");
+    sql.push(&order(&RUNS));
+    page(&mut sql);
+    sql
+}
+
+/// The list sorted by duplicates, without a search term: one page of the runs with
+/// duplicate side effects (their own partial index, `runs_duplicates_some`), one page of
+/// the rest by run id (the run id's index: their duplicate count is 0 for all), then the
+/// page of the two in sort order. No index holds every run by its duplicate count: it
+/// cost the ingest writer a page write at a random place per run (migration 0035).
+fn duplicates_first_sql(q: &RunQuery, limit: i64) -> Sql {
+    let mut sql = Sql::new("");
+    let arms = [
+        ("duplicate_side_effects > 0", " ORDER BY duplicate_side_effects DESC, run_id DESC"),
+        ("duplicate_side_effects = 0", " ORDER BY run_id DESC"),
+    ];
+    for (n, (only, order)) in arms.into_iter().enumerate() {
+        if n > 0 {
+            sql.push(" UNION ALL ");
+        }
+        sql.push(&format!("SELECT * FROM (SELECT {RUN_COLUMNS} FROM runs WHERE {only}"));
+        push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+        let p = sql.arg(limit);
+        sql.push(&format!("{order} LIMIT {p}) AS arm{n}"));
+    }
+    let p = sql.arg(limit);
+    sql.push(&format!(" ORDER BY duplicate_side_effects DESC, run_id DESC LIMIT {p}"));
+    sql
+}
+
+/// The counts statement: rows of (terminal reason, count) to be summed per reason.
+/// With a search term, the runs that called it as a tool are counted from `run_tools`
+/// (joining `runs` only when a filter needs it) and the runs it names by id are added
+/// unless they were counted there already.
+fn counts_sql(q: &RunQuery, backend: Backend) -> Sql {
+    let mut sql = Sql::new("");
+    let Some(term) = q.term() else {
+        sql.push("SELECT terminal_reason || '', COUNT(*) FROM runs WHERE 1 = 1");
+        push_filters(&mut sql, q, None, None, &RUNS);
+        // Grouped by an expression, not the column: SQLite would otherwise walk every run
+        // in `runs_reason_started` order to group without sorting, instead of reading the
+        // few the filter's index names (a flagged run's partial index, a trigger's range)
+        // and sorting those. The same on PostgreSQL, which hashes either way.
+        sql.push(" GROUP BY terminal_reason || ''");
+        return sql;
+    };
+    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
+    if q.filters_on_runs() {
+        sql.push(&format!(
+            "SELECT r.terminal_reason, COUNT(*) FROM run_tools rt JOIN runs r ON r.run_id = rt.run_id \
+             WHERE rt.tool_name = {t}"
+        ));
+        push_filters(&mut sql, q, None, None, &TOOLS_JOINED);
+        sql.push(" GROUP BY r.terminal_reason");
+    } else {
+        sql.push(&format!("SELECT rt.terminal_reason, COUNT(*) FROM run_tools rt WHERE rt.tool_name = {t}"));
+        push_filters(&mut sql, q, None, None, &TOOLS_ALONE);
+        sql.push(" GROUP BY rt.terminal_reason");
+    }
+    sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
+    push_runs_named_by(&mut sql, term, backend);
+    sql.push(&format!(
+        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
+    ));
+    push_filters(&mut sql, q, None, None, &RUNS);
+    sql.push(" GROUP BY terminal_reason");
+    sql
+}
+
+pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
+    let resolved = resolve_search(db, q).await?;
+    let q = &resolved;
+    let limit = q.limit.clamp(1, 500);
+    let rows: Vec<RunRow> = db.fetch_all(list_sql(q, limit + 1, db.backend())).await?;
+    let more = rows.len() as i64 > limit;
+    let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
+    let next = if more {
+        rows.get(limit as usize - 1).map(|r| Cursor {
+            key: match q.sort {
+                RunSort::Started => SortKey::Int(r.started_ns),
+                RunSort::Cost => SortKey::Float(r.cost),
+                RunSort::Duration => SortKey::Int(r.wall_clock_ms.unwrap_or(-1)),
+                RunSort::Duplicates => SortKey::Int(r.duplicate_side_effects),
+            },
+            run_id: r.run_id.clone(),
+        })
+    } else {
+        None
+    };
+    Ok(RunPage { runs, next })
+}
+
+/// How many runs match the query's filters, per terminal reason (the reason filter and
+/// the paging are ignored, so the counts show what each reason would give). Exact.
+///
+/// Without filters (a reason aside) and without a search term they are the totals in
+/// `run_reason_counts`, which every change to `runs` keeps in its own transaction.
+pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
+    let resolved = resolve_search(db, q).await?;
+    let q = &resolved;
+    let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
+    let rows: Vec<(String, i64)> = if unfiltered {
+        db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
+    } else {
+        db.fetch_all(counts_sql(q, db.backend())).await?
+    };
+    let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
+    for (reason, n) in rows {
+        if let Some(reason) = TerminalReason::parse(&reason) {
+            *counts.entry(reason).or_default() += n;
+        }
+    }
+    Ok(counts.into_iter().filter(|(_, n)| *n > 0).collect())
+}
+
+/// One run with its steps, tool calls and duplicates, derived from its spans under the
+/// shipped prices and no policies (see [`get_with`]).
+pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
+    get_with(db, run_id, &Rules::default()).await
+}
+
+/// One run: its stored figures, and its steps and tool calls derived again under `rules`
+/// (each step's cost, each call's class as the policies say now).
+pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Option<RunDetail>> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
+    let row: Option<RunRow> = db.fetch_optional(Sql::with_args(&sql, vec![run_id.into()])).await?;
+    let Some(row) = row else { return Ok(None) };
+    let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
+    let derived = derive_run_with(run_id, &facts, rules);
+    let duplicates: Vec<DuplicateView> = super::stored_json(&row.duplicates)?;
+    Ok(Some(RunDetail {
+        run: row.summary()?,
+        step_list: derived.step_list,
+        tool_call_list: derived.tool_call_list,
+        duplicates,
+        prices_used: derived.prices_used,
+        unclassified_tools: derived.unclassified_tools,
+        step_limit: derived.step_limit,
+        cost_limit: derived.cost_limit,
+    }))
+}
+
+/// Bodies stored for a run, keyed by span id (for replay fixtures and the span panel).
+pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_json::Value)>> {
+    let mut out = Vec::new();
+    for entry in stored_bodies(db, run_id).await? {
+        out.push((entry.span_id, serde_json::from_str(entry.bodies.get()).map_err(corrupt)?));
+    }
+    Ok(out)
+}
+
+/// Every span's bodies stored for a run, in the order they were stored.
+async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
+    let sql =
+        "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
+    let chunks: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
+    let mut out = Vec::new();
+    for (bodies, packed) in chunks {
+        let chunk = super::packing::unpack(bodies, packed)?;
+        out.extend(span_record::decode_bodies(&chunk).map_err(corrupt)?);
+    }
+    Ok(out)
+}
+
+
+/// One page of a run's spans in start order, and how many it has in all. Large runs are
+/// paged so a 5,000-span run never becomes a multi-megabyte page. (The run's spans are
+/// read whole either way: they are stored together, see `span_record`.)
+pub async fn waterfall(db: &Db, run_id: &str, offset: i64, limit: i64) -> StoreResult<(Vec<WaterfallSpan>, i64)> {
+    let (mut spans, _) = waterfall_and_failure(db, run_id, None).await?;
+    spans.sort_by(|a, b| {
+        (a.row.start_ns, &a.row.trace_id, &a.row.span_id).cmp(&(b.row.start_ns, &b.row.trace_id, &b.row.span_id))
+    });
+    let total = spans.len() as i64;
+    let page = spans.into_iter().skip(offset.max(0) as usize).take(limit.max(0) as usize).map(|s| s.row).collect();
+    Ok((page, total))
+}
+
+/// Every span of a run as the waterfall's view needs it, and why the run failed when
+/// `latest_trace` (its latest attempt) is given. The run's spans are stored together
+/// (see `span_record`), so they are read whole whatever page is shown.
+pub async fn waterfall_and_failure(
+    db: &Db,
+    run_id: &str,
+    latest_trace: Option<&str>,
+) -> StoreResult<(Vec<domain::trace_view::ViewSpan>, Option<RunFailure>)> {
+    let spans = spans::of_run(db, run_id).await?;
+    let failure = latest_trace.and_then(|trace| {
+        let outcomes: Vec<SpanOutcome> = spans
+            .iter()
+            .map(|s| SpanOutcome {
+                trace_id: &s.trace_id,
+                span_id: &s.span_id,
+                parent_span_id: s.parent_span_id.as_deref(),
+                name: &s.name,
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+                status_code: s.status_code,
+                status_message: s.status_message.as_deref(),
+                events: s.events.get(),
+            })
+            .collect();
+        failure_of(&outcomes, trace)
+    });
+    let view = spans
+        .into_iter()
+        .map(|s| {
+            let attributes = s.attributes.get().to_string();
+            domain::trace_view::ViewSpan { row: s.into(), attributes }
+        })
+        .collect();
+    Ok((view, failure))
+}
+
+fn pretty(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| json.to_string())
+}
+
+/// Bodies pretty-printed, with values that are JSON text (tool arguments, results)
+/// expanded so they read as JSON rather than as one escaped string.
+fn pretty_bodies(json: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            for value in map.values_mut() {
+                if let serde_json::Value::String(text) = value {
+                    if let Ok(parsed @ (serde_json::Value::Object(_) | serde_json::Value::Array(_))) =
+                        serde_json::from_str::<serde_json::Value>(text)
+                    {
+                        *value = parsed;
+                    }
+                }
+            }
+            serde_json::to_string_pretty(&map).unwrap_or_else(|_| json.to_string())
+        }
+        _ => pretty(json),
+    }
+}
+
+/// One span of a run with its raw metadata and retained bodies, pretty-printed.
+pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<Option<SpanPanel>> {
+    let found = spans::of_run(db, run_id).await?.into_iter().find(|s| s.trace_id == trace_id && s.span_id == span_id);
+    let Some(span) = found else { return Ok(None) };
+    let bodies = stored_bodies(db, run_id)
+        .await?
+        .into_iter()
+        .find(|b| b.trace_id == trace_id && b.span_id == span_id)
+        .map(|b| b.bodies.get().to_string());
+    Ok(Some(SpanPanel {
+        kind: span.kind,
+        attributes: pretty(span.attributes.get()),
+        events: pretty(span.events.get()),
+        resource: pretty(span.resource.get()),
+        span: span.into(),
+        bodies: bodies.map(|b| pretty_bodies(&b)),
+    }))
+}
+
+/// Whether any bodies of the run are still stored.
+pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
+    let n: i64 = db
+        .fetch_one_value(Sql::with_args(
+            "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)",
+            vec![run_id.into()],
+        ))
+        .await?;
+    Ok(n > 0)
+}
+
+/// The replay fixture of a run, or `None` when the run does not exist or none of its
+/// bodies were retained (assembled by [`domain::replay::fixture`]).
+pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<domain::canonical::ReplayFixture>> {
+    let Some(detail) = get(db, run_id).await? else { return Ok(None) };
+    let bodies: HashMap<String, serde_json::Value> = bodies(db, run_id).await?.into_iter().collect();
+    Ok(domain::replay::fixture(detail, &bodies))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each value sort reads its index in order on SQLite, first page and next alike;
+    /// a sort that falls back to sorting every run (as by duration did before migration
+    /// 0035, its expression unlike the index's) would pass every result test and fail here.
+    #[tokio::test]
+    async fn value_sorts_read_their_index_in_order_without_sorting_every_run() {
+        let t = crate::testing::TestDb::sqlite().await;
+        let cases = [
+            (RunSort::Cost, SortKey::Float(1.5), &["runs_cost"][..]),
+            (RunSort::Duration, SortKey::Int(90), &["runs_duration"][..]),
+            (RunSort::Duplicates, SortKey::Int(0), &["runs_duplicates_some", "sqlite_autoindex_runs_1"][..]),
+        ];
+        for (sort, key, indexes) in cases {
+            for after in [None, Some(Cursor { key, run_id: "run-1".into() })] {
+                let q = RunQuery { sort, after, ..Default::default() };
+                let plan: Vec<(i64, i64, i64, String)> =
+                    t.db.fetch_all(list_sql(&q, 51, Backend::Sqlite).query_plan()).await.unwrap();
+                let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+                for index in indexes {
+                    assert!(plan.iter().any(|step| step.contains(index)), "{sort:?} reads {index}: {plan:?}");
+                }
+                assert!(
+                    !plan.iter().any(|step| step.starts_with("SCAN runs") && !step.contains("INDEX")),
+                    "{sort:?} reads every run: {plan:?}"
+                );
+                if sort != RunSort::Duplicates {
+                    assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{sort:?} sorts: {plan:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn json_bodies_are_expanded_and_other_text_kept() {
+        let out = pretty_bodies(r#"{"gen_ai.tool.call.arguments":"{\"to\":\"a\"}","note":"plain <b>text</b>"}"#);
+        assert!(out.contains("\"to\": \"a\""), "{out}");
+        assert!(out.contains("plain <b>text</b>"), "{out}");
+    }
+}
+
+/// The agent a run's spans named, if the run exists and one did (approval requests and
+/// escalations take it when the agent does not say).
+pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
+    let sql = "SELECT agent FROM runs WHERE run_id = $1";
+    let agent: Option<Option<String>> = db.fetch_value(Sql::with_args(sql, vec![run_id.into()])).await?;
+    Ok(agent.flatten())
+}
+
+/// A run's agent and cost so far, if any of its spans arrived (what approval rules read).
+pub async fn agent_and_cost(db: &Db, run_id: &str) -> StoreResult<Option<(Option<String>, f64)>> {
+    let sql = "SELECT agent, cost FROM runs WHERE run_id = $1";
+    let row: Option<(Option<String>, Option<f64>)> =
+        db.fetch_optional(Sql::with_args(sql, vec![run_id.into()])).await?;
+    Ok(row.map(|(agent, cost)| (agent, cost.unwrap_or(0.0))))
+}
+
+/// The `enduser.id` a run's spans carry (the person the agent acts for), if any: that
+/// person may not approve the run's requests. OpenTelemetry allows it on a span or on the
+/// resource; a span's own attribute wins.
+pub async fn enduser_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
+    let spans = super::spans::of_run(db, run_id).await?;
+    let enduser = |json: &str| -> Option<String> {
+        let value: serde_json::Value = serde_json::from_str(json).ok()?;
+        value.get("enduser.id").and_then(|v| v.as_str()).map(str::to_string)
+    };
+    Ok(spans
+        .iter()
+        .find_map(|s| enduser(s.attributes.get()))
+        .or_else(|| spans.iter().find_map(|s| enduser(s.resource.get()))))
+}
+
+/// The models without a price that runs started since `since_ns` used (at most 100).
+pub async fn unpriced_models_since(db: &Db, since_ns: i64) -> StoreResult<Vec<String>> {
+    let sql =
+        "SELECT DISTINCT unpriced_models FROM runs WHERE unpriced_models IS NOT NULL AND started_ns >= $1 LIMIT 1000";
+    let rows: Vec<String> = db.fetch_column(Sql::with_args(sql, vec![since_ns.into()])).await?;
+    let models: BTreeSet<String> = rows
+        .iter()
+        .map(|r| super::stored_json::<Vec<String>>(r))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(models.into_iter().take(100).collect())
+}
