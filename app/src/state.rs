@@ -1,4 +1,5 @@
-//! The state every server function and page render can reach through `use_context`.
+//! The one state of the web server: server functions and page renders reach it through
+//! `use_context`, the agent API's handlers through `State` (each part by `FromRef`).
 
 use domain::redact::Redactor;
 use domain::notify::Notifications;
@@ -37,5 +38,40 @@ impl FromRef<AppState> for LeptosOptions {
 impl FromRef<AppState> for Db {
     fn from_ref(state: &AppState) -> Self {
         state.db.clone()
+    }
+}
+
+impl FromRef<AppState> for ApprovalHub {
+    fn from_ref(state: &AppState) -> Self {
+        state.approvals.clone()
+    }
+}
+
+impl FromRef<AppState> for RulesCache {
+    fn from_ref(state: &AppState) -> Self {
+        state.rules.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Redactor> {
+    fn from_ref(state: &AppState) -> Self {
+        state.redactor.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<Notifications> {
+    fn from_ref(state: &AppState) -> Self {
+        state.notifications.clone()
+    }
+}
+
+/// What every path into the gate needs besides the database.
+impl FromRef<AppState> for crate::services::calls::CallsContext {
+    fn from_ref(state: &AppState) -> Self {
+        crate::services::calls::CallsContext {
+            hub: state.approvals.clone(),
+            webhooks: Arc::new(state.notifications.targets.clone()),
+            redactor: state.redactor.clone(),
+        }
     }
 }

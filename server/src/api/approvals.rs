@@ -110,9 +110,9 @@ impl From<Approval> for AgentView {
 pub async fn create(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(hub): Extension<ApprovalHub>,
-    Extension(webhooks): Extension<Arc<Vec<domain::notify::WebhookTarget>>>,
-    Extension(redactor): Extension<Arc<Redactor>>,
+    State(hub): State<ApprovalHub>,
+    State(notifications): State<Arc<domain::notify::Notifications>>,
+    State(redactor): State<Arc<Redactor>>,
     body: Result<Json<ApprovalRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {
     token.require(Scope::Approvals)?;
@@ -124,7 +124,7 @@ pub async fn create(
     // The tool's rules may decide it at once; otherwise the request and its
     // `approval.requested` webhook are committed together (the outbox), and delivery,
     // with retries, never delays the agent.
-    let (approval, created) = app::services::approvals::file(&db, &request, requester, &webhooks).await?;
+    let (approval, created) = app::services::approvals::file(&db, &request, requester, &notifications.targets).await?;
     if created {
         tracing::info!(approval = %approval.id, run = %approval.run_id, tool = %approval.tool, "approval requested");
         hub.announce(&db, &approval.id).await;
@@ -158,7 +158,7 @@ pub struct WaitParams {
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(hub): Extension<ApprovalHub>,
+    State(hub): State<ApprovalHub>,
     Path(id): Path<String>,
     params: Result<Query<WaitParams>, QueryRejection>,
 ) -> Result<Json<AgentView>, ApiError> {
@@ -216,7 +216,7 @@ async fn current(db: &Db, hub: &ApprovalHub, id: &str) -> Result<Approval, ApiEr
 pub async fn cancel(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(hub): Extension<ApprovalHub>,
+    State(hub): State<ApprovalHub>,
     Path(id): Path<String>,
 ) -> Result<Json<AgentView>, ApiError> {
     token.require(Scope::Approvals)?;

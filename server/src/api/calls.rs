@@ -48,7 +48,7 @@ fn caller(token: &AgentToken) -> Caller<'_> {
 pub async fn ask(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(ctx): Extension<CallsContext>,
+    State(ctx): State<CallsContext>,
     body: Result<Json<CallRequest>, JsonRejection>,
 ) -> Result<Json<CallAnswer>, ApiError> {
     token.require(Scope::Calls)?;
@@ -96,7 +96,7 @@ pub struct WaitParams {
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(ctx): Extension<CallsContext>,
+    State(ctx): State<CallsContext>,
     Path(id): Path<String>,
     params: Result<Query<WaitParams>, QueryRejection>,
 ) -> Result<Json<CallAnswer>, ApiError> {
@@ -128,7 +128,7 @@ pub async fn get(
 pub async fn complete(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(ctx): Extension<CallsContext>,
+    State(ctx): State<CallsContext>,
     Path(id): Path<String>,
     body: Result<Json<Completion>, JsonRejection>,
 ) -> Result<Json<LedgerEntry>, ApiError> {

@@ -33,7 +33,7 @@ use serde_json::Value;
 pub async fn file(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(redactor): Extension<std::sync::Arc<domain::redact::Redactor>>,
+    State(redactor): State<std::sync::Arc<domain::redact::Redactor>>,
     body: Result<Json<Value>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Escalation>), ApiError> {
     token.require(Scope::Escalations)?;

@@ -63,7 +63,7 @@ const MAX_TOOLS: usize = 10_000;
 /// under the tool policies in force.
 pub async fn tools(
     Extension(token): Extension<AgentToken>,
-    Extension(rules): Extension<RulesCache>,
+    State(rules): State<RulesCache>,
     body: Result<Json<ListedTools>, JsonRejection>,
 ) -> Result<Json<Decisions>, ApiError> {
     token.require(Scope::Mcp)?;
@@ -94,7 +94,7 @@ pub async fn tools(
 pub async fn ask(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(ctx): Extension<CallsContext>,
+    State(ctx): State<CallsContext>,
     body: Result<Json<CallRequest>, JsonRejection>,
 ) -> Result<Json<CallAnswer>, ApiError> {
     token.require(Scope::Mcp)?;
@@ -118,7 +118,7 @@ pub async fn ask(
 pub async fn complete(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(ctx): Extension<CallsContext>,
+    State(ctx): State<CallsContext>,
     Path(id): Path<String>,
     body: Result<Json<Completion>, JsonRejection>,
 ) -> Result<Json<LedgerEntry>, ApiError> {

@@ -16,11 +16,10 @@ pub use auth::{AgentToken, TokenAuth};
 pub use error::{ApiError, ErrorBody};
 
 use domain::access::Scope;
-use app::services::approval_hub::ApprovalHub;
-use store::Db;
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post, MethodRouter};
+use app::state::AppState;
 use axum::{Extension, Json, Router};
 
 /// One authenticated route of the API and the scope its handler requires (`None`: any
@@ -34,7 +33,7 @@ pub struct ApiRoute {
     pub scope: Option<Scope>,
 }
 
-type Entry = (Method, &'static str, Option<Scope>, MethodRouter<Db>);
+type Entry = (Method, &'static str, Option<Scope>, MethodRouter<AppState>);
 
 /// Every authenticated route: method, path, the scope its handler checks, the handler.
 fn table() -> Vec<Entry> {
@@ -69,30 +68,15 @@ pub fn routes() -> Vec<ApiRoute> {
     table().into_iter().map(|(method, path, scope, _)| ApiRoute { method, path, scope }).collect()
 }
 
-pub fn router<S: Clone + Send + Sync + 'static>(
-    db: Db,
-    approval_hub: ApprovalHub,
-    webhooks: std::sync::Arc<Vec<domain::notify::WebhookTarget>>,
-    redactor: std::sync::Arc<domain::redact::Redactor>,
-    rules: store::rules::RulesCache,
-) -> Router<S> {
-    let auth = TokenAuth::new(db.clone());
-    let calls = app::services::calls::CallsContext {
-        hub: approval_hub.clone(),
-        webhooks: webhooks.clone(),
-        redactor: redactor.clone(),
-    };
+/// The agent API under `/api/v1`, on the web server's one state: handlers take what they
+/// need of it by `State` (`FromRef`), and the bearer token by `Extension<AgentToken>`.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let auth = TokenAuth::new(state.db.clone());
     let authenticated = table()
         .into_iter()
         .fold(Router::new(), |router, (_, path, _, handler)| router.route(path, handler))
         .fallback(not_found)
-        .layer(Extension(calls))
-        .layer(Extension(approval_hub))
-        .layer(Extension(webhooks))
-        .layer(Extension(redactor))
-        .layer(Extension(rules))
-        .layer(from_fn_with_state(auth, auth::require_token))
-        .with_state(db);
+        .layer(from_fn_with_state(auth, auth::require_token));
     Router::new().route("/openapi.json", get(openapi::document)).merge(authenticated)
 }
 

@@ -29,7 +29,7 @@ use std::sync::Arc;
 pub async fn record(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(redactor): Extension<Arc<Redactor>>,
+    State(redactor): State<Arc<Redactor>>,
     body: Result<Json<ResultRequest>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ReplayResult>), ApiError> {
     token.require(Scope::Replays)?;

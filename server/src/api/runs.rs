@@ -59,7 +59,7 @@ pub async fn list(
 pub async fn get(
     State(db): State<Db>,
     Extension(token): Extension<AgentToken>,
-    Extension(rules): Extension<store::rules::RulesCache>,
+    State(rules): State<store::rules::RulesCache>,
     Path(run_id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
     token.require(Scope::Read)?;

@@ -107,13 +107,7 @@ fn base_router(state: AppState, config: &Config, ingest: Arc<IngestCounters>, mc
     Router::new()
         .nest(
             "/api/v1",
-            api::router(
-                state.db.clone(),
-                state.approvals.clone(),
-                Arc::new(state.notifications.targets.clone()),
-                state.redactor.clone(),
-                state.rules.clone(),
-            ),
+            api::router(&state),
         )
         .merge(crate::slack::router(crate::slack::SlackSettings {
             signing_secret: config.slack_signing_secret.clone(),
