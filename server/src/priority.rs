@@ -6,9 +6,9 @@
 //! as many threads as there are exports in flight, but every span then passes through
 //! the single writer (`otlp::writer`), so whenever the machine's cores are all busy,
 //! each moment the writer waits for a core is lost for good, while the parallel stages
-//! only fall behind by the time they catch up. Measured end to end on 2 cores with the
-//! load generator beside the server, the writer's SQLite thread spent about a fifth of
-//! its time runnable but waiting for a core. Lowering the other threads' priority needs
+//! only fall behind by the time they catch up. On 2 cores with the load generator beside
+//! the server, the writer's SQLite thread spends a large share of its time runnable but
+//! waiting for a core. Lowering the other threads' priority needs
 //! no privilege (raising the writer's would); it only matters when the cores are
 //! contended, and then a thread of lower priority still gets a share of them. On
 //! PostgreSQL the database server does the serial work, so nothing is lowered.

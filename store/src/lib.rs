@@ -177,8 +177,7 @@ impl Db {
             // runtime's threads, decoding exports, run lower (the server's `priority`);
             // opened later by whichever task first needed one (a background job on that
             // runtime, say), a ledger thread could queue behind that decoding like them.
-            // Measured beside 20,000 spans/s: p99 7.1, 9.1, 11.6 ms against 7.8, 10.3,
-            // 25.1 ms in alternating runs (docs/benchmarks.md).
+            // The ledger bench shows the difference in the tail (docs/benchmarks.md).
             let mut held = Vec::with_capacity(LEDGER_CONNECTIONS as usize);
             for _ in 0..LEDGER_CONNECTIONS {
                 held.push(ledger.acquire().await?);

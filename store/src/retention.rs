@@ -15,8 +15,8 @@ const RUNS_PER_BATCH: i64 = 500;
 /// uses at most a third of the write lock and of a core. Unpaced, a batch (reading the
 /// runs' chunks for their search terms, then deleting) kept one of two cores busy back
 /// to back, ingest's decoding threads (which run at a lower priority) starved, and
-/// ingest fell from ~25,000 to ~4,000 spans/s for the whole sweep (`cargo xtask bench
-/// --sweep`, docs/benchmarks.md).
+/// ingest slowed to a crawl for the whole sweep (`cargo xtask bench --sweep`,
+/// docs/benchmarks.md).
 const REST_PER_WORK: u32 = 2;
 /// Every table holding a run's rows, by run number, children first (`runs` last).
 /// `run_tools` goes on its own, counting each tool's runs down.

@@ -108,7 +108,7 @@ impl Sql {
     /// The text as SQLite should get it. SQLite keeps the name of every numbered
     /// parameter (`$7`, `?7`) in a list that sqlx, binding each value, searches from the
     /// start: quadratic in the values, and a 5,000-value insert of the write path spent
-    /// longer binding than writing (ingest fell from ~39,000 to ~24,000 spans/s). Anonymous
+    /// longer binding than writing, and ingest lost about a third of its rate. Anonymous
     /// `?`s have no names; when every placeholder was appended in order they mean the same.
     fn sqlite_text(&self) -> std::borrow::Cow<'_, str> {
         if !self.in_order || self.args.is_empty() {

@@ -9,9 +9,8 @@
 //! On SQLite it is an FTS5 index, `run_terms_fts` (migration 0015): one document per
 //! `span_chunks` row (its rowid is the chunk's id) holding that chunk's terms. Why not a
 //! table: its B-tree is keyed by terms that are random by nature, so once it is larger than
-//! one commit's terms nearly every term inserted rewrites a page of its own. Measured while
-//! ingesting 16 exports at a time, `run_terms` was ~30 % of the pages written to SQLite's
-//! log and ingest ran 12-14 % faster without it. FTS5 writes each commit's terms as one
+//! one commit's terms nearly every term inserted rewrites a page of its own, and such a
+//! table was the largest share of the pages ingest wrote to SQLite's log. FTS5 writes each commit's terms as one
 //! sorted segment and merges segments during later writes: a few bytes per term instead of
 //! a page. A chunk's document is written with the chunk and deleted with it.
 //!

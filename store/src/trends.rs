@@ -13,10 +13,8 @@ const NS_PER_MS: i64 = 1_000_000;
 type RunRow = (i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
 
 /// Runs that started in `[from_ms, to_ms)` (of `agent` only, when given), by the
-/// `runs_started` index (`runs_agent_started` for one agent). Over 100,000 runs this took
-/// 0.2 to 0.4 s on SQLite and 0.06 to 0.1 s on PostgreSQL (release build, shared
-/// machine; `timing_thirty_days_of_100k_runs` in server/tests/trends.rs), nearly all of it
-/// scanning and decoding rows. Grouping in SQL measured no faster on SQLite, and the cost
+/// `runs_started` index (`runs_agent_started` for one agent). Nearly all its time is
+/// scanning and decoding rows; grouping in SQL is no faster on SQLite, and the cost
 /// quantiles need every value anyway.
 pub async fn runs(db: &Db, from_ms: i64, to_ms: i64, agent: Option<&str>) -> StoreResult<Vec<RunPoint>> {
     let mut sql = Sql::new(

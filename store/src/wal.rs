@@ -13,9 +13,8 @@
 //!   for the log to restart by itself, so something must; when another connection did it
 //!   (as the loop did before), the writer had to wait for that connection's whole
 //!   checkpoint before its next transaction, and the restart then emptied its page cache,
-//!   so the next commit read its indexes back from the file. Measured end to end: the
-//!   wait for the write lock fell from about 3 s to 0.6 s per 15 s, throughput rose
-//!   5-10 %.
+//!   so the next commit read its indexes back from the file (the figures are in
+//!   docs/benchmarks.md).
 //!
 //! The execution ledger's file (SQLite, [`Db::ledger`]) has no ingest writer: the server
 //! looks after its log from a loop of its own, [`checkpoint_ledger`].
@@ -59,17 +58,16 @@ pub async fn checkpoint(db: &Db) -> StoreResult<Option<Checkpoint>> {
 pub async fn restart_log(db: &Db) -> StoreResult<Option<Checkpoint>> {
     // In turn with the transactions: RESTART waits for the write lock on SQLite's busy
     // handler, which polls; a retention sweep committing batch after batch left it no
-    // gap, and ingest stood still for the whole sweep (measured: 765 spans/s for 20 s).
+    // gap, and ingest stood still for the whole sweep.
     let _turn = super::sql::hold_write_gate(db).await?;
     run(db, "PRAGMA wal_checkpoint(RESTART)").await
 }
 
 /// Pages after which the server's loop restarts the execution ledger's log (its own
 /// file on SQLite, see [`Db::ledger`]): 32 MiB at 4 KiB pages. A restart holds the
-/// ledger's turn for a sync (1-16 ms measured beside 20,000 spans/s of ingest), and the
-/// ask after it syncs the log's new header; at 500 guarded calls/s the log grows about
-/// 2,500 pages a second, a restart every 3 s or so. (Restarting four times less often,
-/// at 32,768 pages, gave no better a p99: 8-24 ms in six runs.)
+/// ledger's turn for a sync of a few milliseconds, and the ask after it syncs the log's
+/// new header; at 500 guarded calls/s the log grows about 2,500 pages a second, a
+/// restart every 3 s or so. Restarting four times less often gave no better a p99.
 pub const LEDGER_RESTART_AT_PAGES: i64 = 8_192;
 
 /// The ledger file's automatic checkpoint, the safety net for processes that do not run

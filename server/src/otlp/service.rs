@@ -84,10 +84,9 @@ struct Inner {
 
 /// Memory a request takes between arrival and commit, per byte of its encoded body: the
 /// body, the decoded request (every attribute its own string) and the normalized spans
-/// with their JSON text. Measured with the load generator's 512-span exports (~210 KiB of
-/// protobuf each): the server's resident memory grew by ~1.7 MiB per export in flight,
-/// about 8 times its size. Reserving less let 128 exporters push the server to 387 MiB
-/// under the default budget.
+/// with their JSON text: about 8 times the protobuf's size for the load generator's
+/// 512-span exports. Reserving less lets many exporters at once push the server's
+/// resident memory past its budget.
 pub const MEMORY_PER_WIRE_BYTE: usize = 8;
 
 /// What normalizing one span adds beyond its decoded form: the `NormalizedSpan`, its
