@@ -2,7 +2,7 @@
 // card per row, their buttons on the card; no page of on-call, trends or admin scrolls
 // sideways.
 import { expect, test, Page } from '@playwright/test';
-import { ALICE, signIn } from './helpers';
+import { ALICE, agentToken, signIn } from './helpers';
 
 test.use({ viewport: { width: 390, height: 844 } });
 
@@ -42,4 +42,21 @@ test('rows are cards with their buttons on the screen', async ({ page }) => {
     await page.goto(path);
     await noSidewaysScroll(page);
   }
+});
+
+test('a long tool or agent name does not widen the inbox filters past the screen', async ({ page, request }) => {
+  // A <select> is as wide as its longest option: one long tool name among the
+  // pending requests used to push the inbox to 698 px on a 390 px screen.
+  const tool = `export_customer_records_to_the_quarterly_archive_${Date.now()}`;
+  const res = await request.post('/api/v1/approvals', {
+    headers: { Authorization: `Bearer ${agentToken()}` },
+    data: { run_id: `run-e2e-phone-long-${Date.now()}`, tool, arguments: { to: 'ana@example.com' } },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+  await signIn(page, ALICE);
+  await page.goto('/approvals');
+  await expect(page.locator(`tr:has(code:text-is("${tool}"))`)).toBeVisible();
+  await expect(page.locator('select[name="tool"] option', { hasText: tool })).toHaveCount(1);
+  await noSidewaysScroll(page);
+  await onScreen(page, 'Apply');
 });
