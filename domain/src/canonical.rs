@@ -249,12 +249,33 @@ pub struct QueryParams {
     pub limit: Option<i64>,
 }
 
+/// How many runs match a run list's filters, per terminal reason (the reason filter
+/// aside). Counting stops at a limit: past it `by_reason` is empty and `at_least` holds
+/// the limit, for "10,000+ runs".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunCounts {
+    pub by_reason: Vec<(TerminalReason, i64)>,
+    pub at_least: Option<i64>,
+}
+
+impl RunCounts {
+    /// The runs of one reason (0 when counting stopped or none matched).
+    pub fn of(&self, reason: TerminalReason) -> i64 {
+        self.by_reason.iter().find(|(r, _)| *r == reason).map(|(_, n)| *n).unwrap_or(0)
+    }
+
+    /// Every run counted (the limit when counting stopped).
+    pub fn total(&self) -> i64 {
+        self.at_least.unwrap_or_else(|| self.by_reason.iter().map(|(_, n)| n).sum())
+    }
+}
+
 /// A page of the run list as the runs page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunListView {
     pub runs: Vec<RunSummary>,
     /// Runs per terminal reason for the current filters (the reason filter aside).
-    pub counts: Vec<(TerminalReason, i64)>,
+    pub counts: RunCounts,
     pub next_cursor: Option<String>,
     /// The server's clock when the page was made, for "5 min ago" that hydrates cleanly.
     pub now: DateTime<Utc>,

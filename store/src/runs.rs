@@ -5,7 +5,7 @@ use super::spans;
 use super::sql::{Arg, Sql};
 use super::{corrupt, from_ms, Db, StoreResult};
 use domain::canonical::{
-    CostSource, DuplicateView, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+    CostSource, DuplicateView, RunCounts, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
 };
 use domain::derive::{derive_run_with, Rules};
 use domain::failure::{failure_of, SpanOutcome};
@@ -305,42 +305,49 @@ fn duplicates_first_sql(q: &RunQuery, limit: i64) -> Sql {
     sql
 }
 
-/// The counts statement: rows of (terminal reason, count) to be summed per reason.
-/// With a search term, the runs that called it as a tool are counted from `run_tools`
+/// The counts statement: rows of (terminal reason, count) to be summed per reason, over
+/// at most `limit` matching runs per arm. Each arm reads its rows from an index in the
+/// subquery and stops at the limit, so a filter most runs match costs the same as one a
+/// few match; the caller knows the counts stopped when they add up to more than it asked.
+/// With a search term, the runs that called it as a tool are read from `run_tools`
 /// (joining `runs` only when a filter needs it) and the runs it names by id are added
-/// unless they were counted there already.
-fn counts_sql(q: &RunQuery, backend: Backend) -> Sql {
+/// unless they were read there already.
+fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
     let mut sql = Sql::new("");
+    let up_to = |sql: &mut Sql| {
+        let p = sql.arg(limit);
+        sql.push(&format!(" LIMIT {p}) AS matched GROUP BY reason"));
+    };
     let Some(term) = q.term() else {
-        sql.push("SELECT terminal_reason || '', COUNT(*) FROM runs WHERE 1 = 1");
+        // The reason as an expression, not the column: SQLite would otherwise walk every
+        // run in `runs_reason_started` order instead of reading the few the filter's
+        // index names (a flagged run's partial index, a trigger's range).
+        sql.push("SELECT reason, COUNT(*) FROM (SELECT terminal_reason || '' AS reason FROM runs WHERE 1 = 1");
         push_filters(&mut sql, q, None, None, &RUNS);
-        // Grouped by an expression, not the column: SQLite would otherwise walk every run
-        // in `runs_reason_started` order to group without sorting, instead of reading the
-        // few the filter's index names (a flagged run's partial index, a trigger's range)
-        // and sorting those. The same on PostgreSQL, which hashes either way.
-        sql.push(" GROUP BY terminal_reason || ''");
+        up_to(&mut sql);
         return sql;
     };
     let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
     if q.filters_on_runs() {
         sql.push(&format!(
-            "SELECT r.terminal_reason, COUNT(*) FROM run_tools rt JOIN runs r ON r.run_id = rt.run_id \
-             WHERE rt.tool_name = {t}"
+            "SELECT reason, COUNT(*) FROM (SELECT r.terminal_reason AS reason FROM run_tools rt \
+             JOIN runs r ON r.run_id = rt.run_id WHERE rt.tool_name = {t}"
         ));
         push_filters(&mut sql, q, None, None, &TOOLS_JOINED);
-        sql.push(" GROUP BY r.terminal_reason");
     } else {
-        sql.push(&format!("SELECT rt.terminal_reason, COUNT(*) FROM run_tools rt WHERE rt.tool_name = {t}"));
+        sql.push(&format!(
+            "SELECT reason, COUNT(*) FROM (SELECT rt.terminal_reason AS reason FROM run_tools rt WHERE rt.tool_name = {t}"
+        ));
         push_filters(&mut sql, q, None, None, &TOOLS_ALONE);
-        sql.push(" GROUP BY rt.terminal_reason");
     }
-    sql.push(" UNION ALL SELECT terminal_reason, COUNT(*) FROM runs WHERE run_id IN (");
+    up_to(&mut sql);
+    sql.push(" UNION ALL SELECT reason, COUNT(*) FROM (SELECT terminal_reason AS reason FROM runs WHERE run_id IN (");
     push_runs_named_by(&mut sql, term, backend);
     sql.push(&format!(
         ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
     ));
     push_filters(&mut sql, q, None, None, &RUNS);
-    sql.push(" GROUP BY terminal_reason");
+    up_to(&mut sql);
     sql
 }
 
@@ -367,19 +374,30 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     Ok(RunPage { runs, next })
 }
 
+/// Where the run list stops counting: beyond it the page says "10,000+", as counting
+/// every match of a filter most runs pass would take time in proportion to the data.
+pub const COUNT_LIMIT: i64 = 10_000;
+
 /// How many runs match the query's filters, per terminal reason (the reason filter and
-/// the paging are ignored, so the counts show what each reason would give). Exact.
+/// the paging are ignored, so the counts show what each reason would give): exact up to
+/// [`COUNT_LIMIT`] runs; beyond, [`RunCounts::at_least`] says the counts stopped.
 ///
 /// Without filters (a reason aside) and without a search term they are the totals in
-/// `run_reason_counts`, which every change to `runs` keeps in its own transaction.
-pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(TerminalReason, i64)>> {
+/// `run_reason_counts`, which every change to `runs` keeps in its own transaction: exact
+/// at any size.
+pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<RunCounts> {
+    count_by_reason_up_to(db, q, COUNT_LIMIT).await
+}
+
+/// [`count_by_reason`] with its limit given (tests count to a handful).
+pub async fn count_by_reason_up_to(db: &Db, q: &RunQuery, limit: i64) -> StoreResult<RunCounts> {
     let resolved = resolve_search(db, q).await?;
     let q = &resolved;
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
     } else {
-        db.fetch_all(counts_sql(q, db.backend())).await?
+        db.fetch_all(counts_sql(q, db.backend(), limit + 1)).await?
     };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
@@ -387,7 +405,12 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<Vec<(Terminal
             *counts.entry(reason).or_default() += n;
         }
     }
-    Ok(counts.into_iter().filter(|(_, n)| *n > 0).collect())
+    let by_reason: Vec<(TerminalReason, i64)> = counts.into_iter().filter(|(_, n)| *n > 0).collect();
+    let at_least = !unfiltered && by_reason.iter().map(|(_, n)| n).sum::<i64>() > limit;
+    if at_least {
+        return Ok(RunCounts { by_reason: Vec::new(), at_least: Some(limit) });
+    }
+    Ok(RunCounts { by_reason, at_least: None })
 }
 
 /// One run with its steps, tool calls and duplicates, derived from its spans under the
@@ -586,6 +609,34 @@ mod tests {
                     assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{sort:?} sorts: {plan:?}");
                 }
             }
+        }
+    }
+
+    /// Every count the run list shows for a filter reads an index and stops at its limit:
+    /// a flag's partial index, the trigger's or agent's range, `run_tools` for a search
+    /// term; never every run. (On a small database a scan is as fast, so only the plan
+    /// tells the two apart.)
+    #[tokio::test]
+    async fn filtered_counts_read_an_index_and_stop_at_their_limit() {
+        let t = crate::testing::TestDb::sqlite().await;
+        let filters: [(&str, RunQuery); 6] = [
+            ("duplicates", RunQuery { flag: Some(RunFlag::Duplicates), ..Default::default() }),
+            ("no read", RunQuery { flag: Some(RunFlag::NoRead), ..Default::default() }),
+            ("violations", RunQuery { flag: Some(RunFlag::ApprovalViolation), ..Default::default() }),
+            ("trigger", RunQuery { trigger: Some(Trigger::User), ..Default::default() }),
+            ("agent", RunQuery { agent_names: Some(vec!["billing".into()]), ..Default::default() }),
+            ("search", RunQuery { search: Some("send_email".into()), ..Default::default() }),
+        ];
+        for (name, q) in filters {
+            let sql = counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1);
+            assert!(sql.text().contains("LIMIT"), "{name} stops at the limit: {}", sql.text());
+            let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
+            let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+            assert!(
+                !plan.iter().any(|step| (step.starts_with("SCAN runs") || step.starts_with("SCAN rt"))
+                    && !step.contains("INDEX")),
+                "{name} reads every run: {plan:?}"
+            );
         }
     }
 

@@ -148,6 +148,7 @@ async fn audit_log_pages_newest_first_and_counts_failures() {
 
 mod ingest_storage {
     use super::*;
+    use domain::canonical::RunCounts;
     use domain::span::BodyPolicy;
     use ingest::pipeline::{prepare, IngestSettings};
     use store::{retention, runs, spans, write};
@@ -549,24 +550,29 @@ mod ingest_storage {
             let billing = q(&|q| q.agent = Some("BILLING".into()));
             assert_eq!(all_pages(db, billing.clone()).await, ["b2", "b1"], "{}", t.backend());
             assert_eq!(
-                runs::count_by_reason(db, &billing).await.unwrap(),
+                runs::count_by_reason(db, &billing).await.unwrap().by_reason,
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Error, 1)],
                 "{}",
                 t.backend()
             );
             let nobody = q(&|q| q.agent = Some("nobody".into()));
             assert!(all_pages(db, nobody.clone()).await.is_empty());
-            assert!(runs::count_by_reason(db, &nobody).await.unwrap().is_empty());
+            assert!(runs::count_by_reason(db, &nobody).await.unwrap().by_reason.is_empty());
             assert_eq!(runs::agents(db).await.unwrap(), ["Billing-Assistant", "billing-bot", "docs"]);
             let unknown = q(&|q| q.trigger = Some(Trigger::Unknown));
-            assert_eq!(runs::count_by_reason(db, &unknown).await.unwrap().iter().map(|c| c.1).sum::<i64>(), 3);
+            assert_eq!(runs::count_by_reason(db, &unknown).await.unwrap().total(), 3);
+            // Counting stops at its limit: exact up to it, "at least" past it.
+            let up_to = |limit| runs::count_by_reason_up_to(db, &unknown, limit);
+            assert_eq!(up_to(3).await.unwrap(), RunCounts { at_least: None, ..runs::count_by_reason(db, &unknown).await.unwrap() });
+            assert_eq!(up_to(2).await.unwrap(), RunCounts { by_reason: vec![], at_least: Some(2) });
+            assert_eq!(up_to(2).await.unwrap().total(), 2);
             let no_read = q(&|q| q.flag = Some(RunFlag::NoRead));
             let flagged = all_pages(db, no_read.clone()).await;
-            let counted: i64 = runs::count_by_reason(db, &no_read).await.unwrap().iter().map(|c| c.1).sum();
+            let counted = runs::count_by_reason(db, &no_read).await.unwrap().total();
             assert_eq!(flagged.len() as i64, counted, "the list and its counts agree: {flagged:?}");
             let violations = q(&|q| q.flag = Some(RunFlag::ApprovalViolation));
             assert!(all_pages(db, violations.clone()).await.is_empty());
-            assert!(runs::count_by_reason(db, &violations).await.unwrap().is_empty());
+            assert!(runs::count_by_reason(db, &violations).await.unwrap().by_reason.is_empty());
             t.cleanup().await;
         }
     }
@@ -639,10 +645,14 @@ mod ingest_storage {
             // newest first, the run named both ways once, in pages of two
             assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send", "a-old"], "{}", t.backend());
             let counts = runs::count_by_reason(db, &search("send")).await.unwrap();
-            assert_eq!(counts, vec![(TerminalReason::Completed, 3), (TerminalReason::Error, 1)]);
+            assert_eq!(counts.by_reason, vec![(TerminalReason::Completed, 3), (TerminalReason::Error, 1)]);
+            // both arms (by tool, by id) stop at the limit, and their sum says it stopped
+            let send = search("send");
+            assert_eq!(runs::count_by_reason_up_to(db, &send, 4).await.unwrap(), counts);
+            assert_eq!(runs::count_by_reason_up_to(db, &send, 3).await.unwrap().at_least, Some(3));
             let errors = RunQuery { terminal_reason: Some(TerminalReason::Error), ..search("send") };
             assert_eq!(all_pages(db, errors.clone()).await, ["a2"]);
-            assert_eq!(runs::count_by_reason(db, &errors).await.unwrap(), counts, "counts ignore the reason");
+            assert_eq!(runs::count_by_reason(db, &errors).await.unwrap().by_reason, counts.by_reason, "counts ignore the reason");
             // ties on cost (all zero) are broken by run id across both arms
             let by_cost = RunQuery { sort: RunSort::Cost, ..search("send") };
             assert_eq!(all_pages(db, by_cost).await, ["send", "a3", "a2", "a-old"]);
@@ -651,26 +661,26 @@ mod ingest_storage {
             // a filter only `runs` holds joins it, for the list and the counts
             let trigger = RunQuery { trigger: Some(Trigger::Unknown), ..search("send") };
             assert_eq!(all_pages(db, trigger.clone()).await, ["a3", "a2", "send", "a-old"]);
-            assert_eq!(runs::count_by_reason(db, &trigger).await.unwrap(), counts);
+            assert_eq!(runs::count_by_reason(db, &trigger).await.unwrap().by_reason, counts.by_reason);
             let webhook = RunQuery { trigger: Some(Trigger::Webhook), ..search("send") };
             assert!(all_pages(db, webhook.clone()).await.is_empty());
-            assert!(runs::count_by_reason(db, &webhook).await.unwrap().is_empty());
+            assert!(runs::count_by_reason(db, &webhook).await.unwrap().by_reason.is_empty());
             let since = RunQuery { since_ns: Some((t0 + 2_000_000) as i64), ..search("send") };
             assert_eq!(all_pages(db, since.clone()).await, ["a3", "a2"]);
             assert_eq!(
-                runs::count_by_reason(db, &since).await.unwrap(),
+                runs::count_by_reason(db, &since).await.unwrap().by_reason,
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Error, 1)]
             );
             // by run id, trace id, and a tool only one run called
             assert_eq!(all_pages(db, search("a4")).await, ["a4"]);
-            assert_eq!(runs::count_by_reason(db, &search("a4")).await.unwrap(), vec![(TerminalReason::Error, 1)]);
+            assert_eq!(runs::count_by_reason(db, &search("a4")).await.unwrap().by_reason, vec![(TerminalReason::Error, 1)]);
             assert_eq!(all_pages(db, search(&"02".repeat(16))).await, ["a2"]);
             assert_eq!(all_pages(db, search("fetch")).await, ["a4"]);
             assert!(all_pages(db, search("nope")).await.is_empty());
             // each tool's run count, kept by the write path (a re-sent run adds nothing)
             write::commit(db, &tool_run(2, "a2", true, t0 + 2_000_000, "send"), BodyPolicy::None).await.unwrap();
             assert_eq!(tool_runs(db).await, ["fetch 1", "send 4"], "{}", t.backend());
-            assert!(runs::count_by_reason(db, &search("nope")).await.unwrap().is_empty());
+            assert!(runs::count_by_reason(db, &search("nope")).await.unwrap().by_reason.is_empty());
 
             // a trace that names its run later moves, tools and all
             // (with its search terms and irreversible calls)
@@ -697,7 +707,7 @@ mod ingest_storage {
             assert_eq!(runs::waterfall(db, "moved", 0, 10).await.unwrap().1, 2, "both spans moved");
             let irreversible = store::alerts::irreversible_executions(db, 0).await.unwrap();
             assert_eq!(irreversible.iter().map(|e| e.run_id.as_str()).collect::<Vec<_>>(), ["moved"]);
-            assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap(), vec![(TerminalReason::Completed, 1)]);
+            assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap().by_reason, vec![(TerminalReason::Completed, 1)]);
             assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 4"], "the moved-from run's count went");
 
             // a run's copy of its reason follows a recomputation; retention removes its tools
@@ -711,7 +721,7 @@ mod ingest_storage {
             assert_eq!(all_pages(db, search("send")).await, ["a3", "a2", "send"]);
             assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 3"], "{}", t.backend());
             assert_eq!(
-                runs::count_by_reason(db, &search("send")).await.unwrap(),
+                runs::count_by_reason(db, &search("send")).await.unwrap().by_reason,
                 vec![(TerminalReason::Completed, 1), (TerminalReason::Budget, 1), (TerminalReason::Error, 1)]
                     .into_iter()
                     .collect::<std::collections::BTreeMap<_, _>>()
@@ -1088,9 +1098,9 @@ mod ingest_storage {
             let db = &t.db;
             // The unfiltered counts come from `run_reason_counts`; any filter (here one
             // that keeps every run) counts the runs themselves. They must always agree.
-            let totals = || async { runs::count_by_reason(db, &RunQuery::default()).await.unwrap() };
+            let totals = || async { runs::count_by_reason(db, &RunQuery::default()).await.unwrap().by_reason };
             let scanned = || async {
-                runs::count_by_reason(db, &RunQuery { since_ns: Some(i64::MIN), ..Default::default() }).await.unwrap()
+                runs::count_by_reason(db, &RunQuery { since_ns: Some(i64::MIN), ..Default::default() }).await.unwrap().by_reason
             };
             let t0 = (now_ms() as u64) * 1_000_000;
             for (trace, run, failed) in [(1, "t1", false), (2, "t2", true), (3, "t3", false)] {

@@ -76,7 +76,7 @@ pub async fn stored_exactly_once(db: &Db, work: &Workload, acked: &[usize], comp
         v.runs_checked += 1;
     }
     let totals = runs::count_by_reason(db, &runs::RunQuery::default()).await.unwrap();
-    let totals: HashMap<String, i64> = totals.into_iter().map(|(r, n)| (r.as_str().to_string(), n)).collect();
+    let totals: HashMap<String, i64> = totals.by_reason.into_iter().map(|(r, n)| (r.as_str().to_string(), n)).collect();
     assert_eq!(totals, by_reason, "the per-reason totals equal a recount ({what})");
     v
 }

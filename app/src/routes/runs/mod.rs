@@ -10,6 +10,7 @@ mod escalation_link;
 use domain::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};
 use crate::components::badges::{ReasonBadge, RunFlags};
 use crate::components::empty_state::EmptyState;
+use crate::components::numbers::thousands;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, duration_ms, format_utc};
 use crate::functions::runs::load_runs;
@@ -181,19 +182,21 @@ fn Filters(params: Memo<QueryParams>) -> impl IntoView {
 
 #[component]
 fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
-    let count_of = |r: TerminalReason| view.counts.iter().find(|(x, _)| *x == r).map(|(_, n)| *n).unwrap_or(0);
-    let total: i64 = view.counts.iter().map(|(_, n)| n).sum();
+    let total = view.counts.total();
+    let stopped = view.counts.at_least.is_some();
     let counts = TerminalReason::ALL
         .iter()
         .map(|r| {
-            let n = count_of(*r);
+            // Past the counting limit the reasons carry no figure: a reason picked shows
+            // its runs, and the list pages by index either way.
+            let n = (!stopped).then(|| view.counts.of(*r));
             let href = href_with(&params, |p| p.terminal_reason = Some(r.as_str().to_string()));
             let active = params.terminal_reason.as_deref() == Some(r.as_str());
             let unfinished = matches!(r, TerminalReason::StepLimit | TerminalReason::Budget);
             view! {
                 <a href=href class="count" class:active=active data-testid=format!("count-{}", r.as_str())>
                     <ReasonBadge reason=*r/>
-                    <strong>{n}</strong>
+                    {n.map(|n| view! { <strong>{thousands(n)}</strong> })}
                     {unfinished.then(|| view! { <span class="muted small">"not finished"</span> })}
                 </a>
             }
@@ -238,7 +241,9 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
                 {newest()}</p>
         })}
         <div class="counts" data-testid="reason-counts">
-            <span class="muted small">{format!("{total} runs:")}</span>
+            <span class="muted small" data-testid="run-total" title=stopped.then_some("Counting stops here; the list shows every match, page by page")>
+                {if stopped { format!("{}+ runs:", thousands(total)) } else { format!("{} runs:", thousands(total)) }}
+            </span>
             {counts}
         </div>
         {if view.runs.is_empty() {
