@@ -62,19 +62,19 @@ async fn harness(t: &TestDb, max_body: usize) -> Harness {
 async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harness {
     let service =
         IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, budget).unwrap().0;
+    let state = app::state::AppState {
+        db: t.db.clone(),
+        leptos_options: leptos::config::LeptosOptions::builder().output_name("flightdeck").build(),
+        approvals: Default::default(),
+        notifications: Default::default(),
+        redactor: Default::default(),
+        trends: Default::default(),
+        rules: Default::default(),
+    };
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),
-        api: Router::new().nest(
-            "/api/v1",
-            flightdeck::api::router(
-                t.db.clone(),
-                Default::default(),
-                Default::default(),
-                Default::default(),
-                Default::default(),
-            ),
-        ),
+        api: Router::new().nest("/api/v1", flightdeck::api::router(&state)).with_state(state),
         service,
         ingest_token: token(&t.db, &[Scope::Ingest]).await,
         read_token: token(&t.db, &[Scope::Read]).await,
@@ -810,7 +810,7 @@ async fn runs_are_found_by_any_id_an_operator_has_and_sorted_by_cost() {
         )
         .await
         .unwrap();
-        assert_eq!(counts, vec![(domain::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
+        assert_eq!(counts.by_reason, vec![(domain::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
         t.cleanup().await;
     }
 }
