@@ -211,6 +211,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "83193f1c680f696ba2371ffe092c36d4107bacb5e98547cdc10386980178c831677ddd1cd6ead4baa7b5587f4d24510b",
     ),
     (
+        "sqlite",
+        "0040_count_indexes.sql",
+        "febd7920decf3da407cb4fa7b82fc6988c2e31a2aabdd0dd1203fc5a66db4db9a1ff326af4bf6512f0f605324a3eb973",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -399,6 +404,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0039_oncall.sql",
         "99d6f607d644e9149305539b15a1b6400413abf3bf9684323eaab8bb58d21a38fc9c7cfc78628e80dcebbaec29bd6b2f",
+    ),
+    (
+        "postgres",
+        "0040_count_indexes.sql",
+        "febd7920decf3da407cb4fa7b82fc6988c2e31a2aabdd0dd1203fc5a66db4db9a1ff326af4bf6512f0f605324a3eb973",
     ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (

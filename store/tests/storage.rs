@@ -1293,3 +1293,50 @@ async fn a_one_statement_write_commits_before_it_returns_and_queues_behind_a_wri
         t.cleanup().await;
     }
 }
+
+/// The queue's agent filter lists each agent of open (or resolved) escalations once, in
+/// order, by seeking `escalations_status_agent` once per agent (a loose scan), never by
+/// visiting every open escalation.
+#[tokio::test]
+async fn escalation_agents_are_listed_once_each_by_a_loose_index_scan() {
+    use domain::escalations::request::{OpenedBy, ValidEscalation};
+    use domain::escalations::EscalationReason;
+    use store::escalations;
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let agents = [Some("billing"), Some("support"), Some("billing"), None, Some("archive"), Some("zeta")];
+        let mut ids = Vec::new();
+        for (i, agent) in agents.iter().enumerate() {
+            let v = ValidEscalation {
+                run_id: format!("run-agents-{i}"),
+                reason: EscalationReason::LowConfidence,
+                reason_text: None,
+                what_was_done: vec![],
+                what_remains: vec![],
+                blocking_fact: None,
+                idempotency_key: None,
+                agent: agent.map(str::to_string),
+                body_sha256: format!("{i:064}"),
+                opened_by: OpenedBy::Agent,
+            };
+            ids.push(escalations::file(db, &v, "agent-7").await.unwrap().0.id);
+        }
+        // `zeta`'s only escalation is resolved: it leaves the open list for the resolved one.
+        db.execute(Sql::with_args("UPDATE escalations SET status = 'resolved' WHERE id = $1", vec![ids[5].as_str().into()]))
+            .await
+            .unwrap();
+        assert_eq!(escalations::agents(db, true).await.unwrap(), ["archive", "billing", "support"], "{}", t.backend());
+        assert_eq!(escalations::agents(db, false).await.unwrap(), ["zeta"], "{}", t.backend());
+        if t.backend() == "sqlite" {
+            let plan: Vec<(i64, i64, i64, String)> = db
+                .fetch_all(Sql::with_args(
+                    "EXPLAIN QUERY PLAN SELECT MIN(agent) FROM escalations WHERE status = $1 AND agent > $2",
+                    vec!["open".into(), "a".into()],
+                ))
+                .await
+                .unwrap();
+            assert!(plan.iter().any(|r| r.3.contains("COVERING INDEX escalations_status_agent")), "{plan:?}");
+        }
+        t.cleanup().await;
+    }
+}
