@@ -163,33 +163,11 @@ impl Sql {
 
     fn into_sqlite(self) -> Result<(String, SqliteArguments<'static>), sqlx::Error> {
         let text = self.sqlite_text().into_owned();
-        let mut out = SqliteArguments::default();
-        for arg in self.args {
-            match arg {
-                Arg::Int(v) => out.add(v),
-                Arg::Float(v) => out.add(v),
-                Arg::Text(v) => out.add(v),
-                Arg::Bool(v) => out.add(v),
-                Arg::Bytes(v) => out.add(v),
-            }
-            .map_err(sqlx::Error::Encode)?;
-        }
-        Ok((text, out))
+        Ok((text, arguments(self.args)?))
     }
 
     fn into_postgres(self) -> Result<(String, PgArguments), sqlx::Error> {
-        let mut out = PgArguments::default();
-        for arg in self.args {
-            match arg {
-                Arg::Int(v) => out.add(v),
-                Arg::Float(v) => out.add(v),
-                Arg::Text(v) => out.add(v),
-                Arg::Bool(v) => out.add(v),
-                Arg::Bytes(v) => out.add(v),
-            }
-            .map_err(sqlx::Error::Encode)?;
-        }
-        Ok((self.text, out))
+        Ok((self.text, arguments(self.args)?))
     }
 }
 
@@ -597,6 +575,32 @@ fn chunk_sizes(len: usize, max: usize) -> impl Iterator<Item = usize> {
         left -= n;
         Some(n)
     })
+}
+
+
+/// The values bound in order, as one backend's arguments. Every kind of [`Arg`] must be
+/// a type the backend encodes, which the bounds say once for both.
+fn arguments<'q, A>(args: Vec<Arg>) -> Result<A, sqlx::Error>
+where
+    A: Arguments<'q> + Default,
+    Option<i64>: sqlx::Encode<'q, A::Database> + sqlx::Type<A::Database>,
+    Option<f64>: sqlx::Encode<'q, A::Database> + sqlx::Type<A::Database>,
+    Option<String>: sqlx::Encode<'q, A::Database> + sqlx::Type<A::Database>,
+    Option<bool>: sqlx::Encode<'q, A::Database> + sqlx::Type<A::Database>,
+    Option<Vec<u8>>: sqlx::Encode<'q, A::Database> + sqlx::Type<A::Database>,
+{
+    let mut out = A::default();
+    for arg in args {
+        match arg {
+            Arg::Int(v) => out.add(v),
+            Arg::Float(v) => out.add(v),
+            Arg::Text(v) => out.add(v),
+            Arg::Bool(v) => out.add(v),
+            Arg::Bytes(v) => out.add(v),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
