@@ -44,13 +44,15 @@ test('rows are cards with their buttons on the screen', async ({ page }) => {
   }
 });
 
-test('a long tool or agent name does not widen the inbox filters past the screen', async ({ page, request }) => {
+test('a long tool name or an unbroken preview does not widen the inbox past the screen', async ({ page, request }) => {
   // A <select> is as wide as its longest option: one long tool name among the
   // pending requests used to push the inbox to 698 px on a 390 px screen.
   const tool = `export_customer_records_to_the_quarterly_archive_${Date.now()}`;
   const res = await request.post('/api/v1/approvals', {
     headers: { Authorization: `Bearer ${agentToken()}` },
-    data: { run_id: `run-e2e-phone-long-${Date.now()}`, tool, arguments: { to: 'ana@example.com' } },
+    // Compact JSON without a space is the preview of a tool with no display: one long word.
+    data: { run_id: `run-e2e-phone-long-${Date.now()}`, tool,
+      arguments: { iban: 'DE89370400440532013000', reference: 'invoice_2026_11_quarterly_settlement', amount_eur: 1250 } },
   });
   expect(res.status(), await res.text()).toBe(201);
   await signIn(page, ALICE);
