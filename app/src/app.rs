@@ -2,8 +2,8 @@
 
 use crate::components::layout::Shell;
 use crate::components::status::NotFound;
-use domain::models::{CurrentUser, SessionUser};
 use crate::routes::{admin, alerts, approvals, escalations, login, runs, trends};
+use domain::models::{CurrentUser, SessionUser};
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::components::{ParentRoute, Redirect, Route, Router, Routes};

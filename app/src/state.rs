@@ -1,14 +1,14 @@
 //! The one state of the web server: server functions and page renders reach it through
 //! `use_context`, the agent API's handlers through `State` (each part by `FromRef`).
 
-use domain::redact::Redactor;
-use domain::notify::Notifications;
 use crate::services::approval_hub::ApprovalHub;
-use store::rules::RulesCache;
-use store::Db;
 use axum::extract::FromRef;
+use domain::notify::Notifications;
+use domain::redact::Redactor;
 use leptos::config::LeptosOptions;
 use std::sync::Arc;
+use store::rules::RulesCache;
+use store::Db;
 
 #[derive(Debug, Clone)]
 pub struct AppState {

@@ -308,7 +308,21 @@ fn dependencies(krate: &str, all: bool) -> BTreeSet<String> {
 fn the_layers_depend_one_way_and_the_lower_ones_on_no_web_or_database_framework() {
     // What each crate may not use, itself or through a layer below it.
     let not_for: [(&str, &[&str]); 4] = [
-        ("domain", &["ingest", "store", "app", "flightdeck", "sqlx", "axum", "leptos", "tokio", "tonic", "opentelemetry-proto"]),
+        (
+            "domain",
+            &[
+                "ingest",
+                "store",
+                "app",
+                "flightdeck",
+                "sqlx",
+                "axum",
+                "leptos",
+                "tokio",
+                "tonic",
+                "opentelemetry-proto",
+            ],
+        ),
         ("ingest", &["store", "app", "flightdeck", "sqlx", "axum", "leptos", "tokio"]),
         ("store", &["ingest", "app", "flightdeck", "axum", "leptos"]),
         ("app", &["flightdeck", "ingest", "tonic", "opentelemetry-proto"]),

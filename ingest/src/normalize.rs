@@ -3,14 +3,13 @@
 
 use super::attributes::{as_bool, as_f64, as_i64, as_text, to_map};
 use super::mapping::{marker_matches, MappingTable};
+use domain::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
 use domain::policy::{policy_for, ToolPolicy};
 use domain::redact::Redactor;
-use domain::canonical::{Outcome, SideEffect, TerminalReason, Trigger};
 use domain::span::{args_sha256, encode_record, json_text, EscalationDetails, NormalizedSpan, SpanRole, StoredJson};
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-
 
 /// Limits a span must respect to be accepted.
 #[derive(Debug, Clone, Copy)]
@@ -50,7 +49,6 @@ fn hex_id(bytes: &[u8]) -> String {
     hex::encode_to_slice(bytes, &mut text).expect("the buffer is twice the input");
     String::from_utf8(text).expect("hex digits are ASCII")
 }
-
 
 /// Checks and normalizes one span; the error says why the span was rejected. Long because
 /// it reads every canonical field through the mapping into one `NormalizedSpan` literal
@@ -347,7 +345,6 @@ impl SpanResource {
         SpanResource { attributes, stored }
     }
 }
-
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -3,13 +3,13 @@
 //! transaction. Invalid spans are counted and reported, never stored; valid ones in the
 //! same request are kept.
 
-use domain::span::BodyPolicy;
 use super::decode::DecodeLimits;
 use super::mapping::MappingTable;
 use super::normalize::{normalize, Context, Limits, SpanResource};
-use domain::span::NormalizedSpan;
 use domain::policy::ToolPolicy;
 use domain::redact::Redactor;
+use domain::span::BodyPolicy;
+use domain::span::NormalizedSpan;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
 /// Everything ingest is configured with.

@@ -6,10 +6,10 @@
 //!
 //! The gRPC framing is fuzzed through the real receiver in `server/tests/ingest_limits.rs`.
 
-use ingest::decode::{decode, measure, DecodeLimits, Encoding};
 use domain::derive::derive_run;
-use ingest::pipeline::{prepare, IngestSettings};
 use domain::policy::ToolPolicy;
+use ingest::decode::{decode, measure, DecodeLimits, Encoding};
+use ingest::pipeline::{prepare, IngestSettings};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Otlp;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, KeyValueList};

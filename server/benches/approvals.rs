@@ -11,15 +11,15 @@
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench -p flightdeck --bench approvals
 //!   FLIGHTDECK_BENCH_DECISIONS=500 ...   # more samples (default 200)
 
-use domain::access::{Role, Scope};
 use app::auth::{password, secrets};
 use app::services::approval_hub::ApprovalHub;
 use app::state::AppState;
-use store::testing::TestDb;
-use store::{tokens, users, Db};
+use domain::access::{Role, Scope};
 use flightdeck::config::{Config, Overrides};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::{tokens, users, Db};
 
 const PASSWORD: &str = "bench-password-123456";
 

@@ -21,15 +21,15 @@
 //!   FLIGHTDECK_BENCH_ROUNDS=3       decode + normalize rounds, the best reported (default 3)
 //!   RUST_LOG=store=debug              each commit's phases (span rows, runs, commit)
 
-use ingest::decode::{self, Encoding};
 use domain::span::NormalizedSpan;
-use ingest::pipeline::{prepare, IngestSettings};
-use store::testing::TestDb;
-use store::{write, Db};
 use flightdeck::otlp::service::{memory_for, MEMORY_PER_WIRE_BYTE};
+use ingest::decode::{self, Encoding};
+use ingest::pipeline::{prepare, IngestSettings};
 use loadgen::synth::{requests_for, Synth, SynthOptions};
 use prost::Message;
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::{write, Db};
 
 /// Spans per export request, as `cargo xtask bench` sends them.
 const SPANS_PER_REQUEST: usize = 512;

@@ -15,10 +15,8 @@
 //!     ask µs, ask + complete µs; to lay the slow ones beside the server's log)
 //!   FLIGHTDECK_BENCH_DATA_DIR=/dev/shm (where the databases go; default the temp folder)
 
-use domain::access::Scope;
 use app::auth::secrets;
-use store::testing::TestDb;
-use store::{tokens, Db};
+use domain::access::Scope;
 use loadgen::send::{run_load, LoadOptions, Protocol, Target};
 use loadgen::synth::SynthOptions;
 use serde_json::{json, Value};
@@ -26,6 +24,8 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::{tokens, Db};
 
 fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

@@ -8,15 +8,15 @@
 //!   FLIGHTDECK_PYTHON=/path/to/venv/bin/python cargo bench -p flightdeck --bench mcp_gateway
 //!   FLIGHTDECK_BENCH_CALLS=500 (calls per series)
 
-use domain::access::Scope;
 use app::auth::secrets;
-use store::testing::TestDb;
-use store::tokens;
+use domain::access::Scope;
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use store::testing::TestDb;
+use store::tokens;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

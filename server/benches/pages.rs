@@ -17,20 +17,20 @@
 //! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
 //! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
 
-use domain::access::Role;
 use app::auth::password;
-use ingest::pipeline::{prepare, IngestSettings};
 use app::state::AppState;
-use store::sql::Sql;
-use store::testing::TestDb;
-use store::{spans, users, write, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use domain::access::Role;
 use flightdeck::config::{Config, Overrides};
+use ingest::pipeline::{prepare, IngestSettings};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use std::time::{Duration, Instant};
+use store::sql::Sql;
+use store::testing::TestDb;
+use store::{spans, users, write, Db};
 use tower::ServiceExt;
 
 fn kv(key: &str, value: V) -> KeyValue {
@@ -184,8 +184,7 @@ async fn measure(db: &Db, runs: usize) {
         "trends refresh, three ranges",
         refresh.as_secs_f64() * 1000.0
     );
-    let escalation: Option<String> =
-        store::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
+    let escalation: Option<String> = store::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")

@@ -3,13 +3,13 @@
 //! Instances that do not lead try to take the lead each interval, so a crashed leader
 //! is replaced within about one interval after its database session ends.
 
-use domain::notify::Notifications;
 use app::services::alert_evaluation::evaluate_once;
-use store::alerts::{self as alert_store, Leadership};
-use store::{now_ms, Db};
+use domain::notify::Notifications;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::alerts::{self as alert_store, Leadership};
+use store::{now_ms, Db};
 
 #[derive(Debug, Clone, Copy)]
 pub struct EvaluatorSettings {

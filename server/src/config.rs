@@ -6,16 +6,16 @@
 
 use anyhow::Context;
 use app::auth::client_address::TrustedProxies;
+use clap::Args;
+use domain::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
+use domain::policy::ToolPolicy;
+use domain::pricing::ModelPrice;
+use domain::redact::Redactor;
+use domain::span::BodyPolicy;
 use ingest::decode::DecodeLimits;
 use ingest::mapping::MappingTable;
 use ingest::normalize::Limits;
-use domain::span::BodyPolicy;
 use ingest::pipeline::IngestSettings;
-use domain::policy::ToolPolicy;
-use domain::redact::Redactor;
-use domain::notify::{AlertRoute, Notifications, RetryPolicy, WebhookTarget};
-use domain::pricing::ModelPrice;
-use clap::Args;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;

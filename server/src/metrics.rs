@@ -8,17 +8,17 @@
 
 use crate::api::{ApiError, TokenAuth};
 use crate::otlp::service::IngestCounters;
-use domain::access::Scope;
-use store::metrics::Figures;
-use store::{now_ms, Db};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use domain::access::Scope;
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use store::metrics::Figures;
+use store::{now_ms, Db};
 
 /// The Content-Type of the text format Prometheus asks for by default.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

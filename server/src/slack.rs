@@ -4,18 +4,18 @@
 //! through the same service as the inbox's, bound to the hash the message showed. The
 //! message is then replaced with the outcome through Slack's `response_url`.
 
-use domain::approvals::slack::{self, Click};
 use app::errors::AppError;
-use domain::models::CurrentUser;
 use app::services::approvals::{decide, DecisionInput};
 use app::state::AppState;
-use store::{slack as links, users};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
+use domain::approvals::slack::{self, Click};
+use domain::models::CurrentUser;
 use std::sync::Arc;
+use store::{slack as links, users};
 
 /// What the endpoint needs from the configuration.
 #[derive(Clone)]

@@ -14,9 +14,9 @@
 //! never stored in the outbox).
 
 use domain::notify::{RetryPolicy, WebhookTarget};
+use std::time::Duration;
 use store::webhooks::{self, AfterFailure, Claimed};
 use store::Db;
-use std::time::Duration;
 use tokio::sync::watch;
 
 /// How the worker runs; [`WorkerSettings::new`] has the production values.
@@ -154,7 +154,8 @@ impl Worker {
         if target.format == domain::notify::WebhookFormat::Pagerduty && configured.is_none() {
             return Err(format!("the target `{}` is no longer configured (its routing key is gone)", target.name));
         }
-        let body = domain::webhook_body::render(&target, &delivery.event, &self.settings.public_url, chrono::Utc::now())?;
+        let body =
+            domain::webhook_body::render(&target, &delivery.event, &self.settings.public_url, chrono::Utc::now())?;
         let body = serde_json::to_vec(&body).map_err(|e| format!("cannot encode the body: {e}"))?;
         let id = format!("msg_{}", delivery.id);
         let timestamp = store::now_ms() / 1000;

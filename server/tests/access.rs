@@ -3,15 +3,15 @@
 //! list `api::router` is built from). A route added without a guard, or without an entry
 //! in the expectations below, fails this suite.
 
-use domain::access::{Role, Scope};
 use app::auth::password;
 use app::state::AppState;
-use store::testing::TestDb;
-use store::users;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
+use domain::access::{Role, Scope};
 use flightdeck::config::{Config, Overrides};
+use store::testing::TestDb;
+use store::users;
 use tower::ServiceExt;
 
 mod common;

@@ -6,21 +6,21 @@
 
 mod common;
 
+use app::services::alert_evaluation::evaluate_once;
+use common::receiver::Receiver;
+use common::spans::{ingest, kv, kv_f64, span_at};
 use domain::access::{Role, Scope};
 use domain::alerts::settings::RuleSettings;
 use domain::alerts::{AlertRule, AlertState, ItemKind};
 use domain::notify::{Notifications, RetryPolicy, WebhookFormat};
-use app::services::alert_evaluation::evaluate_once;
-use store::testing::TestDb;
-use store::{alerts, now_ms, Db};
-use common::receiver::Receiver;
-use common::spans::{ingest, kv, kv_f64, span_at};
 use flightdeck::alerts::{Evaluator, EvaluatorSettings, Tick};
 use flightdeck::webhooks::{Worker, WorkerSettings};
 use reqwest::StatusCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::{alerts, now_ms, Db};
 
 const MINUTE_MS: i64 = 60_000;
 

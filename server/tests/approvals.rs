@@ -6,15 +6,15 @@
 
 mod common;
 
+use app::auth::password;
+use common::{token, Live, Person, PASSWORD};
 use domain::access::{Role, Scope};
 use domain::approvals::payload::payload_sha256;
-use app::auth::password;
-use store::testing::TestDb;
-use store::{audit, users};
-use common::{token, Live, Person, PASSWORD};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::time::Duration;
+use store::testing::TestDb;
+use store::{audit, users};
 
 /// Approvers alice and bob, a viewer victor, and an agent token with the `approvals` scope.
 async fn live(t: &TestDb) -> Live {

@@ -6,20 +6,20 @@
 
 mod common;
 
+use common::receiver::Receiver;
+use common::spans::{ingest, kv, span_at};
+use common::{Live, Person};
 use domain::access::{Role, Scope};
 use domain::approvals::payload::payload_sha256;
 use domain::approvals::rules::{ApprovalRule, RuleAction, RuleMode};
 use domain::approvals::OnExpiry;
 use domain::canonical::SideEffect;
 use domain::policy::ToolPolicy;
-use store::testing::TestDb;
-use store::{approval_rules, approvals, audit, escalations, policies, slack};
-use common::receiver::Receiver;
-use common::spans::{ingest, kv, span_at};
-use common::{Live, Person};
 use flightdeck::config::Overrides;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use store::testing::TestDb;
+use store::{approval_rules, approvals, audit, escalations, policies, slack};
 
 const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 

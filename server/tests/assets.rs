@@ -4,12 +4,12 @@
 //! test, so the test does not depend on a wasm build.
 
 use app::state::AppState;
-use store::testing::TestDb;
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::Router;
 use flightdeck::config::{Config, Overrides};
 use std::path::Path;
+use store::testing::TestDb;
 use tower::ServiceExt;
 
 const NAME: &str = "flightdeck.0123abcd";

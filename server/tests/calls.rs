@@ -6,16 +6,16 @@
 
 mod common;
 
+use common::{live, token, Live};
 use domain::access::{Role, Scope};
 use domain::canonical::SideEffect;
-use domain::policy::ToolPolicy;
 use domain::ledger::EntryState;
-use store::testing::TestDb;
-use store::{escalations, ledger, policies};
-use common::{live, token, Live};
+use domain::policy::ToolPolicy;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
+use store::testing::TestDb;
+use store::{escalations, ledger, policies};
 
 async fn server(t: &TestDb) -> Live {
     let approver: &[Role] = &[Role::Approver, Role::Viewer];
@@ -439,8 +439,8 @@ async fn bad_asks_and_reports_are_refused_and_change_nothing() {
 
 #[tokio::test]
 async fn a_call_left_unreported_pages_on_call_until_it_is_reported() {
-    use domain::alerts::AlertRule;
     use app::services::alert_evaluation::evaluate_once;
+    use domain::alerts::AlertRule;
     for t in TestDb::each_backend().await {
         let s = server(&t).await;
         let (_, asked) = s.ask(email("run-7", 1, "r")).await;
@@ -489,10 +489,7 @@ async fn retention_prunes_settled_calls_past_the_longest_window_and_keeps_open_o
         assert!(ledger::get(&t.db, &done_id).await.unwrap().is_none(), "a settled call past every window goes");
         assert!(ledger::get(&t.db, &open_id).await.unwrap().is_some(), "a started call stays until settled");
         let hours: Vec<(i64,)> =
-            t.db.ledger()
-                .fetch_all(store::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours"))
-                .await
-                .unwrap();
+            t.db.ledger().fetch_all(store::sql::Sql::new("SELECT hour_ms FROM call_ledger_hours")).await.unwrap();
         assert!(hours.is_empty(), "the hourly dedupe counts go with the entries: {hours:?}");
         t.cleanup().await;
     }

@@ -6,14 +6,14 @@
 
 mod common;
 
-use domain::access::{Role, Scope};
-use store::testing::TestDb;
 use common::spans::{ingest, kv, kv_bool, kv_i64, span_at};
 use common::Live;
+use domain::access::{Role, Scope};
 use opentelemetry_proto::tonic::trace::v1::{span::Event, Span, Status};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use std::time::Duration;
+use store::testing::TestDb;
 
 /// An admin ada (who is also an operator), a viewer victor, and an agent token that reads.
 async fn live(t: &TestDb) -> Live {
@@ -260,10 +260,8 @@ async fn the_run_list_sorts_by_duplicates_matches_part_of_an_agent_and_ignores_c
         )
         .await
         .unwrap();
-        let rules = domain::derive::Rules {
-            policies: store::policies::list(&t.db).await.unwrap(),
-            ..Default::default()
-        };
+        let rules =
+            domain::derive::Rules { policies: store::policies::list(&t.db).await.unwrap(), ..Default::default() };
         store::recompute::recompute(&t.db, &rules, &Default::default(), 1).await.unwrap();
         let ids = |body: &Value| -> Vec<String> {
             body["runs"].as_array().unwrap().iter().map(|r| r["run_id"].as_str().unwrap().to_string()).collect()

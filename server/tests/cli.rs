@@ -267,9 +267,7 @@ fn demo_fills_a_fresh_database_through_the_ingest_path() {
     let (runs, spans) = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
         let db = store::Db::connect(&url).await.unwrap();
-        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() })
-            .await
-            .unwrap();
+        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() }).await.unwrap();
         (page.runs, store::spans::count(&db).await.unwrap())
     });
     assert_eq!(runs.len(), 25);
@@ -331,9 +329,7 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     let (runs, spans, call) = runtime.block_on(async {
         let url = format!("sqlite://{}", restored.path().join("flightdeck.db").display());
         let db = store::Db::connect(&url).await.unwrap();
-        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() })
-            .await
-            .unwrap();
+        let page = store::runs::list(&db, &store::runs::RunQuery { limit: 100, ..Default::default() }).await.unwrap();
         let call = store::ledger::get(&db, &call_id).await.unwrap();
         (page.runs.len(), store::spans::count(&db).await.unwrap(), call)
     });

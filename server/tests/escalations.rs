@@ -4,14 +4,14 @@
 
 mod common;
 
-use domain::access::{Role, Scope};
-use store::testing::TestDb;
 use common::spans::{ingest, kv, span_at};
 use common::{token, Live};
+use domain::access::{Role, Scope};
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::{span::Event, Span};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use store::testing::TestDb;
 
 /// Operators olga and oscar, a viewer victor, and an agent token with `escalations`.
 async fn live(t: &TestDb) -> Live {

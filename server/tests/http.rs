@@ -1,15 +1,15 @@
 //! HTTP tests through the real router (sessions, pages, server functions, agent API,
 //! CSRF), on SQLite and on PostgreSQL.
 
-use domain::access::Role;
 use app::auth::password;
 use app::state::AppState;
-use store::testing::TestDb;
-use store::{audit, tokens, users};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
+use domain::access::Role;
 use flightdeck::config::{Config, Overrides};
+use store::testing::TestDb;
+use store::{audit, tokens, users};
 use tower::ServiceExt;
 
 const ALICE_PASSWORD: &str = "alice-password-123";

@@ -3,17 +3,15 @@
 //! case of the receivers; re-sent, out-of-order and multi-trace runs. SQLite and
 //! PostgreSQL.
 
-use domain::access::Scope;
 use app::auth::secrets;
-use ingest::pipeline::IngestSettings;
-use store::testing::TestDb;
-use store::{tokens, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;
+use domain::access::Scope;
 use flate2::write::GzEncoder;
 use flightdeck::config::IngestAuth;
 use flightdeck::otlp::IngestService;
+use ingest::pipeline::IngestSettings;
 use opentelemetry::trace::{Span as _, TraceContextExt as _, Tracer as _, TracerProvider as _};
 use opentelemetry::KeyValue as OtelKv;
 use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig, WithTonicConfig};
@@ -26,6 +24,8 @@ use serde_json::Value;
 use std::future::IntoFuture;
 use std::io::Write;
 use std::net::SocketAddr;
+use store::testing::TestDb;
+use store::{tokens, Db};
 use tower::ServiceExt;
 
 async fn token(db: &Db, scopes: &[Scope]) -> String {
@@ -596,9 +596,9 @@ async fn grpc_refuses_bad_tokens_and_invalid_requests_with_status_codes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_beyond_a_connections_stream_limit_wait_instead_of_being_refused() {
-    use ingest::decode::{measure, DecodeLimits, Encoding};
     use flightdeck::otlp::grpc::MAX_STREAMS_PER_CONNECTION;
     use flightdeck::otlp::service::memory_for;
+    use ingest::decode::{measure, DecodeLimits, Encoding};
     use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
     let t = TestDb::sqlite().await;
     // Room for a few more exports than one connection may have open at once.
@@ -810,7 +810,11 @@ async fn runs_are_found_by_any_id_an_operator_has_and_sorted_by_cost() {
         )
         .await
         .unwrap();
-        assert_eq!(counts.by_reason, vec![(domain::canonical::TerminalReason::Completed, 3)], "counts ignore the reason filter");
+        assert_eq!(
+            counts.by_reason,
+            vec![(domain::canonical::TerminalReason::Completed, 3)],
+            "counts ignore the reason filter"
+        );
         t.cleanup().await;
     }
 }

@@ -7,15 +7,14 @@
 
 mod common;
 
-use domain::access::Scope;
-use ingest::pipeline::IngestSettings;
-use store::testing::TestDb;
 use bytes::Bytes;
+use domain::access::Scope;
 use flate2::write::GzEncoder;
 use flightdeck::config::IngestAuth;
 use flightdeck::otlp::grpc::EXPORT_PATH;
 use flightdeck::otlp::IngestService;
 use http_body_util::{BodyExt, Full};
+use ingest::pipeline::IngestSettings;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Otlp;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, KeyValueList};
 use proptest::prelude::*;
@@ -23,6 +22,7 @@ use prost::Message;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use store::testing::TestDb;
 use tower::ServiceExt;
 
 /// The peak resident memory `flightdeck serve` may reach while refusing every body below,

@@ -7,19 +7,19 @@
 
 mod common;
 
+use app::auth::password;
 use domain::access::{Role, Scope};
 use domain::approvals::ApprovalStatus;
-use app::auth::password;
 use domain::ledger::EntryState;
-use store::approvals::{self, ApprovalFilter};
-use store::testing::TestDb;
-use store::{ledger, runs, spans, users, Db};
 use serde_json::{json, Value};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use store::approvals::{self, ApprovalFilter};
+use store::testing::TestDb;
+use store::{ledger, runs, spans, users, Db};
 
 fn here() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp")

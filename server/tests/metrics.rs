@@ -5,13 +5,12 @@
 
 mod common;
 
-use domain::access::Scope;
-use ingest::pipeline::IngestSettings;
 use app::state::AppState;
-use store::testing::TestDb;
 use common::token;
+use domain::access::Scope;
 use flightdeck::config::{Config, IngestAuth, Overrides};
 use flightdeck::otlp::IngestService;
+use ingest::pipeline::IngestSettings;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{
@@ -21,6 +20,7 @@ use prost::Message;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
+use store::testing::TestDb;
 
 /// The web listener (with `/metrics` fed by the receiver's counters) and the OTLP/HTTP
 /// receiver, on free ports over one database.
@@ -346,7 +346,8 @@ async fn an_empty_database_gives_every_series() {
         assert_eq!(get(&m, "flightdeck_alerts_open", &[("rule", "escalation_backlog"), ("state", "firing")]), 0.0);
 
         // An alert firing shows up as one open alert of its rule.
-        let mut settings = domain::alerts::settings::RuleSettings::default_for(domain::alerts::AlertRule::EscalationBacklog);
+        let mut settings =
+            domain::alerts::settings::RuleSettings::default_for(domain::alerts::AlertRule::EscalationBacklog);
         settings.threshold = 1.0;
         store::alerts::save_settings(&t.db, domain::alerts::AlertRule::EscalationBacklog, &settings, "test")
             .await

@@ -6,17 +6,17 @@
 
 mod common;
 
+use app::services::alert_evaluation::evaluate_once;
+use common::receiver::{Received, Receiver};
+use common::spans::{ingest, kv, span_at};
 use domain::alerts::settings::RuleSettings;
 use domain::alerts::{AlertRule, Severity};
 use domain::notify::{AlertRoute, Notifications, RetryPolicy, SigningSecret, WebhookFormat, WebhookTarget};
-use app::services::alert_evaluation::evaluate_once;
+use flightdeck::webhooks::{Worker, WorkerSettings};
+use std::time::{Duration, Instant};
 use store::testing::TestDb;
 use store::webhooks::{self, status};
 use store::{alerts, now_ms, Db};
-use common::receiver::{Received, Receiver};
-use common::spans::{ingest, kv, span_at};
-use flightdeck::webhooks::{Worker, WorkerSettings};
-use std::time::{Duration, Instant};
 
 const MINUTE_MS: i64 = 60_000;
 const ROUTING_KEY: &str = "R0UT1NGKEY0123456789abcdef012345";
@@ -671,8 +671,8 @@ async fn an_alert_shows_the_thresholds_that_fired_it_after_they_change() {
 
 #[tokio::test]
 async fn a_maintenance_window_silences_only_inside_its_hours() {
-    use domain::access::{Role, Scope};
     use chrono::{Datelike, Timelike};
+    use domain::access::{Role, Scope};
     use reqwest::{Method, StatusCode};
     for t in TestDb::each_backend().await {
         let db = &t.db;

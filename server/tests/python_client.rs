@@ -7,10 +7,10 @@ mod common;
 use domain::access::Scope;
 use domain::canonical::SideEffect;
 use domain::policy::ToolPolicy;
-use store::policies;
-use store::testing::TestDb;
 use std::path::PathBuf;
 use std::process::Command;
+use store::policies;
+use store::testing::TestDb;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

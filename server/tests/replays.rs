@@ -4,11 +4,11 @@
 
 mod common;
 
-use domain::access::{Role, Scope};
-use store::testing::TestDb;
 use common::spans::{ingest, kv, span_at};
+use domain::access::{Role, Scope};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
+use store::testing::TestDb;
 
 #[tokio::test]
 async fn results_are_recorded_redacted_and_charted_per_agent() {
@@ -59,9 +59,7 @@ async fn results_are_recorded_redacted_and_charted_per_agent() {
         let mut rule = domain::alerts::settings::RuleSettings::default_for(domain::alerts::AlertRule::ReplayPassRate);
         assert_eq!((rule.threshold, rule.min_samples, rule.severity), (90.0, 10, domain::alerts::Severity::Ticket));
         rule.min_samples = 2;
-        store::alerts::save_settings(&t.db, domain::alerts::AlertRule::ReplayPassRate, &rule, "test")
-            .await
-            .unwrap();
+        store::alerts::save_settings(&t.db, domain::alerts::AlertRule::ReplayPassRate, &rule, "test").await.unwrap();
         let notifications = domain::notify::Notifications::default();
         let report = app::services::alert_evaluation::evaluate_once(&t.db, &notifications, now, 0).await.unwrap();
         let failing: Vec<&domain::alerts::Alert> =

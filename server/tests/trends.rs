@@ -6,11 +6,11 @@
 mod common;
 
 use domain::access::{Role, Scope};
+use domain::trends::{Range, Window};
+use reqwest::StatusCode;
 use store::sql::Sql;
 use store::testing::TestDb;
 use store::{now_ms, Db};
-use domain::trends::{Range, Window};
-use reqwest::StatusCode;
 
 const MS: i64 = 1_000_000;
 
@@ -374,8 +374,7 @@ async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_lis
         let page = store::runs::list(db, &q).await.unwrap();
         assert_eq!(page.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(), ["run-models"], "{}", t.backend());
         let other = domain::canonical::QueryParams { model: Some("claude-3-haiku".into()), ..Default::default() };
-        let other =
-            store::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
+        let other = store::runs::resolve_search(db, &other.into_query(chrono::Utc::now()).unwrap()).await.unwrap();
         assert!(store::runs::list(db, &other).await.unwrap().runs.is_empty(), "only the main model");
         let w = Window::ending_at(Range::Day, now_ms());
         let trends = domain::trends::compute(w, &store::trends::inputs(db, &w).await.unwrap());

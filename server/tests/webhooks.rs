@@ -4,21 +4,21 @@
 
 mod common;
 
-use domain::access::Role;
 use app::auth::password;
-use domain::notify::{self, Event, EventKind, RetryPolicy, WebhookFormat, WebhookTarget};
 use app::state::AppState;
-use store::testing::TestDb;
-use store::webhooks::{self, status};
-use store::{users, Db};
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use common::receiver::Receiver;
+use domain::access::Role;
+use domain::notify::{self, Event, EventKind, RetryPolicy, WebhookFormat, WebhookTarget};
 use flightdeck::config::{Config, Overrides};
 use flightdeck::webhooks::{Worker, WorkerSettings};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::webhooks::{self, status};
+use store::{users, Db};
 use tower::ServiceExt;
 
 const PUBLIC_URL: &str = "https://fd.example";

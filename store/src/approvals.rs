@@ -14,9 +14,9 @@ use domain::approvals::rules::Filing;
 use domain::approvals::{Approval, ApprovalEdit, ApprovalStatus, OnExpiry, Violation, ViolationKind};
 use domain::canonical::{RunDetail, SideEffect};
 use domain::derive::SpanFacts;
-use domain::span::NormalizedSpan;
-use domain::policy::ToolPolicy;
 use domain::notify::WebhookTarget;
+use domain::policy::ToolPolicy;
+use domain::span::NormalizedSpan;
 use std::collections::{BTreeMap, BTreeSet};
 
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
@@ -313,18 +313,18 @@ type FactsRow =
     (String, String, String, String, Option<String>, String, Option<i64>, Option<i64>, Option<i64>, Option<i64>);
 
 fn approval_facts(r: FactsRow) -> ApprovalFacts {
-        ApprovalFacts {
-            id: r.0,
-            tool: r.1,
-            arguments_sha256: r.2,
-            status: r.3,
-            used_by_span: r.4,
-            run_id: r.5,
-            step_index: r.6,
-            decided_at: r.7,
-            use_by: r.8,
-            requested_by_token: r.9,
-        }
+    ApprovalFacts {
+        id: r.0,
+        tool: r.1,
+        arguments_sha256: r.2,
+        status: r.3,
+        used_by_span: r.4,
+        run_id: r.5,
+        step_index: r.6,
+        decided_at: r.7,
+        use_by: r.8,
+        requested_by_token: r.9,
+    }
 }
 
 /// Filters for the inbox and the decided history; empty strings mean "any".

@@ -3,8 +3,8 @@
 
 use super::sql::Sql;
 use super::{now_ms, Db, StoreResult};
-use domain::pricing::{ModelPrice, PriceSource};
 use chrono::NaiveDate;
+use domain::pricing::{ModelPrice, PriceSource};
 
 #[derive(sqlx::FromRow)]
 struct PriceRow {

@@ -5,7 +5,8 @@ use super::spans;
 use super::sql::{Arg, Sql};
 use super::{corrupt, from_ms, Db, StoreResult};
 use domain::canonical::{
-    CostSource, DuplicateView, RunCounts, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger, WaterfallSpan,
+    CostSource, DuplicateView, RunCounts, RunDetail, RunFailure, RunSummary, SpanPanel, TerminalReason, Trigger,
+    WaterfallSpan,
 };
 use domain::derive::{derive_run_with, Rules};
 use domain::failure::{failure_of, SpanOutcome};
@@ -462,7 +463,6 @@ async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::St
     Ok(out)
 }
 
-
 /// One page of a run's spans in start order, and how many it has in all. Large runs are
 /// paged so a 5,000-span run never becomes a multi-megabyte page. (The run's spans are
 /// read whole either way: they are stored together, see `span_record`.)
@@ -633,8 +633,10 @@ mod tests {
             let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
             let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
             assert!(
-                !plan.iter().any(|step| (step.starts_with("SCAN runs") || step.starts_with("SCAN rt"))
-                    && !step.contains("INDEX")),
+                !plan
+                    .iter()
+                    .any(|step| (step.starts_with("SCAN runs") || step.starts_with("SCAN rt"))
+                        && !step.contains("INDEX")),
                 "{name} reads every run: {plan:?}"
             );
             // Without a search term the counted rows come from the index alone: up to

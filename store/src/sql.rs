@@ -577,7 +577,6 @@ fn chunk_sizes(len: usize, max: usize) -> impl Iterator<Item = usize> {
     })
 }
 
-
 /// The values bound in order, as one backend's arguments. Every kind of [`Arg`] must be
 /// a type the backend encodes, which the bounds say once for both.
 fn arguments<'q, A>(args: Vec<Arg>) -> Result<A, sqlx::Error>

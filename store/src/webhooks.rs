@@ -282,8 +282,8 @@ pub async fn prune(db: &Db, before_ms: i64) -> StoreResult<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use domain::notify::EventKind;
     use crate::testing::TestDb;
+    use domain::notify::EventKind;
 
     fn event(kind: EventKind) -> Event {
         Event {

@@ -1,15 +1,15 @@
 //! Upgrades: a released migration keeps its text, and databases created by earlier
 //! releases (including before five migrations were edited) still start and upgrade.
 
+use sha2::{Digest, Sha384};
+use sqlx::migrate::{Migration, Migrator};
+use std::borrow::Cow;
+use std::path::Path;
 use store::dialect::Backend;
 use store::migrations::{migrator, EDITED_AFTER_RELEASE};
 use store::sql::Sql;
 use store::testing::TestDb;
 use store::Db;
-use sha2::{Digest, Sha384};
-use sqlx::migrate::{Migration, Migrator};
-use std::borrow::Cow;
-use std::path::Path;
 
 /// Every migration as released: (backend, file, SHA-384 of its text). A new migration is
 /// added here when it is committed; an existing line never changes. A failure here means a

@@ -151,10 +151,10 @@ mod ingest_storage {
     use domain::canonical::RunCounts;
     use domain::span::BodyPolicy;
     use ingest::pipeline::{prepare, IngestSettings};
-    use store::{retention, runs, spans, write};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+    use store::{retention, runs, spans, write};
 
     fn kv(key: &str, v: &str) -> KeyValue {
         KeyValue {
@@ -180,13 +180,7 @@ mod ingest_storage {
         tool_run(trace, run_id, failed, start_ns, "send")
     }
 
-    fn tool_run(
-        trace: u8,
-        run_id: &str,
-        failed: bool,
-        start_ns: u64,
-        tool: &str,
-    ) -> Vec<domain::span::NormalizedSpan> {
+    fn tool_run(trace: u8, run_id: &str, failed: bool, start_ns: u64, tool: &str) -> Vec<domain::span::NormalizedSpan> {
         let root = Span {
             trace_id: vec![trace; 16],
             span_id: vec![1; 8],
@@ -563,7 +557,10 @@ mod ingest_storage {
             assert_eq!(runs::count_by_reason(db, &unknown).await.unwrap().total(), 3);
             // Counting stops at its limit: exact up to it, "at least" past it.
             let up_to = |limit| runs::count_by_reason_up_to(db, &unknown, limit);
-            assert_eq!(up_to(3).await.unwrap(), RunCounts { at_least: None, ..runs::count_by_reason(db, &unknown).await.unwrap() });
+            assert_eq!(
+                up_to(3).await.unwrap(),
+                RunCounts { at_least: None, ..runs::count_by_reason(db, &unknown).await.unwrap() }
+            );
             assert_eq!(up_to(2).await.unwrap(), RunCounts { by_reason: vec![], at_least: Some(2) });
             assert_eq!(up_to(2).await.unwrap().total(), 2);
             let no_read = q(&|q| q.flag = Some(RunFlag::NoRead));
@@ -652,7 +649,11 @@ mod ingest_storage {
             assert_eq!(runs::count_by_reason_up_to(db, &send, 3).await.unwrap().at_least, Some(3));
             let errors = RunQuery { terminal_reason: Some(TerminalReason::Error), ..search("send") };
             assert_eq!(all_pages(db, errors.clone()).await, ["a2"]);
-            assert_eq!(runs::count_by_reason(db, &errors).await.unwrap().by_reason, counts.by_reason, "counts ignore the reason");
+            assert_eq!(
+                runs::count_by_reason(db, &errors).await.unwrap().by_reason,
+                counts.by_reason,
+                "counts ignore the reason"
+            );
             // ties on cost (all zero) are broken by run id across both arms
             let by_cost = RunQuery { sort: RunSort::Cost, ..search("send") };
             assert_eq!(all_pages(db, by_cost).await, ["send", "a3", "a2", "a-old"]);
@@ -673,7 +674,10 @@ mod ingest_storage {
             );
             // by run id, trace id, and a tool only one run called
             assert_eq!(all_pages(db, search("a4")).await, ["a4"]);
-            assert_eq!(runs::count_by_reason(db, &search("a4")).await.unwrap().by_reason, vec![(TerminalReason::Error, 1)]);
+            assert_eq!(
+                runs::count_by_reason(db, &search("a4")).await.unwrap().by_reason,
+                vec![(TerminalReason::Error, 1)]
+            );
             assert_eq!(all_pages(db, search(&"02".repeat(16))).await, ["a2"]);
             assert_eq!(all_pages(db, search("fetch")).await, ["a4"]);
             assert!(all_pages(db, search("nope")).await.is_empty());
@@ -707,7 +711,10 @@ mod ingest_storage {
             assert_eq!(runs::waterfall(db, "moved", 0, 10).await.unwrap().1, 2, "both spans moved");
             let irreversible = store::alerts::irreversible_executions(db, 0).await.unwrap();
             assert_eq!(irreversible.iter().map(|e| e.run_id.as_str()).collect::<Vec<_>>(), ["moved"]);
-            assert_eq!(runs::count_by_reason(db, &search("move")).await.unwrap().by_reason, vec![(TerminalReason::Completed, 1)]);
+            assert_eq!(
+                runs::count_by_reason(db, &search("move")).await.unwrap().by_reason,
+                vec![(TerminalReason::Completed, 1)]
+            );
             assert_eq!(tool_runs(db).await, ["fetch 1", "move 1", "send 4"], "the moved-from run's count went");
 
             // a run's copy of its reason follows a recomputation; retention removes its tools
@@ -1100,7 +1107,10 @@ mod ingest_storage {
             // that keeps every run) counts the runs themselves. They must always agree.
             let totals = || async { runs::count_by_reason(db, &RunQuery::default()).await.unwrap().by_reason };
             let scanned = || async {
-                runs::count_by_reason(db, &RunQuery { since_ns: Some(i64::MIN), ..Default::default() }).await.unwrap().by_reason
+                runs::count_by_reason(db, &RunQuery { since_ns: Some(i64::MIN), ..Default::default() })
+                    .await
+                    .unwrap()
+                    .by_reason
             };
             let t0 = (now_ms() as u64) * 1_000_000;
             for (trace, run, failed) in [(1, "t1", false), (2, "t2", true), (3, "t3", false)] {
@@ -1322,9 +1332,12 @@ async fn escalation_agents_are_listed_once_each_by_a_loose_index_scan() {
             ids.push(escalations::file(db, &v, "agent-7").await.unwrap().0.id);
         }
         // `zeta`'s only escalation is resolved: it leaves the open list for the resolved one.
-        db.execute(Sql::with_args("UPDATE escalations SET status = 'resolved' WHERE id = $1", vec![ids[5].as_str().into()]))
-            .await
-            .unwrap();
+        db.execute(Sql::with_args(
+            "UPDATE escalations SET status = 'resolved' WHERE id = $1",
+            vec![ids[5].as_str().into()],
+        ))
+        .await
+        .unwrap();
         assert_eq!(escalations::agents(db, true).await.unwrap(), ["archive", "billing", "support"], "{}", t.backend());
         assert_eq!(escalations::agents(db, false).await.unwrap(), ["zeta"], "{}", t.backend());
         if t.backend() == "sqlite" {

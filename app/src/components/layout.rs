@@ -1,9 +1,9 @@
 //! The signed-in shell: navigation, the user and their roles, sign-out, and the role
 //! check that decides whether the page below may be shown.
 
-use domain::access::{allows, format_roles, required_role_for_path};
 use crate::components::status::Forbidden;
 use crate::functions::auth::Logout;
+use domain::access::{allows, format_roles, required_role_for_path};
 use domain::models::CurrentUser;
 use domain::models::SessionUser;
 use leptos::prelude::*;

@@ -51,8 +51,8 @@ pub async fn create_token(
     #[server(default)] scope_calls: Option<String>,
 ) -> Result<(), AppError> {
     use super::ssr;
-    use domain::access::{format_scopes, Role, Scope};
     use crate::auth::secrets;
+    use domain::access::{format_scopes, Role, Scope};
     use store::audit::action;
     use store::tokens;
 
@@ -114,8 +114,7 @@ pub async fn load_users_page() -> Result<UsersPage, AppError> {
     ssr::require(domain::access::Role::Admin)?;
     let db = ssr::db()?;
     let new_secret = session::take_secret(&ssr::session()?, slots::USERS).await;
-    let slack_links =
-        store::slack::list(&db).await?.into_iter().map(|l| (l.slack_user_id, l.username)).collect();
+    let slack_links = store::slack::list(&db).await?.into_iter().map(|l| (l.slack_user_id, l.username)).collect();
     Ok(UsersPage { users: users::list(&db).await?, new_secret, slack_links })
 }
 

@@ -3,11 +3,11 @@
 //! navigation count, and the rules' settings (read by anyone signed in, changed by
 //! `admin`, audited with the old and new settings).
 
+use crate::errors::AppError;
+use chrono::{DateTime, Utc};
 use domain::alerts::settings::RuleSettings;
 use domain::alerts::silences::Silence;
 use domain::alerts::{Alert, AlertRule};
-use crate::errors::AppError;
-use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -67,9 +67,11 @@ pub async fn load_alerts(resolved: bool) -> Result<AlertsView, AppError> {
     let me = ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let alerts = store::alerts::list(&db, resolved, 200).await?;
-    let last_evaluation = store::alerts::last_evaluation(&db)
-        .await?
-        .map(|(instance, at, took_ms)| LastEvaluation { instance, at: store::from_ms(at), took_ms });
+    let last_evaluation = store::alerts::last_evaluation(&db).await?.map(|(instance, at, took_ms)| LastEvaluation {
+        instance,
+        at: store::from_ms(at),
+        took_ms,
+    });
     let silences = store::silences::list(&db, 50).await?;
     let can_acknowledge = me.can(domain::access::Role::Operator);
     Ok(AlertsView { alerts, last_evaluation, can_acknowledge, now: Utc::now(), silences })
@@ -95,9 +97,7 @@ pub async fn load_alert(id: String) -> Result<AlertView, AppError> {
         _ => None,
     };
     let fired_under = match alert.rule_version {
-        Some(version) => {
-            store::alerts::settings_version(&db, alert.rule, version).await?.map(|s| (version, s))
-        }
+        Some(version) => store::alerts::settings_version(&db, alert.rule, version).await?.map(|s| (version, s)),
         None => None,
     };
     let thresholds = match fired_under {
@@ -273,8 +273,13 @@ pub async fn create_silence(
         let runs: Vec<&str> =
             from.items.iter().filter(|i| i.kind == domain::alerts::ItemKind::Run).map(|i| i.id.as_str()).collect();
         let agents = store::silences::agents_of(&db, &runs).await?;
-        let why =
-            domain::alerts::silences::why_not(valid.rule, valid.agent.as_deref(), valid.tool.as_deref(), &from, &agents);
+        let why = domain::alerts::silences::why_not(
+            valid.rule,
+            valid.agent.as_deref(),
+            valid.tool.as_deref(),
+            &from,
+            &agents,
+        );
         if let Some(why) = why {
             return back(AppError::Invalid(format!("this silence would not match the alert it is made from: {why}")));
         }

@@ -2,8 +2,8 @@
 //! (refused with the expression's position when it does not parse), deleting, and "try on
 //! history". Administrators only; every change is audited.
 
-use domain::approvals::rules::{ApprovalRule, HistoryReport};
 use crate::errors::AppError;
+use domain::approvals::rules::{ApprovalRule, HistoryReport};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 

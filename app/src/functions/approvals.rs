@@ -2,9 +2,9 @@
 //! decision. Reading needs `viewer`; deciding needs the role the tool's policy names
 //! (default `approver`), checked here on the server for every decision.
 
-use domain::approvals::{Approval, Violation};
 use crate::errors::AppError;
 use chrono::{DateTime, Utc};
+use domain::approvals::{Approval, Violation};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 

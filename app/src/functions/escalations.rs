@@ -4,9 +4,9 @@
 //! escalation's timeline.
 
 use crate::errors::AppError;
+use chrono::{DateTime, Utc};
 use domain::escalations::evidence::Evidence;
 use domain::escalations::{Escalation, TimelineEntry};
-use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 

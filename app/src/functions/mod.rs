@@ -17,15 +17,15 @@ pub mod ssr {
     //! Helpers for server functions: the database, the session, the signed-in user, and
     //! the role check, each as a server-function error when missing.
 
-    use domain::access::Role;
     use crate::errors::AppError;
-    use domain::models::CurrentUser;
     use crate::state::AppState;
-    use store::Db;
     use axum::extract::ConnectInfo;
+    use domain::access::Role;
+    use domain::models::CurrentUser;
     use http::request::Parts;
     use leptos::prelude::*;
     use std::net::SocketAddr;
+    use store::Db;
     use tower_sessions::Session;
 
     pub fn db() -> Result<Db, AppError> {

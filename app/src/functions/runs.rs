@@ -1,8 +1,8 @@
 //! Runs for the browser: the filtered list, one run with a page of its waterfall, and one
 //! span's panel. Every function needs the `viewer` role.
 
-use domain::canonical::{QueryParams, RunListView, RunView, SpanPanel};
 use crate::errors::AppError;
+use domain::canonical::{QueryParams, RunListView, RunView, SpanPanel};
 use leptos::prelude::*;
 
 /// Spans per waterfall page: enough for most runs on one page, small enough that a
@@ -39,8 +39,8 @@ pub async fn load_run(
     #[server(default)] q: Option<String>,
 ) -> Result<RunView, AppError> {
     use super::ssr;
-    use store::runs;
     use domain::trace_view::{view, ViewRequest};
+    use store::runs;
     ssr::require(domain::access::Role::Viewer)?;
     let db = ssr::db()?;
     let rules = ssr::rules()?;

@@ -42,7 +42,9 @@ pub async fn evaluate_once(db: &Db, notifications: &Notifications, now_ms: i64, 
         let open = alert_store::open_alerts(db, rule).await?;
         let hold = if settings.enabled { hold_ms } else { 0 };
         let transitions = reconcile(&open, findings, now_ms, hold);
-        for (kind, alert) in alert_store::apply(db, rule, settings.severity, &transitions, now_ms, notifications).await? {
+        for (kind, alert) in
+            alert_store::apply(db, rule, settings.severity, &transitions, now_ms, notifications).await?
+        {
             match kind {
                 EventKind::AlertResolved => report.resolved.push(alert),
                 _ => report.fired.push(alert),
@@ -81,7 +83,9 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
                 }
             }
         }
-        AlertRule::FailedToRecover => rules::failed_to_recover(s, now_ms, &alert_store::failed_runs(db, window_start).await?),
+        AlertRule::FailedToRecover => {
+            rules::failed_to_recover(s, now_ms, &alert_store::failed_runs(db, window_start).await?)
+        }
         AlertRule::CallOutcomeUnknown => rules::call_outcome_unknown(s, now_ms, &alert_store::silent_calls(db).await?),
         AlertRule::ReplayPassRate => {
             rules::replay_pass_rate(s, now_ms, &alert_store::replay_outcomes(db, window_start).await?)

@@ -3,8 +3,8 @@
 //! each change is also sent to the others (`storage::notices`), whose listeners feed it
 //! into their own channel, so a decision taken anywhere wakes a waiter anywhere.
 
-use store::{notices, Db};
 use std::time::Duration;
+use store::{notices, Db};
 use tokio::sync::{broadcast, watch};
 
 /// The PostgreSQL channel decisions are announced on.

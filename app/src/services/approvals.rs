@@ -4,17 +4,17 @@
 //! decision, Slack's buttons, the agent API and the expiry job all come through here, so
 //! every path authorizes exactly one payload under the same rules.
 
+use crate::errors::AppError;
+use crate::services::approval_hub::ApprovalHub;
 use domain::access::Role;
 use domain::approvals::payload::ValidRequest;
 use domain::approvals::rules::{self, Compiled, Filing, RuleContext};
 use domain::approvals::{edit, Approval, Choice, OnExpiry};
-use crate::errors::AppError;
 use domain::escalations::request::{OpenedBy, ValidEscalation};
 use domain::escalations::{EscalationReason, RemainingItem};
-use domain::redact::Redactor;
 use domain::models::CurrentUser;
 use domain::notify::WebhookTarget;
-use crate::services::approval_hub::ApprovalHub;
+use domain::redact::Redactor;
 use store::approvals::{self, Decider, Decision, Requester};
 use store::audit::{self, action};
 use store::{approval_rules, escalations, now_ms, policies, runs, Db, StoreError, StoreResult};

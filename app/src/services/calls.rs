@@ -10,7 +10,6 @@ use domain::approvals::payload::ValidRequest;
 use domain::approvals::ApprovalStatus;
 use domain::escalations::request::{OpenedBy, ValidEscalation};
 use domain::escalations::{EscalationReason, RemainingItem};
-use domain::redact::Redactor;
 use domain::ledger::answer::{next_step, CallRule, EntryFacts, Step};
 use domain::ledger::key::derive_key;
 pub use domain::ledger::request::ValidAsk;
@@ -18,10 +17,11 @@ use domain::ledger::request::ValidCompletion;
 use domain::ledger::rules::{call_rule, key_rule};
 use domain::ledger::{Answer, EntryState, LedgerEntry};
 use domain::notify::WebhookTarget;
-use store::{approvals, escalations, ledger, now_ms, policies, Db, StoreError};
+use domain::redact::Redactor;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Duration;
+use store::{approvals, escalations, ledger, now_ms, policies, Db, StoreError};
 use tokio::time::Instant;
 
 /// The longest one ask or read is held; agents ask again for longer.

@@ -12,11 +12,11 @@
 //! Without a refresher (tests, one-off tools) nothing is kept and every view computes, so
 //! what a view shows is always what the database holds at that moment.
 
-use store::{Db, StoreResult};
 use domain::trends::{compute, Range, Trends, Window};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use store::{Db, StoreResult};
 
 /// How often `serve` recomputes every range.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(30);

@@ -5,21 +5,21 @@
 //! `POST /api/v1/approvals/{id}/cancel`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use domain::access::Scope;
-use domain::approvals::payload::ApprovalRequest;
-use domain::approvals::{Approval, ApprovalStatus};
-use domain::redact::Redactor;
 use app::services::approval_hub::ApprovalHub;
 use app::services::long_poll::{self, Check, Watch};
-use store::{approvals, now_ms, Db};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
+use domain::access::Scope;
+use domain::approvals::payload::ApprovalRequest;
+use domain::approvals::{Approval, ApprovalStatus};
+use domain::redact::Redactor;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+use store::{approvals, now_ms, Db};
 use tokio::time::Instant;
 
 /// The longest a single `GET ...?wait=` holds the connection; agents loop for longer.

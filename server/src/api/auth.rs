@@ -2,15 +2,15 @@
 //! its SHA-256, refused when unknown or revoked. The OTLP receivers reuse it.
 
 use super::ApiError;
-use domain::access::Scope;
 use app::auth::secrets;
-use store::{now_ms, tokens, Db};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use domain::access::Scope;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use store::{now_ms, tokens, Db};
 
 /// How often at most a token's last-used time is written, so a busy agent does not turn
 /// every request into a database write.

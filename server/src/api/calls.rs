@@ -6,15 +6,15 @@
 //! `GET /api/v1/calls/{id}?wait=SECONDS` (a read), `POST /api/v1/calls/{id}/complete`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use domain::access::Scope;
-use domain::ledger::request::{CallRequest, Completion};
-use domain::ledger::LedgerEntry;
 use app::services::calls::{self, CallAnswer, CallError, Caller, CallsContext};
-use store::Db;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::{Extension, Json};
+use domain::access::Scope;
+use domain::ledger::request::{CallRequest, Completion};
+use domain::ledger::LedgerEntry;
 use std::time::Duration;
+use store::Db;
 
 impl From<CallError> for ApiError {
     fn from(err: CallError) -> Self {

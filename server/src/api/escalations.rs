@@ -4,16 +4,16 @@
 //! `POST /api/v1/escalations`, `GET /api/v1/escalations/{id}`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use domain::access::Scope;
-use domain::escalations::request::EscalationRequest;
-use domain::escalations::Escalation;
-use store::escalations::{self, Filed};
-use store::Db;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use domain::access::Scope;
+use domain::escalations::request::EscalationRequest;
+use domain::escalations::Escalation;
 use serde_json::Value;
+use store::escalations::{self, Filed};
+use store::Db;
 
 #[utoipa::path(
     post,

@@ -7,18 +7,18 @@ use super::calls::{asked, completed};
 use super::{AgentToken, ApiError, ErrorBody};
 use crate::otlp::service::IngestError;
 use crate::otlp::IngestService;
-use domain::access::Scope;
-use domain::ledger::request::{CallRequest, Completion};
-use domain::ledger::LedgerEntry;
-use domain::mcp::{decide_all, Decision, ToolHints};
 use app::services::calls::{CallAnswer, CallsContext};
-use store::rules::RulesCache;
-use store::Db;
 use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
+use domain::access::Scope;
+use domain::ledger::request::{CallRequest, Completion};
+use domain::ledger::LedgerEntry;
+use domain::mcp::{decide_all, Decision, ToolHints};
 use serde::{Deserialize, Serialize};
+use store::rules::RulesCache;
+use store::Db;
 
 /// One tool as its server listed it.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -15,12 +15,12 @@ pub mod silences;
 pub use auth::{AgentToken, TokenAuth};
 pub use error::{ApiError, ErrorBody};
 
-use domain::access::Scope;
+use app::state::AppState;
 use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{delete, get, post, MethodRouter};
-use app::state::AppState;
 use axum::{Extension, Json, Router};
+use domain::access::Scope;
 
 /// One authenticated route of the API and the scope its handler requires (`None`: any
 /// valid token). The access test walks this list, which is the one the router is built

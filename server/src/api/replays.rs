@@ -4,15 +4,15 @@
 //! `POST /api/v1/replays/results`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use domain::access::Scope;
-use domain::redact::Redactor;
-use domain::replay_results::{ReplayResult, ResultRequest};
-use store::{replay_results, Db};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use domain::access::Scope;
+use domain::redact::Redactor;
+use domain::replay_results::{ReplayResult, ResultRequest};
 use std::sync::Arc;
+use store::{replay_results, Db};
 
 #[utoipa::path(
     post,

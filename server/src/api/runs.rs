@@ -2,14 +2,14 @@
 //! model for scripts, dashboards and our own checks.
 
 use super::{AgentToken, ApiError, ErrorBody};
+use axum::extract::{Path, Query, State};
+use axum::{Extension, Json};
 use domain::access::Scope;
 use domain::canonical::QueryParams;
 use domain::canonical::{RunDetail, RunSummary};
+use serde::Serialize;
 use store::runs;
 use store::Db;
-use axum::extract::{Path, Query, State};
-use axum::{Extension, Json};
-use serde::Serialize;
 
 /// A page of runs, newest first unless `sort` says otherwise.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

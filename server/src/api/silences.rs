@@ -6,15 +6,15 @@
 //! `DELETE /api/v1/silences/{id}`.
 
 use super::{AgentToken, ApiError, ErrorBody};
-use domain::access::Scope;
-use domain::alerts::silences::{Silence, SilenceRequest};
 use app::auth::client_address::ClientAddress;
-use store::audit::{self, action};
-use store::{silences, Db};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use domain::access::Scope;
+use domain::alerts::silences::{Silence, SilenceRequest};
+use store::audit::{self, action};
+use store::{silences, Db};
 
 #[utoipa::path(
     post,

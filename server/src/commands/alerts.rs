@@ -6,9 +6,9 @@
 use crate::config::Config;
 use crate::webhooks::{Worker, WorkerSettings};
 use app::services::alert_test;
+use std::time::{Duration, Instant};
 use store::webhooks::status;
 use store::Db;
-use std::time::{Duration, Instant};
 
 /// How long to wait for the receivers before reporting what is still pending.
 const WAIT: Duration = Duration::from_secs(30);

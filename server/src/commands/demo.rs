@@ -3,15 +3,10 @@
 //! sees a populated console at once.
 
 use ingest::pipeline::prepare;
-use store::{policies, write, Db};
 use loadgen::synth::{requests_for_shuffled, Synth, SynthOptions};
+use store::{policies, write, Db};
 
-pub async fn run(
-    db: &Db,
-    settings: &ingest::pipeline::IngestSettings,
-    runs: usize,
-    seed: u64,
-) -> anyhow::Result<()> {
+pub async fn run(db: &Db, settings: &ingest::pipeline::IngestSettings, runs: usize, seed: u64) -> anyhow::Result<()> {
     let now_ns = chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0).max(0) as u64;
     // Spread the runs over the last few hours so lists and charts have a shape.
     let start_ns = now_ns.saturating_sub(runs as u64 * 30 * 1_000_000_000);

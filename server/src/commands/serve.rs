@@ -8,13 +8,13 @@ use crate::otlp::IngestService;
 use crate::web;
 use anyhow::Context;
 use app::state::AppState;
-use store::rules::RulesCache;
-use store::sessions::SessionStoreAny;
-use store::{policies, retention, wal, webhooks, Db};
 use leptos::config::{Env, LeptosOptions};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use store::rules::RulesCache;
+use store::sessions::SessionStoreAny;
+use store::{policies, retention, wal, webhooks, Db};
 use tower_sessions::ExpiredDeletion;
 
 pub async fn run(config: Config) -> anyhow::Result<()> {

@@ -1,8 +1,8 @@
 //! `flightdeck token create|revoke|list`: agent API tokens from the command line, for
 //! automation. `create` prints only the secret on standard output.
 
-use domain::access::{format_scopes, parse_scopes};
 use app::auth::secrets;
+use domain::access::{format_scopes, parse_scopes};
 use store::audit::{self, action, NewEntry};
 use store::{tokens, Db};
 

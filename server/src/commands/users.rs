@@ -1,8 +1,8 @@
 //! `flightdeck user add|reset|list`, and the first administrator made on first start.
 
 use super::password_from_stdin;
-use domain::access::{format_roles, parse_roles, Role, Scope};
 use app::auth::{password, secrets};
+use domain::access::{format_roles, parse_roles, Role, Scope};
 use store::audit::{self, action, NewEntry};
 use store::{tokens, users, Db, StoreError};
 

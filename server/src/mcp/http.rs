@@ -14,10 +14,7 @@ use super::upstream;
 use super::McpServerConfig;
 use crate::api::{AgentToken, TokenAuth};
 use crate::otlp::IngestService;
-use domain::access::Scope;
 use app::services::calls::CallsContext;
-use store::rules::RulesCache;
-use store::Db;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -25,12 +22,15 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
+use domain::access::Scope;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use store::rules::RulesCache;
+use store::Db;
 use tokio::sync::mpsc;
 
 /// What bounds the HTTP gateway as a whole.

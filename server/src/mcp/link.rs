@@ -6,18 +6,18 @@
 
 use crate::api::AgentToken;
 use crate::otlp::IngestService;
+use app::services::calls::{self, CallError, Caller, CallsContext};
 use domain::ledger::request::{CallRequest, Completion, Outcome};
 use domain::ledger::{Answer, LedgerEntry};
 use domain::mcp::{self as rules, Decision, ToolHints};
-use app::services::calls::{self, CallError, Caller, CallsContext};
-use store::rules::RulesCache;
-use store::{Db, StoreError};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use store::rules::RulesCache;
+use store::{Db, StoreError};
 
 /// One ask before a call.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,9 +7,9 @@
 //! transport only moves frames.
 
 use super::gate::{self, CallInput, GateIo};
-use super::messages::{Outbound, RelayEvent, UpstreamReply};
 use super::jsonrpc::{self, Frame, Kind};
 use super::link::SharedLink;
+use super::messages::{Outbound, RelayEvent, UpstreamReply};
 use super::spans::{self, CallRecord, RunRecord};
 use super::upstream::{FromUpstream, Upstream};
 use domain::canonical::{Outcome, TerminalReason};

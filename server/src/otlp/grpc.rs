@@ -8,8 +8,8 @@
 //! limits before anything is decoded, exactly as on OTLP/HTTP.
 
 use super::{IngestError, IngestService};
-use ingest::decode::Encoding;
 use bytes::{Buf, Bytes};
+use ingest::decode::Encoding;
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 use std::convert::Infallible;

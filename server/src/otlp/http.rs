@@ -4,13 +4,13 @@
 
 use super::service::RETRY_AFTER_SECS;
 use super::{IngestError, IngestService};
-use ingest::decode::Encoding;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use ingest::decode::Encoding;
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 use std::io::Read;

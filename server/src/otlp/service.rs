@@ -8,12 +8,12 @@ use crate::config::IngestAuth;
 use domain::access::Scope;
 use ingest::decode::{self, DecodeError, Encoding, Shape};
 use ingest::pipeline::{prepare, span_count, IngestSettings};
-use store::rules::RulesCache;
-use store::Db;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use store::rules::RulesCache;
+use store::Db;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 
 /// Why an export was not (wholly) accepted. Each maps to an HTTP status and a gRPC code.

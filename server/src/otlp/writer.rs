@@ -7,12 +7,12 @@
 //! the queue: while one commits, the next gathers what has arrived and writes beside it,
 //! as two instances on one database do (the write path is safe for concurrent writers).
 
-use domain::span::NormalizedSpan;
 use domain::span::BodyPolicy;
-use store::rules::RulesCache;
-use store::{wal, write, Db};
+use domain::span::NormalizedSpan;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::rules::RulesCache;
+use store::{wal, write, Db};
 use tokio::sync::{mpsc, oneshot, Mutex, OwnedSemaphorePermit};
 
 /// One export's spans, waiting to be committed.

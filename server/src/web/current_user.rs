@@ -2,10 +2,10 @@
 //! the request extensions, where the page guard and every server function find it.
 
 use app::auth::session;
-use store::Db;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use store::Db;
 use tower_sessions::Session;
 
 pub async fn load(State(db): State<Db>, browser_session: Session, mut req: Request, next: Next) -> Response {

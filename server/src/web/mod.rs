@@ -18,13 +18,13 @@ use crate::otlp::service::IngestCounters;
 use crate::otlp::IngestService;
 use app::app::{shell, App};
 use app::state::AppState;
-use store::sessions::SessionStoreAny;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 use std::sync::{Arc, OnceLock};
+use store::sessions::SessionStoreAny;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -105,10 +105,7 @@ fn base_router(state: AppState, config: &Config, ingest: Arc<IngestCounters>, mc
         .layer(tower_http::compression::CompressionLayer::new().gzip(true));
 
     Router::new()
-        .nest(
-            "/api/v1",
-            api::router(&state),
-        )
+        .nest("/api/v1", api::router(&state))
         .merge(crate::slack::router(crate::slack::SlackSettings {
             signing_secret: config.slack_signing_secret.clone(),
             response_url_prefix: config.slack_response_url_prefix.clone(),

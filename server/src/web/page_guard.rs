@@ -2,12 +2,12 @@
 //! page, and a signed-in user without the page's role gets status 403 (the page itself
 //! renders the explanation). The role each path needs comes from `domain::access`.
 
-use domain::access::required_role_for_path;
-use domain::models::CurrentUser;
 use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use domain::access::required_role_for_path;
+use domain::models::CurrentUser;
 
 pub async fn require_page_role(req: Request, next: Next) -> Response {
     let path = req.uri().path();

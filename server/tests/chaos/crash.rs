@@ -7,8 +7,8 @@
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{Server, Setup};
 use super::{kills, Lcg};
-use store::testing::TestDb;
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
 
 async fn crash_under_load(t: &TestDb, kills: usize, seed: u64) {
     let started = Instant::now();

@@ -9,12 +9,12 @@ use super::people::{self, sign_in};
 use super::server::{Server, Setup};
 use super::{kills, Lcg};
 use domain::access::Role;
-use store::testing::TestDb;
-use store::{approvals, audit, escalations, Db};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
+use store::{approvals, audit, escalations, Db};
 
 /// Approval or escalation id, who acted, and the HTTP status they got.
 type Answers = Arc<Mutex<Vec<(String, &'static str, u16)>>>;

@@ -8,9 +8,9 @@
 
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{wait_until, Server, Setup};
-use store::Db;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use store::Db;
 
 /// A tmpfs mounted on a temporary directory, unmounted when dropped.
 struct SmallDisk {

@@ -6,9 +6,9 @@
 use super::people;
 use super::server::{wait_until, Server, Setup};
 use domain::access::Role;
-use store::testing::TestDb;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
 
 const AGENTS: usize = 5;
 

@@ -6,10 +6,10 @@
 
 use super::load::{Exporters, Ledger, Workload};
 use super::server::{free_port, readiness, wait_until, Server, Setup};
-use store::Db;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use store::Db;
 
 /// A PostgreSQL server of the test's own.
 pub struct PrivatePostgres {

@@ -10,12 +10,12 @@ use super::load::{send_one, send_one_grpc, Exporters, Ledger, Workload};
 use super::server::{Server, Setup};
 use super::{people, percentile_ms, phase_seconds};
 use domain::access::Role;
-use store::testing::TestDb;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use store::testing::TestDb;
 
 /// The memory setting the scenario runs with (the default), and the bound PRODUCT.md and
 /// docs/security.md state for it: the process' baseline, the queue budget, and the bodies

@@ -1,10 +1,10 @@
 //! The people and the agent token a scenario needs, created in the server's database,
 //! and signing in as the browser does.
 
-use domain::access::{Role, Scope};
 use app::auth::password;
-use store::{users, Db};
+use domain::access::{Role, Scope};
 use std::time::Duration;
+use store::{users, Db};
 
 pub use super::common::PASSWORD;
 

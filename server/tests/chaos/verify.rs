@@ -5,8 +5,8 @@
 
 use super::load::Workload;
 use domain::derive::{derive_run_with, Rules};
-use store::{runs, spans, Db};
 use std::collections::HashMap;
+use store::{runs, spans, Db};
 
 #[derive(Debug, Default)]
 pub struct Verified {

@@ -5,14 +5,14 @@
 pub mod receiver;
 pub mod spans;
 
-use domain::access::{Role, Scope};
 use app::auth::{password, secrets};
 use app::state::AppState;
-use store::testing::TestDb;
-use store::{tokens, users, Db};
+use domain::access::{Role, Scope};
 use flightdeck::config::{Config, Overrides};
 use reqwest::StatusCode;
 use serde_json::Value;
+use store::testing::TestDb;
+use store::{tokens, users, Db};
 
 pub const PASSWORD: &str = "a-long-test-password-1";
 

@@ -1,10 +1,10 @@
 //! A local webhook receiver on 127.0.0.1 for tests: records every request it gets and
 //! answers by path, so a test can make a receiver succeed, fail for a while, or stay down.
 
-use domain::notify::{WebhookFormat, WebhookTarget};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::Router;
+use domain::notify::{WebhookFormat, WebhookTarget};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -2,10 +2,10 @@
 //! then the span writer), without a network hop.
 
 use ingest::pipeline::{prepare, IngestSettings};
-use store::Db;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use store::Db;
 
 pub fn kv(key: &str, v: &str) -> KeyValue {
     KeyValue { key: key.into(), value: Some(AnyValue { value: Some(V::StringValue(v.into())) }), ..Default::default() }

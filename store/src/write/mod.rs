@@ -29,8 +29,8 @@ use super::sql::Tx;
 use super::{approvals, escalations, now_ms, reason_counts, Db, StoreResult};
 use domain::canonical::RunDetail;
 use domain::derive::{derive_run_with, Rules};
-use domain::span::NormalizedSpan;
 use domain::span::BodyPolicy;
+use domain::span::NormalizedSpan;
 use std::time::Instant;
 
 /// What a write did.

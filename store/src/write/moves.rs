@@ -96,8 +96,7 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
     let mut terms = Vec::new();
     for ((run, run_no, records, facts), id) in sides.into_iter().zip(ids) {
         let mut sql = Sql::new("INSERT INTO span_chunks (id, run_id, run_no, spans, received_at, records, packed) ");
-        let packed =
-            crate::packing::pack(&record::chunk(records.iter().map(|r| r.get())), dictionary.as_deref());
+        let packed = crate::packing::pack(&record::chunk(records.iter().map(|r| r.get())), dictionary.as_deref());
         sql.values([()], |row, ()| {
             row.bind(id).bind(run).bind(run_no).bind(records.len() as i64).bind(now).bind("").bind(packed.clone());
         });

@@ -8,12 +8,12 @@ use super::super::StoreResult;
 use super::assign::Assignment;
 use super::span_rows::Gathered;
 use super::{IDS_PER_QUERY, ROWS_PER_INSERT};
+use crate::packing;
 use domain::canonical::{RunDetail, TerminalReason};
 use domain::derive::SpanFacts;
-use domain::span::NormalizedSpan;
-use domain::span::BodyPolicy;
 use domain::record;
-use crate::packing;
+use domain::span::BodyPolicy;
+use domain::span::NormalizedSpan;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Inserts or updates the row of each derived run, with the tool of its first failed

@@ -14,8 +14,8 @@ use super::assign::Assignment;
 use super::{IDS_PER_QUERY, ROWS_PER_INSERT};
 use domain::canonical::SideEffect;
 use domain::derive::SpanFacts;
-use domain::span::NormalizedSpan;
 use domain::record;
+use domain::span::NormalizedSpan;
 use std::collections::{BTreeMap, HashSet};
 
 /// The spans of the touched runs, as the later phases need them.

@@ -2,11 +2,11 @@
 //! windows and baselines it reads. Saving is audited with the settings before and after.
 
 use super::AdminTabs;
-use domain::alerts::settings::{fields, RuleSettings};
-use domain::alerts::{AlertRule, Severity};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::alerts::{load_alert_rules, SaveAlertRule};
 use crate::routes::alerts::fires_when;
+use domain::alerts::settings::{fields, RuleSettings};
+use domain::alerts::{AlertRule, Severity};
 use leptos::prelude::*;
 use leptos_meta::Title;
 

@@ -3,9 +3,9 @@
 //! from whom, how long a request waits, and an absolute per-run limit.
 
 use super::AdminTabs;
-use domain::canonical::SideEffect;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::admin::{load_policies, DeletePolicy, SavePolicy};
+use domain::canonical::SideEffect;
 use leptos::prelude::*;
 use leptos_meta::Title;
 

@@ -4,12 +4,12 @@
 //! its payload), and each shadow rule's running report.
 
 use super::AdminTabs;
-use domain::approvals::rules::{HistoryReport, RuleAction, RuleMode, VARIABLES};
 use crate::components::payload::ExactInline;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
 use crate::functions::approval_rules::{load_rules, DeleteRule, RuleView, SaveRule, TryRule};
 use crate::routes::approvals::approval_href;
+use domain::approvals::rules::{HistoryReport, RuleAction, RuleMode, VARIABLES};
 use leptos::prelude::*;
 use leptos_meta::Title;
 

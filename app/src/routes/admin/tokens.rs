@@ -1,10 +1,10 @@
 //! Agent API tokens: create with scopes (the secret is shown once), list, revoke.
 
 use super::{AdminTabs, OneTimeSecretBox};
-use domain::access::Scope;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{MaybeTimestamp, Timestamp};
 use crate::functions::admin::{load_tokens_page, CreateToken, RevokeToken};
+use domain::access::Scope;
 use domain::models::TokenSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -4,12 +4,12 @@
 //! policy and recomputes the flags of the stored runs that called it.
 
 use super::AdminTabs;
-use domain::canonical::SideEffect;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
 use crate::functions::catalog::{load_tools, ClassifyTool};
-use domain::models::ToolRow;
 use crate::routes::runs::detail::effect_tag;
+use domain::canonical::SideEffect;
+use domain::models::ToolRow;
 use leptos::prelude::*;
 use leptos_meta::Title;
 

@@ -3,12 +3,12 @@
 //! sessions at once.
 
 use super::{AdminTabs, OneTimeSecretBox};
-use domain::access::Role;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::Timestamp;
 use crate::functions::admin::{
     load_users_page, CreateUser, LinkSlackUser, ResetPassword, SetRoles, SetUserDisabled, UnlinkSlackUser,
 };
+use domain::access::Role;
 use domain::models::UserSummary;
 use leptos::prelude::*;
 use leptos_meta::Title;

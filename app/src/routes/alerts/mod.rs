@@ -6,9 +6,6 @@
 
 pub mod page;
 
-use domain::alerts::settings::RuleSettings;
-use domain::alerts::silences::Silence;
-use domain::alerts::{window_text, Alert, AlertItem, AlertRule, AlertState, ItemKind, Unit};
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::{ActionError, ErrorBox};
@@ -16,6 +13,9 @@ use crate::components::time::{ago, format_utc};
 use crate::functions::alerts::{
     load_alert_rules, load_alerts, AcknowledgeAlert, AlertsView, CreateMaintenanceWindow, EndSilence,
 };
+use domain::alerts::settings::RuleSettings;
+use domain::alerts::silences::Silence;
+use domain::alerts::{window_text, Alert, AlertItem, AlertRule, AlertState, ItemKind, Unit};
 use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -10,10 +10,10 @@
 //! in the address (`functions::ssr::form_back_with`).
 
 use super::AlertCard;
-use domain::alerts::{AlertEvent, AlertRule};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
 use crate::functions::alerts::{load_alert, AcknowledgeAlert, AlertView, CreateSilence, ThresholdsInForce};
+use domain::alerts::{AlertEvent, AlertRule};
 use domain::models::WebhookDelivery;
 use leptos::prelude::*;
 use leptos_meta::Title;

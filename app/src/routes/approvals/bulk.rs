@@ -4,12 +4,12 @@
 //! Approve or deny them in one action; the form carries each request's own hash, so every
 //! decision is still bound to the payload shown for it.
 
-use domain::approvals::display::text_at;
-use domain::approvals::ApprovalStatus;
 use crate::components::payload::{ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::functions::approvals::{load_bulk, BulkView, DecideBulk};
 use crate::routes::approvals::approval_href;
+use domain::approvals::display::text_at;
+use domain::approvals::ApprovalStatus;
 use domain::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;

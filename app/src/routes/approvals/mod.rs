@@ -5,12 +5,12 @@
 pub mod bulk;
 pub mod request;
 
-use domain::approvals::{Approval, ApprovalStatus};
 use crate::components::badges::Tag;
 use crate::components::empty_state::EmptyState;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, format_utc};
 use crate::functions::approvals::{load_approval_history, load_inbox, InboxView};
+use domain::approvals::{Approval, ApprovalStatus};
 use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -5,12 +5,12 @@
 //! names, Approve and Deny. Both post the payload hash this page showed, so a decision can
 //! only ever apply to what the approver read.
 
-use domain::approvals::{Approval, ApprovalStatus};
 use crate::components::badges::Tag;
 use crate::components::payload::{pretty_json, ExactInline, ExactText};
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::{ago, format_utc, Timestamp};
 use crate::functions::approvals::{load_approval, ApprovalView, CancelApproval, DecideApproval};
+use domain::approvals::{Approval, ApprovalStatus};
 use domain::url::run_href;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -4,17 +4,17 @@
 //! remains as a checklist; the operator's actions; and the timeline.
 
 use super::{backlog_age, reason_text};
-use domain::canonical::ToolCallView;
 use crate::components::badges::Tag;
 use crate::components::payload::ExactText;
 use crate::components::status::{ActionError, ErrorBox};
 use crate::components::time::format_utc;
-use domain::escalations::{DoneItem, Resolution};
 use crate::functions::escalations::{
     load_escalation, ClaimEscalation, EscalationView, NoteEscalation, ReleaseEscalation, ResolveEscalation,
     TickEscalationItem,
 };
 use crate::functions::ledger::SettleCall;
+use domain::canonical::ToolCallView;
+use domain::escalations::{DoneItem, Resolution};
 use domain::ledger::{EntryState, LedgerEntry};
 use domain::url::run_href;
 use leptos::prelude::*;

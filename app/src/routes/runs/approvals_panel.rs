@@ -1,12 +1,12 @@
 //! The run page's approval panel: every approval request the run filed (linked to its
 //! page) and every violation ingest recorded: tool calls that ran without a valid approval.
 
-use domain::approvals::{Approval, Violation};
 use crate::components::badges::Tag;
 use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;
 use crate::errors::AppError;
 use crate::routes::approvals::approval_href;
+use domain::approvals::{Approval, Violation};
 use leptos::prelude::*;
 
 #[component]

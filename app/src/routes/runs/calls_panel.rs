@@ -7,8 +7,8 @@ use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;
 use crate::errors::AppError;
 use crate::functions::ledger::RunCall;
-use domain::ledger::EntryState;
 use crate::routes::approvals::approval_href;
+use domain::ledger::EntryState;
 use leptos::prelude::*;
 
 #[component]

@@ -2,8 +2,8 @@
 //! prices, or not known because a model has no price ("no price for model X", never $0).
 //! And each step's tokens and cost.
 
-use domain::canonical::{CostSource, RunDetail, RunSummary, StepView};
 use crate::components::numbers::{money, thousands};
+use domain::canonical::{CostSource, RunDetail, RunSummary, StepView};
 use leptos::prelude::*;
 
 /// The cost figure of a run.

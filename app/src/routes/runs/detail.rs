@@ -2,15 +2,15 @@
 //! (side effects, duplicates called out), and the waterfall of every span of every trace
 //! on one time axis. Everything an agent sent is rendered as text.
 
-use domain::canonical::{
-    MarkKind, RunDetail, RunFailure, RunView, SideEffect, SpanMark, SpanPanel, TerminalReason, ToolCallView,
-    WaterfallSpan,
-};
 use crate::components::badges::{ReasonBadge, Tag};
 use crate::components::numbers::{money, thousands};
 use crate::components::status::ErrorBox;
 use crate::components::time::{duration_ms, format_utc};
 use crate::functions::runs::{load_run, load_span};
+use domain::canonical::{
+    MarkKind, RunDetail, RunFailure, RunView, SideEffect, SpanMark, SpanPanel, TerminalReason, ToolCallView,
+    WaterfallSpan,
+};
 use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -2,8 +2,8 @@
 //! page where a person takes over.
 
 use crate::errors::AppError;
-use domain::escalations::Escalation;
 use crate::routes::escalations::{escalation_href, reason_text};
+use domain::escalations::Escalation;
 use leptos::prelude::*;
 
 #[component]

@@ -7,13 +7,13 @@ mod cost;
 pub mod detail;
 mod escalation_link;
 
-use domain::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};
 use crate::components::badges::{ReasonBadge, RunFlags};
 use crate::components::empty_state::EmptyState;
 use crate::components::numbers::thousands;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, duration_ms, format_utc};
 use crate::functions::runs::load_runs;
+use domain::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};
 use domain::url::{query, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
