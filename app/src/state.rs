@@ -25,8 +25,6 @@ pub struct AppState {
     pub redactor: Arc<Redactor>,
     /// Tool policies and prices as derivation uses them; refreshed by whoever changes one.
     pub rules: RulesCache,
-    /// The trends page's figures, kept and refreshed in the background by `serve`.
-    pub trends: crate::services::trends_cache::TrendsCache,
 }
 
 impl FromRef<AppState> for LeptosOptions {

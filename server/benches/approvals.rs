@@ -36,7 +36,6 @@ async fn instance(url: &str) -> String {
         notifications: Default::default(),
 
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

@@ -106,7 +106,6 @@ async fn setup(t: &TestDb) -> Router {
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     flightdeck::web::router(state, &config)

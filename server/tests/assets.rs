@@ -36,7 +36,6 @@ async fn setup(t: &TestDb, site: &Path) -> Router {
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     flightdeck::web::router(state, &config)

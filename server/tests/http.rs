@@ -32,7 +32,6 @@ async fn setup_with(t: &TestDb, settings: Overrides) -> Router {
         notifications: Default::default(),
 
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     flightdeck::web::router(state, &config)
@@ -786,7 +785,6 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

@@ -68,7 +68,6 @@ async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harn
         approvals: Default::default(),
         notifications: Default::default(),
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     Harness {

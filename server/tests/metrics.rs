@@ -41,7 +41,6 @@ async fn serve(t: &TestDb) -> Server {
         notifications: Default::default(),
 
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     let web = flightdeck::web::router_with_ingest(state, &config, ingest.shared_counters());

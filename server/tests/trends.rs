@@ -101,6 +101,8 @@ async fn seed(db: &Db, a: i64, b: i64) {
     for r in &runs {
         insert_run(db, r).await;
     }
+    // Rows written behind the write path's back: the trends' rollups are added up from them.
+    store::trends::rebuild_rollups(db).await.unwrap();
     insert_escalation(db, "e1", a, Some(b)).await;
     insert_escalation(db, "e2", b, None).await;
     insert_approval(db, "ap1", "approved", a, Some(b)).await;
@@ -243,6 +245,7 @@ async fn cost_by_agent_and_model_and_an_agent_filter_with_bars_that_open_their_r
         insert_agent_run(db, "run-bill", "billing-agent", Some("gpt-4o"), "completed", a, 0.30).await;
         insert_agent_run(db, "run-help", "support-bot", Some("claude-3"), "completed", a + 1, 1.20).await;
         insert_agent_run(db, "run-old", "support-bot", None, "error", b, 0.50).await;
+        store::trends::rebuild_rollups(db).await.unwrap();
 
         let html = victor.page("/trends?range=24h").await.replace("<!>", "");
         assert_has(&html, "support-bot: 1.70 USD");
@@ -307,43 +310,6 @@ async fn anonymous_visitors_cannot_see_trends() {
     }
 }
 
-/// How long the 30-day page's reads and figures take over 100,000 runs. Prints; asserts
-/// nothing. Run with `cargo test --release -p flightdeck --test trends -- --ignored --nocapture`.
-#[tokio::test]
-#[ignore]
-async fn timing_thirty_days_of_100k_runs() {
-    use domain::trends::compute;
-    use std::time::Instant;
-    for t in TestDb::each_backend().await {
-        let w = Window::ending_at(Range::Month, now_ms());
-        let step_ns = (w.end_ms() - w.start_ms) * MS / 100_000;
-        let sql = "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99999) \
-                   INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, ended_ns, cost, \
-                   input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, \
-                   deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) \
-                   SELECT 'run-' || i, 'billing-agent', 'user', \
-                   CASE i % 20 WHEN 0 THEN 'error' WHEN 1 THEN 'step_limit' WHEN 2 THEN 'escalated' ELSE 'completed' END, \
-                   $1 + i * $2, $1 + i * $2 + 5000000000, (i % 97) / 100.0, 1000, 200, 0, 5, i % 13, \
-                   '[\"0123456789abcdef0123456789abcdef\"]', 0, i % 7, (i % 50 = 0), 0, '[]', 0 FROM n";
-        t.db.execute(Sql::with_args(sql, vec![(w.start_ms * MS).into(), step_ns.into()])).await.unwrap();
-        if let Db::Postgres(pool) = &t.db {
-            sqlx::query("VACUUM ANALYZE runs").execute(pool).await.unwrap();
-        }
-        let mut times = Vec::new();
-        for _ in 0..8 {
-            let t0 = Instant::now();
-            let inputs = store::trends::inputs(&t.db, &w).await.unwrap();
-            let read = t0.elapsed();
-            assert_eq!(compute(w, &inputs).runs, 100_000);
-            times.push((read, t0.elapsed()));
-        }
-        times.sort();
-        let (read, total) = times[times.len() / 2];
-        eprintln!("{}: read {read:?}, read + compute {total:?} (median of 8)", t.backend());
-        t.cleanup().await;
-    }
-}
-
 #[tokio::test]
 async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_list() {
     use common::spans::{ingest, kv, span_at};
@@ -379,6 +345,129 @@ async fn ingest_keeps_each_runs_main_model_for_the_cost_by_model_and_the_run_lis
         let w = Window::ending_at(Range::Day, now_ms());
         let trends = domain::trends::compute(w, &store::trends::inputs(db, &w).await.unwrap());
         assert_eq!(trends.cost_by_model[0].key, "model:gpt-4o-mini");
+        t.cleanup().await;
+    }
+}
+
+/// The spans of a run of `agent` with one model call of `model` (1,000 input and 100
+/// output tokens) and a tool call, started `ago_ms` ago; with its root span saying it
+/// completed when `done`, else without one (still going).
+fn agent_run(
+    trace: u8,
+    run: Option<&str>,
+    agent: &str,
+    model: &str,
+    ago_ms: i64,
+    done: bool,
+) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+    use common::spans::{kv, kv_i64, span_at};
+    let start = ((now_ms() - ago_ms) as u64) * 1_000_000;
+    let named = |mut attributes: Vec<opentelemetry_proto::tonic::common::v1::KeyValue>| {
+        attributes.push(kv("gen_ai.agent.name", agent));
+        attributes.extend(run.map(|r| kv("run.id", r)));
+        attributes
+    };
+    let mut spans = vec![
+        span_at(
+            trace,
+            2,
+            Some(1),
+            "chat",
+            start + 1_000_000,
+            named(vec![
+                kv("gen_ai.operation.name", "chat"),
+                kv("gen_ai.request.model", model),
+                kv_i64("gen_ai.usage.input_tokens", 1_000),
+                kv_i64("gen_ai.usage.output_tokens", 100),
+            ]),
+        ),
+        span_at(trace, 3, Some(1), "tool lookup", start + 2_000_000, named(vec![kv("tool.name", "lookup")])),
+    ];
+    if done {
+        spans.push(span_at(trace, 1, None, "agent.run", start, named(vec![kv("run.terminal_reason", "completed")])));
+    }
+    spans
+}
+
+/// The rollups the writes kept, and what a rebuild from the runs makes of the same runs:
+/// they must be equal.
+async fn assert_rollups_match_the_runs(db: &Db, step: &str) -> domain::trends::rollup::Rollup {
+    let kept = store::trends::all_rows(db).await.unwrap();
+    store::trends::rebuild_rollups(db).await.unwrap();
+    let rebuilt = store::trends::all_rows(db).await.unwrap();
+    assert_eq!(kept, rebuilt, "after {step}");
+    kept
+}
+
+#[tokio::test]
+async fn every_write_keeps_the_rollups_equal_to_a_count_of_the_runs() {
+    use common::spans::{ingest, kv, span_at};
+    use domain::trends::rollup::ALL_AGENTS;
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        // A new run, still going.
+        ingest(db, agent_run(1, Some("run-a"), "billing-agent", "gpt-4o", 60_000, false)).await;
+        let kept = assert_rollups_match_the_runs(db, "a new run").await;
+        let running: i64 = kept.groups.iter().filter(|(k, _)| k.reason == "running").map(|(_, s)| s.runs).sum();
+        assert_eq!(running, 3, "once per bucket size ({}): {kept:?}", t.backend());
+        assert!(kept.values.is_empty(), "a running run is in no distribution");
+
+        // It completes: it leaves "running" and enters the distributions.
+        let start = ((now_ms() - 60_000) as u64) * 1_000_000;
+        let end = vec![
+            kv("gen_ai.agent.name", "billing-agent"),
+            kv("run.id", "run-a"),
+            kv("run.terminal_reason", "completed"),
+        ];
+        ingest(db, vec![span_at(1, 1, None, "agent.run", start, end)]).await;
+        let kept = assert_rollups_match_the_runs(db, "a run that completed").await;
+        let running: i64 = kept.groups.iter().filter(|(k, _)| k.reason == "running").map(|(_, s)| s.runs).sum();
+        assert_eq!(running, 0);
+        assert!(kept.values.keys().any(|k| k.scope == "billing-agent"));
+        assert!(kept.values.keys().any(|k| k.scope == ALL_AGENTS));
+
+        // A trace stored under its own id names its run later: it moves, its old run goes.
+        ingest(db, agent_run(2, None, "support-bot", "claude-3-haiku", 120_000, true)).await;
+        assert_rollups_match_the_runs(db, "a trace of its own").await;
+        let start = ((now_ms() - 120_000) as u64) * 1_000_000;
+        ingest(db, vec![span_at(2, 9, Some(1), "late", start + 5_000_000, vec![kv("run.id", "run-b")])]).await;
+        let kept = assert_rollups_match_the_runs(db, "a trace that moved").await;
+        let runs: i64 = kept.groups.iter().filter(|(k, _)| k.period_ms == 3_600_000).map(|(_, s)| s.runs).sum();
+        assert_eq!(runs, 2, "the moved trace's old run is no longer counted");
+
+        // A price changes: the recompute moves the runs' costs.
+        let before: i64 = kept.groups.values().map(|s| s.cost_nano).sum();
+        let price = domain::pricing::ModelPrice {
+            pattern: "gpt-4o*".into(),
+            valid_from: chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap(),
+            input: 1_000.0,
+            output: 1_000.0,
+            cache_read: None,
+            cache_write: None,
+            reasoning: None,
+            source: domain::pricing::PriceSource::Admin,
+        };
+        let rules = domain::derive::Rules {
+            prices: domain::pricing::PriceTable::with_overrides([price]),
+            ..Default::default()
+        };
+        let done = store::recompute::recompute(db, &rules, &Default::default(), 1).await.unwrap();
+        assert!(done.changed >= 1);
+        let kept = assert_rollups_match_the_runs(db, "a recompute").await;
+        assert!(kept.groups.values().map(|s| s.cost_nano).sum::<i64>() > before, "the new price counts");
+
+        // Retention: a run forty days old goes, and so does everything it counted.
+        ingest(db, agent_run(3, Some("run-old"), "billing-agent", "gpt-4o", 40 * 86_400_000, true)).await;
+        assert_rollups_match_the_runs(db, "an old run").await;
+        assert_eq!(store::retention::apply(db, 30, 7).await.unwrap().0, 1);
+        let kept = assert_rollups_match_the_runs(db, "retention").await;
+        let runs: i64 = kept.groups.iter().filter(|(k, _)| k.period_ms == 86_400_000).map(|(_, s)| s.runs).sum();
+        assert_eq!(runs, 2);
+        let oldest = now_ms() - 31 * 86_400_000;
+        for table in ["trend_runs", "trend_values"] {
+            let sql = Sql::with_args(format!("SELECT COUNT(*) FROM {table} WHERE start_ms < $1"), vec![oldest.into()]);
+            assert_eq!(db.fetch_one_value::<i64>(sql).await.unwrap(), 0, "no {table} row left of the deleted run");
+        }
         t.cleanup().await;
     }
 }

@@ -189,7 +189,6 @@ async fn admin_session(t: &TestDb, targets: &[WebhookTarget]) -> (axum::Router, 
         approvals: Default::default(),
         notifications: Arc::new(domain::notify::Notifications { targets: targets.to_vec(), routes: Vec::new() }),
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

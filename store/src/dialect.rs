@@ -39,6 +39,15 @@ pub struct ChunkTerms<'a> {
     pub terms: BTreeSet<&'a str>,
 }
 
+/// A run as stored before a write changes it (what [`Tx::runs_locked`] returns).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LockedRun {
+    pub run_id: String,
+    pub run_no: i64,
+    /// What the run counts for in the reason totals and the trends' rollups.
+    pub point: domain::trends::RunPoint,
+}
+
 impl Tx {
     /// Locks `keys` until the commit, in sorted order, so two writers never deadlock.
     /// PostgreSQL: transaction-scoped advisory locks, a few hundred per round trip.
@@ -118,19 +127,31 @@ impl Tx {
         }
     }
 
-    /// The stored reason and number of each run in `run_ids` that has a row. On
+    /// The stored number and trends figures (reason included) of each run in `run_ids`
+    /// that has a row. On
     /// PostgreSQL the rows stay locked until the commit, so retention deleting one
     /// meanwhile is either seen here or waits for this transaction.
-    pub async fn runs_locked(&mut self, run_ids: &[&str]) -> Result<Vec<(String, String, i64)>, sqlx::Error> {
+    pub async fn runs_locked(&mut self, run_ids: &[&str]) -> Result<Vec<LockedRun>, sqlx::Error> {
         let lock = match self {
             Tx::Postgres(_) => " FOR UPDATE",
             Tx::Sqlite(..) => "",
         };
         let mut rows = Vec::new();
         for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
-            let mut sql = Sql::new("SELECT run_id, terminal_reason, run_no FROM runs WHERE run_id IN ");
+            let columns = crate::trends::POINT_COLUMNS;
+            let mut sql = Sql::new(format!("SELECT run_id, run_no, {columns} FROM runs WHERE run_id IN "));
             sql.list(chunk.iter().copied()).push(lock);
-            rows.extend(self.fetch_all::<(String, String, i64)>(sql).await?);
+            type Row = (String, i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+            let found: Vec<Row> = self.fetch_all(sql).await?;
+            rows.extend(found.into_iter().map(
+                |(run_id, run_no, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| LockedRun {
+                    run_id,
+                    run_no,
+                    point: crate::trends::point((
+                        started_ns, reason, cost, calls, deduped, dups, no_read, agent, model,
+                    )),
+                },
+            ));
         }
         Ok(rows)
     }

@@ -233,7 +233,8 @@ impl Db {
         matches!(self, Db::Sqlite { .. })
     }
 
-    /// Applies every pending migration of this backend, then prepares the session table.
+    /// Applies every pending migration of this backend, prepares the session table, and
+    /// fills the trends' rollups the first time (from the runs an older release stored).
     /// On SQLite the ledger's file first, then the entries an older release kept in the
     /// main file are copied into it, before the main file's migration 0036 drops them there.
     pub async fn migrate(&self) -> anyhow::Result<()> {
@@ -253,6 +254,14 @@ impl Db {
         }
         self.run_migrations(&migrations::migrator(self.backend())).await?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
+        let started = std::time::Instant::now();
+        if let Some(runs) = trends::build_rollups_if_new(self).await? {
+            tracing::info!(
+                runs,
+                took_ms = started.elapsed().as_millis() as u64,
+                "built the trends' rollups from the stored runs"
+            );
+        }
         Ok(())
     }
 

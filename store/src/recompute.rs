@@ -4,13 +4,16 @@
 //!
 //! Only the columns a rule can change are written, and only where the row is as it was
 //! read: a run the ingest writer updated meanwhile was derived by it under the same new
-//! rules, and is left alone.
+//! rules, and is left alone. The trends' rollups change with the rows written.
 
 use super::spans::facts_of_runs;
 use super::sql::{Sql, Tx};
+use super::trends::{self, point};
 use super::write::run_rows::unpriced_json;
 use super::{Db, StoreResult};
 use domain::derive::{derive_run_with, Rules};
+use domain::trends::rollup::Rollup;
+use domain::trends::RunPoint;
 
 /// Which stored runs to recompute.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,7 +40,8 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
     let mut done = Recomputed::default();
     let mut after_no: i64 = -1;
     loop {
-        let mut select = Sql::new("SELECT r.run_no, r.run_id, r.updated_at FROM runs r WHERE r.run_no > ");
+        let mut select = Sql::new("SELECT r.run_no, r.run_id, r.updated_at, r.");
+        select.push(&super::trends::POINT_COLUMNS.replace(", ", ", r.")).push(" FROM runs r WHERE r.run_no > ");
         select.bind(after_no);
         if let Some(since) = scope.since_ns {
             select.push(" AND r.started_ns >= ").bind(since);
@@ -50,23 +54,26 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
             select.list(std::iter::once("").chain(tools.iter().map(String::as_str))).push(")");
         }
         select.push(" ORDER BY r.run_no LIMIT ").bind(batch);
-        let rows: Vec<(i64, String, i64)> = db.fetch_all(select).await?;
+        type Row = (i64, String, i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+        let rows: Vec<Row> = db.fetch_all(select).await?;
         let Some(last) = rows.last() else { break };
         after_no = last.0;
-        let ids: Vec<&str> = rows.iter().map(|(_, id, _)| id.as_str()).collect();
+        let ids: Vec<&str> = rows.iter().map(|row| row.1.as_str()).collect();
         let facts = facts_of_runs(db, &ids).await?;
         let mut changed = 0u64;
         let derived: Vec<_> = rows
-            .iter()
-            .map(|(_, id, updated_at)| {
-                let d = derive_run_with(id, facts.get(id).map(Vec::as_slice).unwrap_or(&[]), rules);
-                (d, *updated_at)
+            .into_iter()
+            .map(|(_, id, updated_at, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| {
+                let d = derive_run_with(&id, facts.get(&id).map(Vec::as_slice).unwrap_or(&[]), rules);
+                let stored = point((started_ns, reason, cost, calls, deduped, dups, no_read, agent, model));
+                (d, updated_at, stored)
             })
             .collect();
         let mut tx = Tx::begin_write(db).await?;
-        for (d, updated_at) in &derived {
+        let mut rollup = Rollup::default();
+        for (d, updated_at, stored) in &derived {
             let r = &d.run;
-            changed += tx
+            let updated = tx
                 .execute(Sql::with_args(
                     "UPDATE runs SET cost = $1, cost_source = $2, unpriced_models = $3, duplicate_side_effects = $4, \
                      possible_duplicates = $5, completed_without_read = $6, duplicates = $7 \
@@ -86,11 +93,24 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
                     ],
                 ))
                 .await?;
+            if updated > 0 {
+                // Only the columns written here change; the rest stays as stored.
+                let now = RunPoint {
+                    cost: r.cost,
+                    duplicate_side_effects: r.duplicate_side_effects,
+                    completed_without_read: r.completed_without_read,
+                    ..stored.clone()
+                };
+                rollup.add(stored, -1);
+                rollup.add(&now, 1);
+            }
+            changed += updated;
         }
+        trends::apply(&mut tx, &rollup.without_zeros()).await?;
         tx.commit().await?;
-        done.runs += rows.len() as u64;
+        done.runs += derived.len() as u64;
         done.changed += changed;
-        if (rows.len() as i64) < batch {
+        if (derived.len() as i64) < batch {
             break;
         }
     }

@@ -1,12 +1,13 @@
-//! Retention: runs that started before the horizon go with everything stored for them,
-//! and bodies go earlier than spans; settled guarded calls go too, never inside the
+//! Retention: runs that started before the horizon go with everything stored for them
+//! (their counts in the trends' rollups too), and bodies go earlier than spans; settled guarded calls go too, never inside the
 //! longest ledger window. In batches of 500 runs, each its own transaction, resting
 //! twice as long as each batch took, so a large sweep never holds the write lock for long
 //! and ingest goes on at most a third slower while it runs.
 
 use super::sql::{Sql, Tx};
 use super::write::run_rows;
-use super::{now_ms, reason_counts, Db, StoreResult};
+use super::{now_ms, reason_counts, trends, Db, StoreResult};
+use domain::trends::rollup::Rollup;
 use std::collections::BTreeMap;
 
 /// Runs per retention transaction.
@@ -52,13 +53,16 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         let tool_deltas = run_rows::runs_gone(tools_gone);
         run_rows::adjust_tool_runs(&mut tx, tool_deltas.iter()).await?;
         let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
-        sql.list(run_nos()).push(" RETURNING terminal_reason");
-        let gone: Vec<(String,)> = tx.fetch_all(sql).await?;
+        sql.list(run_nos()).push(" RETURNING ").push(trends::POINT_COLUMNS);
+        let gone: Vec<trends::PointRow> = tx.fetch_all(sql).await?;
         runs += gone.len() as u64;
         let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
-        for (reason,) in gone {
-            *deltas.entry(reason).or_default() -= 1;
+        let mut rollup = Rollup::default();
+        for point in gone.into_iter().map(trends::point) {
+            *deltas.entry(point.reason.as_str().to_string()).or_default() -= 1;
+            rollup.add(&point, -1);
         }
+        trends::apply(&mut tx, &rollup.without_zeros()).await?;
         reason_counts::apply(&mut tx, &deltas).await?;
         let before_commit = batch_started.elapsed();
         tx.commit().await?;
@@ -70,6 +74,8 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         );
         tokio::time::sleep((batch_started.elapsed() * REST_PER_WORK).max(std::time::Duration::from_millis(5))).await;
     }
+    // The trends' rows of the buckets those runs started in now count nothing.
+    trends::forget_empty_before(db, (now_ns - keep_runs_days * day_ns) / 1_000_000).await?;
     // Counted in spans whose bodies went, as before bodies were stored per run.
     let mut sql = Sql::new(
         "DELETE FROM body_chunks WHERE run_no IN \

@@ -1,66 +1,192 @@
-//! What the trends page reads: the few columns of the runs that started in a window, and
-//! the instants escalations and approvals changed state in it. Each query is a range scan
-//! on an index over its time column; the bucketing and the quantiles happen in Rust
-//! (`domain::trends`), which keeps the SQL identical on both backends.
+//! What the trends page reads, and the rollups that make it cheap: per-bucket totals of
+//! the runs (`trend_runs`, `trend_values`; their meaning is `domain::trends::rollup`),
+//! which every write that adds, changes or deletes runs keeps with [`apply`] in its own
+//! transaction, so a chart reads a few thousand rows whatever the number of runs.
+//! Escalations and approvals are counted per bucket in SQL, on their time indexes.
 
-use super::sql::Sql;
+use super::sql::{cacheable_chunks, Sql, Tx};
 use super::{Db, StoreResult};
 use domain::canonical::TerminalReason;
+use domain::trends::rollup::{GroupKey, GroupSums, Measure, Rollup, ValueKey, ValueSums, ALL_AGENTS};
 use domain::trends::{Inputs, RunPoint, Window};
 
 const NS_PER_MS: i64 = 1_000_000;
 
-type RunRow = (i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+/// The columns of `runs` a [`RunPoint`] is made of, in [`point`]'s order.
+pub const POINT_COLUMNS: &str = "started_ns, terminal_reason, cost, tool_calls, deduped_calls, \
+                                 duplicate_side_effects, completed_without_read, agent, model";
 
-/// Runs that started in `[from_ms, to_ms)` (of `agent` only, when given), by the
-/// `runs_started` index (`runs_agent_started` for one agent). Nearly all its time is
-/// scanning and decoding rows; grouping in SQL is no faster on SQLite, and the cost
-/// quantiles need every value anyway.
-pub async fn runs(db: &Db, from_ms: i64, to_ms: i64, agent: Option<&str>) -> StoreResult<Vec<RunPoint>> {
-    let mut sql = Sql::new(
-        "SELECT started_ns, terminal_reason, cost, tool_calls, deduped_calls, duplicate_side_effects, \
-         completed_without_read, agent, model FROM runs WHERE started_ns >= ",
-    );
-    sql.bind(from_ms.saturating_mul(NS_PER_MS)).push(" AND started_ns < ").bind(to_ms.saturating_mul(NS_PER_MS));
-    if let Some(agent) = agent {
-        sql.push(" AND agent = ").bind(agent);
+/// A row of [`POINT_COLUMNS`].
+pub type PointRow = (i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+
+/// The run a row of [`POINT_COLUMNS`] describes.
+pub fn point((started_ns, reason, cost, tool_calls, deduped, duplicates, no_read, agent, model): PointRow) -> RunPoint {
+    RunPoint {
+        started_ms: started_ns.div_euclid(NS_PER_MS),
+        reason: TerminalReason::parse(&reason).unwrap_or(TerminalReason::Running),
+        cost,
+        tool_calls,
+        deduped_calls: deduped,
+        duplicate_side_effects: duplicates,
+        completed_without_read: no_read,
+        agent,
+        model,
     }
-    let rows: Vec<RunRow> = db.fetch_all(sql).await?;
-    Ok(rows
-        .into_iter()
-        .map(|(started_ns, reason, cost, tool_calls, deduped_calls, duplicate_side_effects, no_read, agent, model)| {
-            RunPoint {
-                started_ms: started_ns.div_euclid(NS_PER_MS),
-                reason: TerminalReason::parse(&reason).unwrap_or(TerminalReason::Running),
-                cost,
-                tool_calls,
-                deduped_calls,
-                duplicate_side_effects,
-                completed_without_read: no_read,
-                agent,
-                model,
-            }
-        })
-        .collect())
 }
 
-/// The values of one time column (Unix ms) inside `[from_ms, to_ms)`, of `agent`'s rows
-/// when given. `column` and `and` are constants of this module, never input.
-async fn instants(
-    db: &Db,
-    table: &str,
-    column: &str,
-    and: &str,
-    (from_ms, to_ms): (i64, i64),
-    agent: Option<&str>,
-) -> StoreResult<Vec<i64>> {
-    let mut sql = Sql::new(&format!("SELECT {column} FROM {table} WHERE {column} >= "));
-    sql.bind(from_ms).push(&format!(" AND {column} < ")).bind(to_ms).push(and);
-    if let Some(agent) = agent {
-        sql.push(" AND agent = ").bind(agent);
+/// Adds `change` to the rollups, inside the transaction that changed `runs`: one
+/// statement per few hundred rows, in key order, so concurrent writers on PostgreSQL
+/// lock shared rows in one order and never deadlock. Callers run it last, so those rows
+/// are held only until the commit. Rows that fall to zero stay (a bucket's running
+/// runs, once all finished); the reads skip them and retention deletes them.
+pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
+    let groups: Vec<(&GroupKey, &GroupSums)> = change.groups.iter().collect();
+    for chunk in cacheable_chunks(&groups, 100) {
+        let mut sql = Sql::new(
+            "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, runs, no_read, \
+             deduped_calls, duplicate_side_effects, cost_nano) ",
+        );
+        sql.values(chunk, |row, (k, s)| {
+            row.bind(k.period_ms)
+                .bind(k.start_ms)
+                .bind(k.agent.as_str())
+                .bind(k.model.as_str())
+                .bind(k.reason.as_str())
+                .bind(s.runs)
+                .bind(s.no_read)
+                .bind(s.deduped_calls)
+                .bind(s.duplicate_side_effects)
+                .bind(s.cost_nano);
+        });
+        sql.push(
+            " ON CONFLICT (period_ms, start_ms, agent, model, terminal_reason) DO UPDATE SET \
+             runs = trend_runs.runs + excluded.runs, no_read = trend_runs.no_read + excluded.no_read, \
+             deduped_calls = trend_runs.deduped_calls + excluded.deduped_calls, \
+             duplicate_side_effects = trend_runs.duplicate_side_effects + excluded.duplicate_side_effects, \
+             cost_nano = trend_runs.cost_nano + excluded.cost_nano",
+        );
+        tx.execute(sql).await?;
     }
-    let rows: Vec<(i64,)> = db.fetch_all(sql).await?;
-    Ok(rows.into_iter().map(|(at,)| at).collect())
+    let values: Vec<(&ValueKey, &ValueSums)> = change.values.iter().collect();
+    for chunk in cacheable_chunks(&values, 150) {
+        let mut sql =
+            Sql::new("INSERT INTO trend_values (period_ms, scope, measure, start_ms, value, runs, value_sum) ");
+        sql.values(chunk, |row, (k, s)| {
+            row.bind(k.period_ms)
+                .bind(k.scope.as_str())
+                .bind(k.measure.as_str())
+                .bind(k.start_ms)
+                .bind(k.value)
+                .bind(s.runs)
+                .bind(s.sum);
+        });
+        sql.push(
+            " ON CONFLICT (period_ms, scope, measure, start_ms, value) DO UPDATE SET \
+             runs = trend_values.runs + excluded.runs, value_sum = trend_values.value_sum + excluded.value_sum",
+        );
+        tx.execute(sql).await?;
+    }
+    Ok(())
+}
+
+type GroupRow = (i64, String, String, String, i64, i64, i64, i64, i64);
+type ValueRow = (String, i64, i64, i64, i64);
+
+/// The statements reading the rollup rows of `window`'s buckets (of `agent`'s runs only,
+/// when given): `trend_runs`, then `trend_values`, each a range of its primary key.
+fn rollup_sql(window: &Window, agent: Option<&str>) -> [Sql; 2] {
+    let period = window.bucket_ms;
+    let mut groups = Sql::new(
+        "SELECT start_ms, agent, model, terminal_reason, runs, no_read, deduped_calls, duplicate_side_effects, \
+         cost_nano FROM trend_runs WHERE period_ms = ",
+    );
+    groups.bind(period).push(" AND start_ms >= ").bind(window.start_ms).push(" AND start_ms < ").bind(window.end_ms());
+    if let Some(agent) = agent {
+        groups.push(" AND agent = ").bind(agent);
+    }
+    groups.push(" AND runs <> 0");
+    let mut values = Sql::new("SELECT measure, start_ms, value, runs, value_sum FROM trend_values WHERE period_ms = ");
+    values
+        .bind(period)
+        .push(" AND scope = ")
+        .bind(agent.unwrap_or(ALL_AGENTS))
+        .push(" AND measure IN ('cost', 'tool_calls') AND start_ms >= ")
+        .bind(window.start_ms)
+        .push(" AND start_ms < ")
+        .bind(window.end_ms())
+        .push(" AND runs <> 0");
+    [groups, values]
+}
+
+/// The rollup rows of `window`'s buckets (of `agent`'s runs only, when given).
+pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Rollup> {
+    let period = window.bucket_ms;
+    let [groups, values] = rollup_sql(window, agent);
+    let groups: Vec<GroupRow> = db.fetch_all(groups).await?;
+    let values: Vec<ValueRow> = db.fetch_all(values).await?;
+    let scope = agent.unwrap_or(ALL_AGENTS).to_string();
+    Ok(Rollup {
+        groups: groups
+            .into_iter()
+            .map(|(start_ms, agent, model, reason, runs, no_read, deduped_calls, duplicate_side_effects, cost_nano)| {
+                (
+                    GroupKey { period_ms: period, start_ms, agent, model, reason },
+                    GroupSums { runs, no_read, deduped_calls, duplicate_side_effects, cost_nano },
+                )
+            })
+            .collect(),
+        values: values
+            .into_iter()
+            .filter_map(|(measure, start_ms, value, runs, sum)| {
+                let measure = Measure::parse(&measure)?;
+                Some((
+                    ValueKey { period_ms: period, scope: scope.clone(), measure, start_ms, value },
+                    ValueSums { runs, sum },
+                ))
+            })
+            .collect(),
+    })
+}
+
+/// How many rows of `table` have `column` (Unix ms) in each of `window`'s buckets, as
+/// (bucket start, status, count), of `agent`'s rows when given: counted in SQL over the
+/// column's index. Grouped by status rather than filtered by it, so no index on status
+/// can tempt the planner away from the time range. `table` and `column` are constants
+/// of this module, never input.
+async fn per_bucket(
+    db: &Db,
+    (table, column): (&str, &str),
+    window: &Window,
+    agent: Option<&str>,
+) -> StoreResult<Vec<(i64, String, i64)>> {
+    Ok(db.fetch_all(per_bucket_sql(table, column, window, agent)).await?)
+}
+
+fn per_bucket_sql(table: &str, column: &str, window: &Window, agent: Option<&str>) -> Sql {
+    let mut args: Vec<super::sql::Arg> = vec![window.start_ms.into(), window.bucket_ms.into(), window.end_ms().into()];
+    let mut text = format!(
+        "SELECT CAST($1 + (({column} - $1) / $2) * $2 AS BIGINT), status, CAST(COUNT(*) AS BIGINT) FROM {table} \
+         WHERE {column} >= $1 AND {column} < $3"
+    );
+    if let Some(agent) = agent {
+        text.push_str(" AND agent = $4");
+        args.push(agent.into());
+    }
+    text.push_str(" GROUP BY 1, 2");
+    Sql::with_args(text, args)
+}
+
+/// What [`inputs_for`] counts per bucket: (table, time column).
+const PER_BUCKET: [(&str, &str); 4] = [
+    ("escalations", "opened_at"),
+    ("escalations", "resolved_at"),
+    ("approvals", "created_at"),
+    ("approvals", "decided_at"),
+];
+
+/// The (bucket start, count) of the rows whose status `keep` accepts.
+fn counted(rows: &[(i64, String, i64)], keep: impl Fn(&str) -> bool) -> Vec<(i64, i64)> {
+    rows.iter().filter(|(_, status, _)| keep(status)).map(|(at, _, n)| (*at, *n)).collect()
 }
 
 /// Everything the page charts for `window`.
@@ -72,31 +198,155 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
 /// and replay results when `agent` is given. The calls the ledger stopped are counted
 /// per hour, not per agent: with an agent they are left out (the page says so).
 pub async fn inputs_for(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Inputs> {
-    let range = (window.start_ms, window.end_ms());
-    let mut replays = super::replay_results::in_window(db, range.0, range.1).await?;
+    let mut replays = super::replay_results::in_window(db, window.start_ms, window.end_ms()).await?;
     if let Some(agent) = agent {
         replays.retain(|(_, a, _)| a == agent);
     }
+    let mut counts = Vec::with_capacity(PER_BUCKET.len());
+    for read in PER_BUCKET {
+        counts.push(per_bucket(db, read, window, agent).await?);
+    }
+    let [opened, resolved, requested, decided]: [_; 4] = counts.try_into().expect("one count per entry of PER_BUCKET");
+    let any = |_: &str| true;
     Ok(Inputs {
-        runs: runs(db, range.0, range.1, agent).await?,
-        escalations_opened: instants(db, "escalations", "opened_at", "", range, agent).await?,
-        escalations_resolved: instants(db, "escalations", "resolved_at", "", range, agent).await?,
-        approvals_requested: instants(db, "approvals", "created_at", "", range, agent).await?,
-        // An expired request gets `decided_at = expires_at` and no decider: count it apart.
-        approvals_decided: instants(
-            db,
-            "approvals",
-            "decided_at",
-            " AND status IN ('approved', 'approved_with_changes', 'denied')",
-            range,
-            agent,
-        )
-        .await?,
-        approvals_expired: instants(db, "approvals", "decided_at", " AND status = 'expired'", range, agent).await?,
+        agent: agent.map(str::to_string),
+        rollup: rollup(db, window, agent).await?,
+        escalations_opened: counted(&opened, any),
+        escalations_resolved: counted(&resolved, any),
+        approvals_requested: counted(&requested, any),
+        // Approved or denied by a person; an expired request gets `decided_at =
+        // expires_at` and no decider, and is counted apart; a cancelled one is neither.
+        approvals_decided: counted(&decided, |s| matches!(s, "approved" | "approved_with_changes" | "denied")),
+        approvals_expired: counted(&decided, |s| s == "expired"),
         ledger_deduped: match agent {
             Some(_) => Vec::new(),
-            None => super::ledger::deduped_hours(db, range.0, range.1).await?,
+            None => super::ledger::deduped_hours(db, window.start_ms, window.end_ms()).await?,
         },
         replays,
     })
+}
+
+/// Runs read per statement while the rollups are rebuilt.
+const REBUILD_PAGE: i64 = 20_000;
+
+/// Builds the rollups from the stored runs when this database has never had them (the
+/// first start after migration 0041); returns how many runs it read, if it built them.
+pub async fn build_rollups_if_new(db: &Db) -> StoreResult<Option<u64>> {
+    let built: i64 = db.fetch_one_value(Sql::new("SELECT COUNT(*) FROM trend_rollups_built")).await?;
+    if built > 0 {
+        return Ok(None);
+    }
+    Ok(Some(rebuild_rollups(db).await?))
+}
+
+/// Empties the rollups and adds up every stored run again, in one write transaction (on
+/// PostgreSQL with `runs` locked against writers, so no write lands in between); returns
+/// how many runs it read. Memory stays bounded: each page of runs is added to the tables
+/// before the next is read.
+pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
+    let mut tx = Tx::begin_bulk_write(db).await?;
+    if tx.backend() == super::sql::Backend::Postgres {
+        tx.execute(Sql::new("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")).await?;
+    }
+    tx.execute(Sql::new("DELETE FROM trend_runs")).await?;
+    tx.execute(Sql::new("DELETE FROM trend_values")).await?;
+    let mut after = String::new();
+    let mut read = 0u64;
+    loop {
+        let mut sql = Sql::new(format!("SELECT run_id, {POINT_COLUMNS} FROM runs WHERE run_id > "));
+        sql.bind(after.as_str()).push(" ORDER BY run_id LIMIT ").bind(REBUILD_PAGE);
+        type Row = (String, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+        let rows: Vec<Row> = tx.fetch_all(sql).await?;
+        let Some(last) = rows.last() else { break };
+        after = last.0.clone();
+        read += rows.len() as u64;
+        let mut page = Rollup::default();
+        for (_, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model) in rows {
+            page.add(&point((started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)), 1);
+        }
+        apply(&mut tx, &page).await?;
+    }
+    tx.execute(Sql::new("DELETE FROM trend_rollups_built")).await?;
+    tx.execute(Sql::with_args("INSERT INTO trend_rollups_built (built_at) VALUES ($1)", vec![super::now_ms().into()]))
+        .await?;
+    tx.commit().await?;
+    Ok(read)
+}
+
+/// Every rollup row, for tests that compare what the writes kept with a rebuild.
+pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
+    let groups: Vec<(i64, i64, String, String, String, i64, i64, i64, i64, i64)> = db
+        .fetch_all(Sql::new(
+            "SELECT period_ms, start_ms, agent, model, terminal_reason, runs, no_read, deduped_calls, \
+             duplicate_side_effects, cost_nano FROM trend_runs",
+        ))
+        .await?;
+    let values: Vec<(i64, String, String, i64, i64, i64, i64)> = db
+        .fetch_all(Sql::new("SELECT period_ms, scope, measure, start_ms, value, runs, value_sum FROM trend_values"))
+        .await?;
+    let rollup = Rollup {
+        groups: groups
+            .into_iter()
+            .map(|(period_ms, start_ms, agent, model, reason, runs, no_read, deduped_calls, dups, cost_nano)| {
+                (
+                    GroupKey { period_ms, start_ms, agent, model, reason },
+                    GroupSums { runs, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
+                )
+            })
+            .collect(),
+        values: values
+            .into_iter()
+            .filter_map(|(period_ms, scope, measure, start_ms, value, runs, sum)| {
+                let measure = Measure::parse(&measure)?;
+                Some((ValueKey { period_ms, scope, measure, start_ms, value }, ValueSums { runs, sum }))
+            })
+            .collect(),
+    };
+    Ok(rollup.without_zeros())
+}
+
+/// Deletes the rollup rows that count nothing any more and started before `before_ms`
+/// (retention's last step: the runs they counted are gone).
+pub async fn forget_empty_before(db: &Db, before_ms: i64) -> StoreResult<()> {
+    for table in ["trend_runs", "trend_values"] {
+        db.execute(Sql::with_args(
+            format!("DELETE FROM {table} WHERE runs = 0 AND start_ms < $1"),
+            vec![before_ms.into()],
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "test-support"))]
+mod tests {
+    use super::*;
+    use domain::trends::Range;
+
+    /// Every read of the trends page, for every range, of every agent or one, on a small
+    /// database: each reads a range of an index (the rollups' primary keys, the
+    /// escalations' and approvals' time indexes), none scans a table.
+    #[tokio::test]
+    async fn every_read_of_the_page_is_a_range_of_an_index() {
+        let t = crate::testing::TestDb::sqlite().await;
+        for range in Range::ALL {
+            let window = Window::ending_at(range, super::super::now_ms());
+            for agent in [None, Some("billing-bot")] {
+                let [groups, values] = rollup_sql(&window, agent);
+                let mut reads = vec![("trend_runs", groups), ("trend_values", values)];
+                for (table, column) in PER_BUCKET {
+                    reads.push((table, per_bucket_sql(table, column, &window, agent)));
+                }
+                for (table, sql) in reads {
+                    let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
+                    let steps: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+                    let read = steps.iter().find(|s| s.contains(table)).unwrap_or_else(|| panic!("{steps:?}"));
+                    assert!(read.starts_with("SEARCH"), "{range:?} {agent:?} scans {table}: {steps:?}");
+                    let by_key = read.contains("PRIMARY KEY") || read.contains("INDEX");
+                    assert!(by_key && read.contains(">"), "{range:?} {agent:?} {table} not by a range: {steps:?}");
+                }
+            }
+        }
+        t.cleanup().await;
+    }
 }

@@ -216,6 +216,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "febd7920decf3da407cb4fa7b82fc6988c2e31a2aabdd0dd1203fc5a66db4db9a1ff326af4bf6512f0f605324a3eb973",
     ),
     (
+        "sqlite",
+        "0041_trend_rollups.sql",
+        "54f6841e183048cfc3a7842920fe48f6cfa2b6b4f0045cc979f510d0d9a9c9ac03dd52dce8969dc1e36f584e077357d9",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -409,6 +414,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0040_count_indexes.sql",
         "febd7920decf3da407cb4fa7b82fc6988c2e31a2aabdd0dd1203fc5a66db4db9a1ff326af4bf6512f0f605324a3eb973",
+    ),
+    (
+        "postgres",
+        "0041_trend_rollups.sql",
+        "d8894d772f99069885185200f19c6ca0deab0177f7f3ad76e16f352c25bfb0e8695c450c4e33678a31ba497647c14cd7",
     ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
@@ -626,6 +636,11 @@ mod previous_release {
         assert!(db.is_ready().await.is_ok());
         let page = runs::list(db, &runs::RunQuery { limit: 100, ..Default::default() }).await.unwrap();
         assert_eq!(page.runs.len(), 15, "{}", db.backend_name());
+        // The trends' rollups are filled from the runs it stored, once, at the upgrade.
+        let rollups = store::trends::all_rows(db).await.unwrap();
+        let counted: i64 = rollups.groups.iter().filter(|(k, _)| k.period_ms == 3_600_000).map(|(_, s)| s.runs).sum();
+        assert_eq!(counted, 15, "every stored run counted once per bucket size");
+        assert_eq!(store::trends::build_rollups_if_new(db).await.unwrap(), None, "and never again");
         assert_eq!(spans::count(db).await.unwrap(), 178);
         let run = runs::get(db, RUN).await.unwrap().expect("the run is there");
         assert!(run.run.steps > 0 && !run.step_list.is_empty(), "steps derive again from the stored spans");

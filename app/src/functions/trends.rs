@@ -22,10 +22,12 @@ pub async fn load_trends(range: String, #[server(default)] agent: Option<String>
     ssr::require(domain::access::Role::Viewer)?;
     let state = ssr::state()?;
     let agent = agent.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
-    // Kept figures when `serve` refreshes them in the background (a few seconds old at
-    // most), else computed now: see `services::trends_cache`.
+    // The window's rollup rows, kept at ingest: a few thousand rows whatever the range.
     let now = store::now_ms();
-    let trends = state.trends.get(&state.db, Range::parse(Some(&range)), agent.as_deref(), now).await?;
+    let window = domain::trends::Window::ending_at(Range::parse(Some(&range)), now);
+    let inputs = store::trends::inputs_for(&state.db, &window, agent.as_deref()).await?;
+    let mut trends = domain::trends::compute(window, &inputs);
+    trends.computed_at_ms = now;
     let agents = store::runs::agents(&state.db).await?;
     Ok(TrendsView { trends, agents })
 }

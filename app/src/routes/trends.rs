@@ -224,7 +224,7 @@ fn Charts(t: Trends) -> impl IntoView {
                 Range::Month => "one day",
             })}
             {(t.computed_at_ms > 0).then(|| format!(
-                " Figures as of {} (recomputed every 30 s while viewed).",
+                " Figures as of {}.",
                 domain::clock::from_ms(t.computed_at_ms).format("%H:%M:%S UTC")
             ))}
         </p>

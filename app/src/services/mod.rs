@@ -8,4 +8,3 @@ pub mod approval_hub;
 pub mod approvals;
 pub mod calls;
 pub mod long_poll;
-pub mod trends_cache;

@@ -51,9 +51,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         notifications: Arc::new(config.notifications()),
         redactor: Arc::new(ingest_settings.redactor.clone()),
         rules: rules.clone(),
-        trends: app::services::trends_cache::TrendsCache::refreshed(),
     };
-    let trends = state.trends.clone();
     // Started before the router so `/metrics` can report the receivers' counters.
     let (ingest, writer_gone) = IngestService::start_with_rules(
         db.clone(),
@@ -89,7 +87,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(approval_hub.clone().listen(db.clone())),
         tokio::spawn(checkpoint_wal(db.clone())),
         tokio::spawn(checkpoint_ledger_wal(db.clone())),
-        tokio::spawn(refresh_trends(db.clone(), trends)),
         tokio::spawn(train_chunk_dictionary(db.clone())),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
@@ -252,20 +249,6 @@ async fn train_chunk_dictionary(db: store::Db) {
             Ok(Some(id)) => tracing::info!(dictionary = id, "trained a new dictionary for span chunks"),
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "training a dictionary for span chunks failed; will retry"),
-        }
-    }
-}
-
-/// Keeps the trends page's figures fresh (see `services::trends_cache`): every range viewed
-/// in the last ten minutes recomputed every 30 s, so a page view reads them from memory.
-async fn refresh_trends(db: store::Db, cache: app::services::trends_cache::TrendsCache) {
-    let mut every = tokio::time::interval(app::services::trends_cache::REFRESH_EVERY);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        match cache.refresh_viewed(&db, store::now_ms()).await {
-            Ok(took) => tracing::debug!(took_ms = took.as_millis() as u64, "trends refreshed"),
-            Err(e) => tracing::warn!(error = %e, "could not refresh the trends; the page computes them itself"),
         }
     }
 }

@@ -55,7 +55,6 @@ pub async fn live_with(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope],
         notifications: Default::default(),
 
         redactor: Default::default(),
-        trends: Default::default(),
         rules: Default::default(),
     };
     let app = flightdeck::web::router(state, &config);

@@ -9,6 +9,7 @@ use super::super::sql::{cacheable_chunks, Sql, Tx};
 use super::super::StoreResult;
 use super::{moves, Move, IDS_PER_QUERY, ROWS_PER_INSERT};
 use domain::span::NormalizedSpan;
+use domain::trends::RunPoint;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the batch's traces were assigned to, for the later phases.
@@ -27,6 +28,9 @@ pub struct Assignment<'s> {
     pub reason_deltas: BTreeMap<String, i64>,
     /// How each tool's run count changes: a run moved away no longer calls its tools.
     pub tool_run_deltas: BTreeMap<String, i64>,
+    /// The touched runs as stored before this write, and the runs moved away (deleted):
+    /// their old contributions leave the trends' rollups.
+    pub old_points: Vec<RunPoint>,
 }
 
 /// Where each trace goes, decided from what the batch names and what is stored (pure).
@@ -103,6 +107,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
     let mut run_nos: BTreeMap<String, i64> = BTreeMap::new();
     let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
     let mut tool_run_deltas: BTreeMap<String, i64> = BTreeMap::new();
+    let mut old_points: Vec<RunPoint> = Vec::new();
     if !moves.is_empty() {
         // A move's two runs are numbered first (moves are rare).
         let ids: Vec<&str> = moves.iter().flat_map(|m| [m.from.as_str(), m.to.as_str()]).collect();
@@ -114,8 +119,9 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         number_new_runs(tx, &mut run_nos, moves.iter().map(|m| &m.to)).await?;
         for m in &moves {
             let gone = moves::move_trace(tx, m, &run_nos, now).await?;
-            if let Some(reason) = gone.reason {
-                *reason_deltas.entry(reason).or_default() -= 1;
+            if let Some(point) = gone.point {
+                *reason_deltas.entry(point.reason.as_str().to_string()).or_default() -= 1;
+                old_points.push(point);
             }
             for tool in gone.tools {
                 *tool_run_deltas.entry(tool).or_default() -= 1;
@@ -124,10 +130,11 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
     }
     // Each touched run's stored reason and number; it leaves that reason's total.
     let touched_ids: Vec<&str> = touched.iter().map(String::as_str).collect();
-    for (run, reason, run_no) in tx.runs_locked(&touched_ids).await? {
-        *reason_deltas.entry(reason).or_default() -= 1;
-        run_nos.insert(run.clone(), run_no);
-        had_spans.insert(run);
+    for locked in tx.runs_locked(&touched_ids).await? {
+        *reason_deltas.entry(locked.point.reason.as_str().to_string()).or_default() -= 1;
+        run_nos.insert(locked.run_id.clone(), locked.run_no);
+        had_spans.insert(locked.run_id);
+        old_points.push(locked.point);
     }
     number_new_runs(tx, &mut run_nos, touched.iter()).await?;
     for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {
@@ -137,7 +144,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         });
         tx.execute(sql).await?;
     }
-    Ok(Assignment { run_of, touched, had_spans, run_nos, reason_deltas, tool_run_deltas })
+    Ok(Assignment { run_of, touched, had_spans, run_nos, reason_deltas, tool_run_deltas, old_points })
 }
 
 /// Gives each of `runs` that has no number in `run_nos` yet the next arrival numbers.

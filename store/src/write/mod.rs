@@ -14,7 +14,8 @@
 //! 4. [`approvals::record_violations`]: each executed call checked against its approval.
 //! 5. Derivation ([`derive_run_with`], pure): each touched run recomputed from its spans.
 //! 6. [`run_rows`]: the runs' facts, their tools, the tool catalogue, bodies.
-//! 7. [`escalations::open_from_traces`], then the per-reason run totals
+//! 7. [`escalations::open_from_traces`], then the trends' rollups ([`trends::apply`]: the
+//!    runs' new figures in, their old ones out) and the per-reason run totals
 //!    ([`reason_counts::apply`]), last so those shared rows are held only until the commit.
 //!
 //! Every statement goes through [`Tx`], written once for both backends; where they differ
@@ -26,11 +27,14 @@ pub mod run_rows;
 pub mod span_rows;
 
 use super::sql::Tx;
-use super::{approvals, escalations, now_ms, reason_counts, Db, StoreResult};
+use super::{approvals, escalations, now_ms, reason_counts, trends, Db, StoreResult};
 use domain::canonical::RunDetail;
-use domain::derive::{derive_run_with, Rules};
+use domain::derive::{derive_run_with, Rules, SpanFacts};
 use domain::span::BodyPolicy;
 use domain::span::NormalizedSpan;
+use domain::trends::rollup::Rollup;
+use domain::trends::RunPoint;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// What a write did.
@@ -102,6 +106,7 @@ pub async fn commit_with(
     }
     run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s), &tool_run_deltas).await?;
     run_rows::store_bodies(&mut tx, body_policy, &derived, &batch, &assignment).await?;
+    trends::apply(&mut tx, &rollup_change(&assignment.old_points, &derived, &batch.facts_by_run)).await?;
     reason_counts::apply(&mut tx, &reason_deltas).await?;
     let t_runs = Instant::now();
 
@@ -118,4 +123,39 @@ pub async fn commit_with(
         "write phases"
     );
     Ok(WriteOutcome { stored: batch.stored, runs: assignment.touched.into_iter().collect() })
+}
+
+/// What this write changes in the trends' rollups: each run's old figures out (as stored
+/// before, or moved away), its newly derived ones in; runs whose figures did not change
+/// leave nothing to write (pure).
+pub fn rollup_change(
+    old: &[RunPoint],
+    derived: &[RunDetail],
+    facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
+) -> Rollup {
+    let mut change = Rollup::default();
+    for point in old {
+        change.add(point, -1);
+    }
+    for d in derived {
+        let model = facts_by_run.get(&d.run.run_id).and_then(|facts| domain::derive::main_model(facts));
+        change.add(&point_of(d, model), 1);
+    }
+    change.without_zeros()
+}
+
+/// The trends figures of a derived run, as `run_rows::store_runs` stores them.
+fn point_of(d: &RunDetail, model: Option<&str>) -> RunPoint {
+    let r = &d.run;
+    RunPoint {
+        started_ms: r.started_at.and_then(|t| t.timestamp_nanos_opt()).unwrap_or(0).div_euclid(1_000_000),
+        reason: r.terminal_reason,
+        cost: r.cost,
+        tool_calls: r.tool_calls,
+        deduped_calls: r.deduped_calls,
+        duplicate_side_effects: r.duplicate_side_effects,
+        completed_without_read: r.completed_without_read,
+        agent: r.agent.clone(),
+        model: model.map(str::to_string),
+    }
 }

@@ -21,8 +21,8 @@ struct TraceOf<'a> {
 /// What went with the old run when its trace moved, for the kept totals.
 #[derive(Debug, Default)]
 pub struct Gone {
-    /// The old run's terminal reason, if it had a row.
-    pub reason: Option<String>,
+    /// The old run's trends figures (its terminal reason among them), if it had a row.
+    pub point: Option<domain::trends::RunPoint>,
     /// The tools it had called (each loses one run).
     pub tools: Vec<String>,
 }
@@ -52,10 +52,10 @@ pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i6
         sql.arg(old_no);
         gone.tools = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t).collect();
     }
-    let mut sql = Sql::new("DELETE FROM runs WHERE run_id = $1 RETURNING terminal_reason");
+    let mut sql = Sql::new(format!("DELETE FROM runs WHERE run_id = $1 RETURNING {}", crate::trends::POINT_COLUMNS));
     sql.arg(m.from.as_str());
-    let reason: Option<(String,)> = tx.fetch_optional(sql).await?;
-    gone.reason = reason.map(|(reason,)| reason);
+    let row: Option<crate::trends::PointRow> = tx.fetch_optional(sql).await?;
+    gone.point = row.map(crate::trends::point);
     Ok(gone)
 }
 

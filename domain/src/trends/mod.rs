@@ -1,11 +1,15 @@
 //! Trends, the pure part: the selectable ranges and their time buckets, and the figures
-//! the `/trends` charts draw, computed from plain rows with no I/O. Storage reads the rows
-//! (`storage::trends`); the page draws the result (`routes::trends`).
+//! the `/trends` charts draw, computed with no I/O from the window's rollup rows
+//! ([`rollup`], kept at ingest) and per-bucket counts. Storage reads the rows
+//! (`store::trends`); the page draws the result (`routes::trends`).
+
+pub mod rollup;
 
 use crate::canonical::TerminalReason;
-use crate::stats::quantiles;
 use chrono::{TimeZone, Timelike, Utc};
+use rollup::{counted_quantiles, usd, Measure, Rollup, ValueSums, ALL_AGENTS};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 const HOUR_MS: i64 = 3_600_000;
 
@@ -139,7 +143,8 @@ impl Window {
     }
 }
 
-/// One run as the trends read it: only the columns the charts need.
+/// One run as the trends count it: only the columns the charts need. What a run adds to
+/// the rollups ([`Rollup::add`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPoint {
     pub started_ms: i64,
@@ -154,17 +159,21 @@ pub struct RunPoint {
     pub model: Option<String>,
 }
 
-/// Everything read from storage for one window: runs that started in it, and the instants
-/// (Unix ms) at which escalations and approvals changed state inside it.
+/// Everything read from storage for one window: the rollup rows of its buckets, and how
+/// many escalations and approvals changed state in each bucket, as (bucket start, count).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Inputs {
-    pub runs: Vec<RunPoint>,
-    pub escalations_opened: Vec<i64>,
-    pub escalations_resolved: Vec<i64>,
-    pub approvals_requested: Vec<i64>,
+    /// The agent the figures are limited to, if one is.
+    pub agent: Option<String>,
+    /// Rows of the window's bucket size; rows of other sizes, other agents or outside the
+    /// window are ignored, so a test may pass [`Rollup::of_runs`] of any runs.
+    pub rollup: Rollup,
+    pub escalations_opened: Vec<(i64, i64)>,
+    pub escalations_resolved: Vec<(i64, i64)>,
+    pub approvals_requested: Vec<(i64, i64)>,
     /// Approved or denied by a person (cancelled requests are not decisions).
-    pub approvals_decided: Vec<i64>,
-    pub approvals_expired: Vec<i64>,
+    pub approvals_decided: Vec<(i64, i64)>,
+    pub approvals_expired: Vec<(i64, i64)>,
     /// Guarded calls the ledger answered `already_done`: (hour start, count).
     pub ledger_deduped: Vec<(i64, i64)>,
     /// Regression-test results from replay fixtures: (recorded at, agent, passed).
@@ -232,50 +241,38 @@ pub struct Histogram {
 const TAIL_EDGES: [i64; 4] = [11, 21, 51, 101];
 
 pub fn histogram(tool_calls: &[i64]) -> Histogram {
+    let mut counts: BTreeMap<i64, ValueSums> = BTreeMap::new();
+    for &n in tool_calls {
+        let row = counts.entry(n).or_default();
+        row.runs += 1;
+        row.sum += n;
+    }
+    histogram_of(&counts)
+}
+
+/// The histogram of runs counted per number of tool calls (calls → (runs, calls)).
+pub fn histogram_of(counts: &BTreeMap<i64, ValueSums>) -> Histogram {
     let mut bins: Vec<Bin> = (0..=10).map(|n| Bin { lo: n, hi: Some(n), runs: 0 }).collect();
     for (i, lo) in TAIL_EDGES.iter().enumerate() {
         let hi = TAIL_EDGES.get(i + 1).map(|next| next - 1);
         bins.push(Bin { lo: *lo, hi, runs: 0 });
     }
-    for &n in tool_calls {
+    let counted = counts.iter().filter(|(_, s)| s.runs > 0);
+    for (&n, sums) in counted.clone() {
         // The bins are few and ordered: the last one starting at or below n holds it.
         let n = n.max(0);
         if let Some(bin) = bins.iter_mut().rev().find(|b| b.lo <= n) {
-            bin.runs += 1;
+            bin.runs += sums.runs as u64;
         }
     }
-    let values: Vec<f64> = tool_calls.iter().map(|&n| n as f64).collect();
-    let q = quantiles(values, &[0.5, 0.99]);
-    Histogram { bins, runs: tool_calls.len() as u64, p50: q[0], p99: q[1], max: tool_calls.iter().copied().max() }
-}
-
-/// Per-bucket nearest-rank quantiles `qs` of `values` (bucket index, value): one series
-/// per quantile, `None` in buckets without values.
-pub fn bucket_quantiles(buckets: usize, values: &[(usize, f64)], qs: &[f64]) -> Vec<Vec<Option<f64>>> {
-    let mut per_bucket: Vec<Vec<f64>> = vec![Vec::new(); buckets];
-    for &(i, v) in values {
-        if let Some(b) = per_bucket.get_mut(i) {
-            b.push(v);
-        }
+    let q = counted_quantiles(counted.clone(), &[0.5, 0.99], 1.0);
+    Histogram {
+        bins,
+        runs: counted.clone().map(|(_, s)| s.runs as u64).sum(),
+        p50: q[0],
+        p99: q[1],
+        max: counted.map(|(n, _)| *n).max(),
     }
-    let mut out = vec![vec![None; buckets]; qs.len()];
-    for (i, vs) in per_bucket.into_iter().enumerate() {
-        for (k, value) in quantiles(vs, qs).into_iter().enumerate() {
-            out[k][i] = value;
-        }
-    }
-    out
-}
-
-/// Counts of `instants` per bucket; instants outside the window are ignored.
-pub fn bucket_counts(window: &Window, instants: &[i64]) -> Vec<u64> {
-    let mut counts = vec![0u64; window.buckets];
-    for &at in instants {
-        if let Some(i) = window.index(at) {
-            counts[i] += 1;
-        }
-    }
-    counts
 }
 
 /// Counts of (instant, how many) points per bucket.
@@ -375,49 +372,37 @@ fn replay_pass_rates(window: &Window, results: &[(i64, String, bool)]) -> Vec<Se
 /// How many agents (and models) the cost charts show one by one; the rest are summed.
 pub const COST_GROUPS: usize = 6;
 
-/// Cost per bucket grouped by `of` (an agent or a model): the groups that cost most over
-/// the range first, each a series `{prefix}:{name}`; the rest as `{prefix}-other`; runs
-/// without one as `{prefix}-none` (labelled `none`).
+/// Cost per bucket grouped by name (an agent or a model), from (bucket start, name, cost
+/// in nano-USD) items: the groups that cost most over the range first, each a series
+/// `{prefix}:{name}`; the rest as `{prefix}-other`; runs without one as `{prefix}-none`
+/// (labelled `none`).
 pub fn cost_by<'a>(
     window: &Window,
-    runs: impl Iterator<Item = &'a RunPoint>,
-    of: impl Fn(&RunPoint) -> Option<&str>,
+    costs: impl Iterator<Item = (i64, Option<&'a str>, i64)>,
     prefix: &str,
     none: &str,
 ) -> Vec<Series> {
     let n = window.buckets;
-    let mut groups: Vec<(Option<String>, Vec<f64>)> = Vec::new();
-    for run in runs {
-        let Some(i) = window.index(run.started_ms) else { continue };
-        let name = of(run).map(str::to_string);
-        let row = match groups.iter().position(|(g, _)| *g == name) {
-            Some(p) => p,
-            None => {
-                groups.push((name, vec![0.0; n]));
-                groups.len() - 1
-            }
-        };
-        groups[row].1[i] += run.cost.max(0.0);
+    let mut groups: BTreeMap<Option<&str>, Vec<i64>> = BTreeMap::new();
+    for (start_ms, name, nano) in costs {
+        let Some(i) = window.index(start_ms) else { continue };
+        groups.entry(name).or_insert_with(|| vec![0; n])[i] += nano.max(0);
     }
-    let total = |v: &[f64]| v.iter().sum::<f64>();
-    let (mut named, unnamed): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(g, _)| g.is_some());
-    named.sort_by(|a, b| total(&b.1).total_cmp(&total(&a.1)).then_with(|| a.0.cmp(&b.0)));
+    let total = |v: &[i64]| v.iter().sum::<i64>();
+    let unnamed = groups.remove(&None);
+    let mut named: Vec<(&str, Vec<i64>)> = groups.into_iter().filter_map(|(g, v)| Some((g?, v))).collect();
+    named.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then_with(|| a.0.cmp(b.0)));
     let rest = if named.len() > COST_GROUPS { named.split_off(COST_GROUPS) } else { Vec::new() };
-    let series = |key: String, label: String, values: Vec<f64>| Series {
+    let series = |key: String, label: String, values: Vec<i64>| Series {
         key,
         label,
-        summary: Some(total(&values)),
-        values: values.into_iter().map(Some).collect(),
+        summary: Some(usd(total(&values))),
+        values: values.into_iter().map(|v| Some(usd(v))).collect(),
     };
-    let mut out: Vec<Series> = named
-        .into_iter()
-        .map(|(g, v)| {
-            let name = g.unwrap_or_default();
-            series(format!("{prefix}:{name}"), name, v)
-        })
-        .collect();
+    let mut out: Vec<Series> =
+        named.into_iter().map(|(name, v)| series(format!("{prefix}:{name}"), name.to_string(), v)).collect();
     if !rest.is_empty() {
-        let mut sum = vec![0.0; n];
+        let mut sum = vec![0; n];
         for (_, v) in &rest {
             for (s, x) in sum.iter_mut().zip(v) {
                 *s += x;
@@ -425,7 +410,7 @@ pub fn cost_by<'a>(
         }
         out.push(series(format!("{prefix}-other"), format!("{} others", rest.len()), sum));
     }
-    for (_, v) in unnamed {
+    if let Some(v) = unnamed {
         out.push(series(format!("{prefix}-none"), none.to_string(), v));
     }
     out
@@ -434,33 +419,57 @@ pub fn cost_by<'a>(
 /// The cost quantiles charted, with their keys.
 pub const COST_QUANTILES: [(&str, f64); 3] = [("p50", 0.5), ("p95", 0.95), ("p99", 0.99)];
 
+/// The figures of `window` from `inputs`' rows of its bucket size (and agent, when the
+/// inputs name one).
 pub fn compute(window: Window, inputs: &Inputs) -> Trends {
     let n = window.buckets;
+    let agent = inputs.agent.as_deref();
     let mut by_reason: Vec<Vec<u64>> = vec![vec![0; n]; TerminalReason::ALL.len()];
     let mut completed = vec![0u64; n];
     let mut no_read = vec![0u64; n];
     let mut deduped = vec![0u64; n];
     let mut dup_effects = vec![0u64; n];
-    let mut costs: Vec<(usize, f64)> = Vec::with_capacity(inputs.runs.len());
-    let mut tool_calls: Vec<i64> = Vec::with_capacity(inputs.runs.len());
     let mut runs = 0u64;
-    for run in &inputs.runs {
-        let Some(i) = window.index(run.started_ms) else { continue };
-        runs += 1;
-        let reason = TerminalReason::ALL.iter().position(|r| *r == run.reason).unwrap_or(0);
-        by_reason[reason][i] += 1;
-        deduped[i] += run.deduped_calls.max(0) as u64;
-        dup_effects[i] += run.duplicate_side_effects.max(0) as u64;
-        if run.reason == TerminalReason::Completed {
-            completed[i] += 1;
-            no_read[i] += u64::from(run.completed_without_read);
+    let mut agent_costs: Vec<(i64, Option<&str>, i64)> = Vec::new();
+    let mut model_costs: Vec<(i64, Option<&str>, i64)> = Vec::new();
+    let groups = inputs
+        .rollup
+        .groups
+        .iter()
+        .filter(|(k, s)| k.period_ms == window.bucket_ms && s.runs > 0 && agent.is_none_or(|a| k.agent == a));
+    for (key, sums) in groups {
+        let Some(i) = window.index(key.start_ms) else { continue };
+        let count = sums.runs as u64;
+        runs += count;
+        let reason = TerminalReason::parse(&key.reason).unwrap_or(TerminalReason::Running);
+        let r = TerminalReason::ALL.iter().position(|x| *x == reason).unwrap_or(0);
+        by_reason[r][i] += count;
+        deduped[i] += sums.deduped_calls.max(0) as u64;
+        dup_effects[i] += sums.duplicate_side_effects.max(0) as u64;
+        if reason == TerminalReason::Completed {
+            completed[i] += count;
+            no_read[i] += sums.no_read.max(0) as u64;
         }
-        // A running run's cost and tool calls are still growing: counting them would pull
-        // the distributions down for the newest bucket only.
-        if run.reason != TerminalReason::Running {
-            costs.push((i, run.cost));
-            tool_calls.push(run.tool_calls);
-        }
+        agent_costs.push((key.start_ms, named(key.agent.as_str()), sums.cost_nano));
+        model_costs.push((key.start_ms, named(key.model.as_str()), sums.cost_nano));
+    }
+
+    // Costs and tool calls of finished runs, counted per value, per bucket and overall.
+    let scope = agent.unwrap_or(ALL_AGENTS);
+    let mut cost_rows: Vec<BTreeMap<i64, ValueSums>> = vec![BTreeMap::new(); n];
+    let mut all_costs: BTreeMap<i64, ValueSums> = BTreeMap::new();
+    let mut tool_calls: BTreeMap<i64, ValueSums> = BTreeMap::new();
+    let values = inputs.rollup.values.iter().filter(|(k, _)| k.period_ms == window.bucket_ms && k.scope == scope);
+    for (key, sums) in values {
+        let Some(i) = window.index(key.start_ms) else { continue };
+        let into = match key.measure {
+            Measure::Cost => {
+                add_sums(cost_rows[i].entry(key.value).or_default(), sums);
+                &mut all_costs
+            }
+            Measure::ToolCalls => &mut tool_calls,
+        };
+        add_sums(into.entry(key.value).or_default(), sums);
     }
 
     let reasons = TerminalReason::ALL
@@ -480,20 +489,24 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
     };
 
     let qs: Vec<f64> = COST_QUANTILES.iter().map(|(_, q)| *q).collect();
-    let per_bucket = bucket_quantiles(n, &costs, &qs);
-    let overall = quantiles(costs.iter().map(|(_, c)| *c).collect(), &qs);
+    let per_bucket: Vec<Vec<Option<f64>>> = cost_rows.iter().map(|rows| counted_quantiles(rows, &qs, 1e9)).collect();
+    let overall = counted_quantiles(&all_costs, &qs, 1e9);
     let cost = COST_QUANTILES
         .iter()
-        .zip(per_bucket)
-        .zip(overall)
-        .map(|(((key, _), values), summary)| Series { key: (*key).into(), label: (*key).into(), values, summary })
+        .enumerate()
+        .map(|(k, (key, _))| Series {
+            key: (*key).into(),
+            label: (*key).into(),
+            values: per_bucket.iter().map(|q| q[k]).collect(),
+            summary: overall[k],
+        })
         .collect();
 
     Trends {
         window,
         runs,
         reasons,
-        tool_calls: histogram(&tool_calls),
+        tool_calls: histogram_of(&tool_calls),
         no_read: no_read_series,
         completed,
         duplicates: vec![
@@ -504,19 +517,29 @@ pub fn compute(window: Window, inputs: &Inputs) -> Trends {
         cost,
         replay_pass_rate: replay_pass_rates(&window, &inputs.replays),
         escalations: vec![
-            Series::counts("opened", "opened", bucket_counts(&window, &inputs.escalations_opened)),
-            Series::counts("resolved", "resolved", bucket_counts(&window, &inputs.escalations_resolved)),
+            Series::counts("opened", "opened", weighted_counts(&window, &inputs.escalations_opened)),
+            Series::counts("resolved", "resolved", weighted_counts(&window, &inputs.escalations_resolved)),
         ],
         approvals: vec![
-            Series::counts("requested", "requested", bucket_counts(&window, &inputs.approvals_requested)),
-            Series::counts("decided", "decided", bucket_counts(&window, &inputs.approvals_decided)),
-            Series::counts("expired", "expired", bucket_counts(&window, &inputs.approvals_expired)),
+            Series::counts("requested", "requested", weighted_counts(&window, &inputs.approvals_requested)),
+            Series::counts("decided", "decided", weighted_counts(&window, &inputs.approvals_decided)),
+            Series::counts("expired", "expired", weighted_counts(&window, &inputs.approvals_expired)),
         ],
-        cost_by_agent: cost_by(&window, inputs.runs.iter(), |r| r.agent.as_deref(), "agent", "no agent named"),
-        cost_by_model: cost_by(&window, inputs.runs.iter(), |r| r.model.as_deref(), "model", "model not recorded"),
-        agent: None,
+        cost_by_agent: cost_by(&window, agent_costs.into_iter(), "agent", "no agent named"),
+        cost_by_model: cost_by(&window, model_costs.into_iter(), "model", "model not recorded"),
+        agent: inputs.agent.clone(),
         computed_at_ms: 0,
     }
+}
+
+/// `name`, or `None` for the empty name rollups keep for "none".
+fn named(name: &str) -> Option<&str> {
+    (!name.is_empty()).then_some(name)
+}
+
+fn add_sums(row: &mut ValueSums, other: &ValueSums) {
+    row.runs += other.runs;
+    row.sum += other.sum;
 }
 
 fn percent(part: u64, whole: u64) -> Option<f64> {
@@ -557,7 +580,8 @@ mod tests {
         let mut nameless = run(NOW, TerminalReason::Running, 0.75, 1);
         nameless.model = Some("gpt-4o".into());
         runs.push(nameless);
-        let s = cost_by(&w, runs.iter(), |r| r.agent.as_deref(), "agent", "no agent named");
+        let t = compute(w, &Inputs { rollup: Rollup::of_runs(&runs), ..Inputs::default() });
+        let s = &t.cost_by_agent;
         let keys: Vec<&str> = s.iter().map(|s| s.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -576,7 +600,7 @@ mod tests {
         assert_eq!(s[6].summary, Some(0.75));
         assert_eq!((s[7].values[23], s[7].summary), (Some(0.75), Some(0.75)), "a running run's cost so far counts");
         assert_eq!(s[0].values[0], Some(6.0));
-        let by_model = cost_by(&w, runs.iter(), |r| r.model.as_deref(), "model", "model not recorded");
+        let by_model = &t.cost_by_model;
         assert_eq!(by_model[0].key, "model:gpt-4o");
         assert_eq!(by_model[1].summary, Some(21.75));
     }
@@ -654,20 +678,43 @@ mod tests {
     }
 
     #[test]
-    fn quantiles_per_bucket_use_nearest_rank() {
-        let values: Vec<(usize, f64)> = (1..=100).map(|v| (0, f64::from(v))).chain([(2, 7.0)]).collect();
-        let q = bucket_quantiles(3, &values, &[0.5, 0.99]);
-        assert_eq!(q[0], vec![Some(50.0), None, Some(7.0)]);
-        assert_eq!(q[1], vec![Some(99.0), None, Some(7.0)]);
+    fn cost_quantiles_from_bins_stay_within_two_percent_and_an_agent_sees_its_own_runs() {
+        let w = Window::ending_at(Range::Week, NOW);
+        let runs: Vec<RunPoint> = (0..500)
+            .map(|i| {
+                let mut r = run(
+                    w.start_ms + i64::from(i) * 600_000,
+                    TerminalReason::Completed,
+                    0.001 * 1.013f64.powi(i),
+                    i64::from(i % 7),
+                );
+                r.agent = Some(if i % 2 == 0 { "a" } else { "b" }.into());
+                r
+            })
+            .collect();
+        let qs: Vec<f64> = COST_QUANTILES.iter().map(|(_, q)| *q).collect();
+        let exact = crate::stats::quantiles(runs.iter().map(|r| r.cost).collect(), &qs);
+        let rollup = Rollup::of_runs(&runs);
+        let t = compute(w, &Inputs { rollup: rollup.clone(), ..Inputs::default() });
+        for (series, exact) in t.cost.iter().zip(exact) {
+            let (got, exact) = (series.summary.unwrap(), exact.unwrap());
+            assert!((got - exact).abs() / exact <= 0.02, "{}: {got} for {exact}", series.key);
+        }
+        let of_a = compute(w, &Inputs { agent: Some("a".into()), rollup, ..Inputs::default() });
+        assert_eq!((of_a.runs, of_a.agent.as_deref()), (250, Some("a")));
+        let a_calls: Vec<i64> = runs.iter().filter(|r| r.agent.as_deref() == Some("a")).map(|r| r.tool_calls).collect();
+        assert_eq!(of_a.tool_calls, histogram(&a_calls));
+        assert_eq!(of_a.cost_by_agent.len(), 1);
     }
 
     #[test]
     fn counts_land_in_their_buckets() {
         let w = Window::ending_at(Range::Day, NOW);
-        let counts = bucket_counts(&w, &[w.start_ms, w.start_ms + 1, NOW, w.start_ms - 1, w.end_ms()]);
-        assert_eq!(counts[0], 2);
+        let points = [(w.start_ms, 1), (w.start_ms + 1, 2), (NOW, 1), (w.start_ms - 1, 5), (w.end_ms(), 5)];
+        let counts = weighted_counts(&w, &points);
+        assert_eq!(counts[0], 3);
         assert_eq!(counts[23], 1);
-        assert_eq!(counts.iter().sum::<u64>(), 3);
+        assert_eq!(counts.iter().sum::<u64>(), 4);
     }
 
     #[test]
@@ -679,18 +726,20 @@ mod tests {
         let mut dup = run(t0 + 10, TerminalReason::Completed, 0.30, 5);
         dup.deduped_calls = 2;
         dup.duplicate_side_effects = 1;
+        let runs = [
+            noread,
+            dup,
+            run(t0 + 20, TerminalReason::StepLimit, 0.20, 40),
+            run(NOW, TerminalReason::Running, 9.0, 1),
+            run(t0 - 1, TerminalReason::Error, 1.0, 1), // before the window
+        ];
         let inputs = Inputs {
-            runs: vec![
-                noread,
-                dup,
-                run(t0 + 20, TerminalReason::StepLimit, 0.20, 40),
-                run(NOW, TerminalReason::Running, 9.0, 1),
-                run(t0 - 1, TerminalReason::Error, 1.0, 1), // before the window
-            ],
-            escalations_opened: vec![t0, NOW],
-            escalations_resolved: vec![NOW],
-            approvals_requested: vec![t0, t0, NOW],
-            approvals_decided: vec![NOW],
+            agent: None,
+            rollup: Rollup::of_runs(&runs),
+            escalations_opened: vec![(t0, 1), (NOW, 1)],
+            escalations_resolved: vec![(NOW, 1)],
+            approvals_requested: vec![(t0, 2), (NOW, 1)],
+            approvals_decided: vec![(NOW, 1)],
             approvals_expired: vec![],
             ledger_deduped: vec![(t0, 3), (NOW - NOW % 3_600_000, 4), (t0 - 3_600_000, 9)],
             replays: vec![
