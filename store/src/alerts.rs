@@ -8,11 +8,14 @@ use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use domain::alerts::alertmanager::RESEND_EVERY_MS;
 use domain::alerts::lifecycle::{OpenAlert, Transition};
 use domain::alerts::rules::MAX_ITEMS;
-use domain::alerts::rules::{CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation};
+use domain::alerts::rules::{
+    Backlog, CostTail, DedupedCounts, Execution, FailedRun, OpenEscalation, RunCost, Violation, ITEMS_READ,
+};
 use domain::alerts::settings::RuleSettings;
 use domain::alerts::silences::Silence;
 use domain::alerts::{Alert, AlertEvent, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
 use domain::notify::{EventKind, Notifications};
+use domain::trends::rollup::whole_hours;
 
 /// Every rule with its settings: the admin's if saved, else the defaults.
 pub async fn settings(db: &Db) -> StoreResult<Vec<(AlertRule, RuleSettings)>> {
@@ -104,8 +107,10 @@ pub async fn approval_violations(db: &Db, since_ms: i64) -> StoreResult<Vec<Viol
         .collect())
 }
 
-/// Tool calls and deduplicated calls of the runs started in `(window_start, now]` and in
-/// `(baseline_start, window_start]`.
+/// Tool calls and deduplicated calls of the runs started in `(window_start, now]`, read
+/// from the runs, and in the baseline `(baseline_start, window_start]`, read from the
+/// trends' hourly rollups over its whole hours (`whole_hours`): a day of runs is
+/// 24 rows instead of every run.
 pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i64) -> StoreResult<DedupedCounts> {
     let totals =
         "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
@@ -115,8 +120,7 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
     let ns = |ms: i64| ms.saturating_mul(1_000_000);
     let window: (i64, i64) =
         db.fetch_one(Sql::with_args(totals, vec![ns(window_start_ms).into(), i64::MAX.into()])).await?;
-    let baseline: (i64, i64) =
-        db.fetch_one(Sql::with_args(totals, vec![ns(baseline_start_ms).into(), ns(window_start_ms).into()])).await?;
+    let baseline = super::trends::hourly_calls(db, whole_hours(baseline_start_ms, window_start_ms)).await?;
     let runs: Vec<(String, i64)> = db.fetch_all(Sql::with_args(top, vec![ns(window_start_ms).into()])).await?;
     Ok(DedupedCounts {
         window_calls: window.0,
@@ -127,14 +131,38 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
     })
 }
 
-pub async fn open_escalations(db: &Db) -> StoreResult<Vec<OpenEscalation>> {
-    let sql = "SELECT id, run_id, needed_at, claimed_by FROM escalations \
-               WHERE status = 'open' ORDER BY needed_at";
-    let rows: Vec<(String, String, i64, Option<String>)> = db.fetch_all(Sql::new(sql)).await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
-        .collect())
+/// The open escalations needed before `late_before_ms` (rule 4's late ones): counted on
+/// the indexes `escalations_status_needed` and `escalations_open_unclaimed`, and the
+/// oldest [`ITEMS_READ`] of them (unclaimed only, when `only_unclaimed`) read in the
+/// first one's order.
+pub async fn escalation_backlog(db: &Db, late_before_ms: i64, only_unclaimed: bool) -> StoreResult<Backlog> {
+    let [late, unclaimed, oldest] = backlog_sql(late_before_ms, only_unclaimed);
+    let rows: Vec<(String, String, i64, Option<String>)> = db.fetch_all(oldest).await?;
+    Ok(Backlog {
+        late: db.fetch_one_value(late).await?,
+        late_unclaimed: db.fetch_one_value(unclaimed).await?,
+        oldest: rows
+            .into_iter()
+            .map(|(id, run_id, needed_at_ms, claimed_by)| OpenEscalation { id, run_id, needed_at_ms, claimed_by })
+            .collect(),
+    })
+}
+
+/// The backlog's statements: the late ones counted, the unclaimed late ones counted, the
+/// oldest read.
+fn backlog_sql(late_before_ms: i64, only_unclaimed: bool) -> [Sql; 3] {
+    let late = "SELECT COUNT(*) FROM escalations WHERE status = 'open' AND needed_at < $1";
+    let unclaimed = "SELECT COUNT(*) FROM escalations WHERE status = 'open' AND claimed_by IS NULL AND needed_at < $1";
+    let mut oldest = String::from("SELECT id, run_id, needed_at, claimed_by FROM escalations WHERE status = 'open'");
+    if only_unclaimed {
+        oldest.push_str(" AND claimed_by IS NULL");
+    }
+    oldest.push_str(" AND needed_at < $1 ORDER BY needed_at, id LIMIT $2");
+    [
+        Sql::with_args(late, vec![late_before_ms.into()]),
+        Sql::with_args(unclaimed, vec![late_before_ms.into()]),
+        Sql::with_args(oldest, vec![late_before_ms.into(), (ITEMS_READ as i64).into()]),
+    ]
 }
 
 /// Guarded calls that started and never reported (rule 7), from the ledger's database.
@@ -178,6 +206,14 @@ pub async fn cost_tail(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<CostTai
     let highest: Vec<f64> =
         db.fetch_column(Sql::with_args(&tail_sql, vec![from_ns.into(), to_ns.into(), (needed as i64).into()])).await?;
     Ok(CostTail { runs, highest })
+}
+
+/// The costs of the finished runs started in the baseline `(from_ms, to_ms]`, from the
+/// trends' hourly rollups over its whole hours (`whole_hours`): per 2 % bin, so a
+/// quantile is within 2 % of the runs' own, and a day of runs is a few thousand rows.
+pub async fn baseline_cost_tail(db: &Db, from_ms: i64, to_ms: i64) -> StoreResult<CostTail> {
+    let bins = super::trends::hourly_costs(db, whole_hours(from_ms, to_ms)).await?;
+    Ok(CostTail::of_counts(bins.iter()))
 }
 
 /// The costliest finished runs started in `(from_ms, to_ms]` that cost more than `above`,
@@ -763,5 +799,30 @@ impl Leadership {
             let _ = sqlx::query("SELECT pg_advisory_unlock($1)").bind(self.key).execute(&mut conn).await;
             let _ = sqlx::Connection::close(conn).await;
         }
+    }
+}
+
+#[cfg(all(test, feature = "test-support"))]
+mod tests {
+    use super::*;
+
+    /// The escalation backlog is counted on an index and its oldest read in index order,
+    /// never by reading the whole queue.
+    #[tokio::test]
+    async fn the_backlog_is_counted_on_an_index_and_only_its_oldest_read() {
+        let t = crate::testing::TestDb::sqlite().await;
+        for only_unclaimed in [false, true] {
+            for sql in backlog_sql(now_ms(), only_unclaimed) {
+                let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
+                let steps: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+                assert!(
+                    steps.iter().all(|s| !s.contains("TEMP B-TREE"))
+                        && steps[0].starts_with("SEARCH escalations USING"),
+                    "{steps:?}"
+                );
+                assert!(steps[0].contains("needed_at<?"), "not by a range of needed_at: {steps:?}");
+            }
+        }
+        t.cleanup().await;
     }
 }

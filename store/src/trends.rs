@@ -9,8 +9,10 @@ use super::{Db, StoreResult};
 use domain::canonical::TerminalReason;
 use domain::trends::rollup::{GroupKey, GroupSums, Measure, Rollup, ValueKey, ValueSums, ALL_AGENTS};
 use domain::trends::{Inputs, RunPoint, Window};
+use std::collections::BTreeMap;
 
 const NS_PER_MS: i64 = 1_000_000;
+const HOUR_MS: i64 = 3_600_000;
 
 /// The columns of `runs` a [`RunPoint`] is made of, in [`point`]'s order.
 pub const POINT_COLUMNS: &str = "started_ns, terminal_reason, cost, tool_calls, deduped_calls, \
@@ -43,7 +45,7 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
     let groups: Vec<(&GroupKey, &GroupSums)> = change.groups.iter().collect();
     for chunk in cacheable_chunks(&groups, 100) {
         let mut sql = Sql::new(
-            "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, runs, no_read, \
+            "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, \
              deduped_calls, duplicate_side_effects, cost_nano) ",
         );
         sql.values(chunk, |row, (k, s)| {
@@ -53,6 +55,7 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
                 .bind(k.model.as_str())
                 .bind(k.reason.as_str())
                 .bind(s.runs)
+                .bind(s.tool_calls)
                 .bind(s.no_read)
                 .bind(s.deduped_calls)
                 .bind(s.duplicate_side_effects)
@@ -60,7 +63,8 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
         });
         sql.push(
             " ON CONFLICT (period_ms, start_ms, agent, model, terminal_reason) DO UPDATE SET \
-             runs = trend_runs.runs + excluded.runs, no_read = trend_runs.no_read + excluded.no_read, \
+             runs = trend_runs.runs + excluded.runs, tool_calls = trend_runs.tool_calls + excluded.tool_calls, \
+             no_read = trend_runs.no_read + excluded.no_read, \
              deduped_calls = trend_runs.deduped_calls + excluded.deduped_calls, \
              duplicate_side_effects = trend_runs.duplicate_side_effects + excluded.duplicate_side_effects, \
              cost_nano = trend_runs.cost_nano + excluded.cost_nano",
@@ -89,7 +93,7 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
     Ok(())
 }
 
-type GroupRow = (i64, String, String, String, i64, i64, i64, i64, i64);
+type GroupRow = (i64, String, String, String, i64, i64, i64, i64, i64, i64);
 type ValueRow = (String, i64, i64, i64, i64);
 
 /// The statements reading the rollup rows of `window`'s buckets (of `agent`'s runs only,
@@ -97,8 +101,8 @@ type ValueRow = (String, i64, i64, i64, i64);
 fn rollup_sql(window: &Window, agent: Option<&str>) -> [Sql; 2] {
     let period = window.bucket_ms;
     let mut groups = Sql::new(
-        "SELECT start_ms, agent, model, terminal_reason, runs, no_read, deduped_calls, duplicate_side_effects, \
-         cost_nano FROM trend_runs WHERE period_ms = ",
+        "SELECT start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, deduped_calls, \
+         duplicate_side_effects, cost_nano FROM trend_runs WHERE period_ms = ",
     );
     groups.bind(period).push(" AND start_ms >= ").bind(window.start_ms).push(" AND start_ms < ").bind(window.end_ms());
     if let Some(agent) = agent {
@@ -128,10 +132,10 @@ pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResul
     Ok(Rollup {
         groups: groups
             .into_iter()
-            .map(|(start_ms, agent, model, reason, runs, no_read, deduped_calls, duplicate_side_effects, cost_nano)| {
+            .map(|(start_ms, agent, model, reason, runs, tool_calls, no_read, deduped_calls, dups, cost_nano)| {
                 (
                     GroupKey { period_ms: period, start_ms, agent, model, reason },
-                    GroupSums { runs, no_read, deduped_calls, duplicate_side_effects, cost_nano },
+                    GroupSums { runs, tool_calls, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
                 )
             })
             .collect(),
@@ -149,45 +153,49 @@ pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResul
 }
 
 /// How many rows of `table` have `column` (Unix ms) in each of `window`'s buckets, as
-/// (bucket start, status, count), of `agent`'s rows when given: counted in SQL over the
-/// column's index. Grouped by status rather than filtered by it, so no index on status
-/// can tempt the planner away from the time range. `table` and `column` are constants
-/// of this module, never input.
-async fn per_bucket(
-    db: &Db,
-    (table, column): (&str, &str),
-    window: &Window,
-    agent: Option<&str>,
-) -> StoreResult<Vec<(i64, String, i64)>> {
-    Ok(db.fetch_all(per_bucket_sql(table, column, window, agent)).await?)
+/// (bucket start, count), only those with one of `statuses` when given, of `agent`'s rows
+/// when given. One statement: a count per bucket over a range of the column's index
+/// (`(status, column)` with statuses), so the database counts index entries and sorts
+/// nothing. `table`, `column` and `statuses` are constants of this module, never input.
+async fn per_bucket(db: &Db, read: PerBucket, window: &Window, agent: Option<&str>) -> StoreResult<Vec<(i64, i64)>> {
+    Ok(db.fetch_all(per_bucket_sql(read, window, agent)).await?)
 }
 
-fn per_bucket_sql(table: &str, column: &str, window: &Window, agent: Option<&str>) -> Sql {
+fn per_bucket_sql((table, column, statuses): PerBucket, window: &Window, agent: Option<&str>) -> Sql {
     let mut args: Vec<super::sql::Arg> = vec![window.start_ms.into(), window.bucket_ms.into(), window.end_ms().into()];
-    let mut text = format!(
-        "SELECT CAST($1 + (({column} - $1) / $2) * $2 AS BIGINT), status, CAST(COUNT(*) AS BIGINT) FROM {table} \
-         WHERE {column} >= $1 AND {column} < $3"
-    );
+    let mut count = format!("SELECT COUNT(*) FROM {table} t WHERE t.{column} >= b.s AND t.{column} < b.s + $2");
+    if !statuses.is_empty() {
+        let listed: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
+        count.push_str(&format!(" AND t.status IN ({})", listed.join(", ")));
+    }
     if let Some(agent) = agent {
-        text.push_str(" AND agent = $4");
+        count.push_str(" AND t.agent = $4");
         args.push(agent.into());
     }
-    text.push_str(" GROUP BY 1, 2");
-    Sql::with_args(text, args)
+    Sql::with_args(
+        format!(
+            "WITH RECURSIVE b(s) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT s + $2 FROM b WHERE s + $2 < $3) \
+             SELECT s, CAST(({count}) AS BIGINT) FROM b"
+        ),
+        args,
+    )
 }
 
-/// What [`inputs_for`] counts per bucket: (table, time column).
-const PER_BUCKET: [(&str, &str); 4] = [
-    ("escalations", "opened_at"),
-    ("escalations", "resolved_at"),
-    ("approvals", "created_at"),
-    ("approvals", "decided_at"),
+/// A count [`inputs_for`] makes per bucket: table, time column, statuses (none: any).
+type PerBucket = (&'static str, &'static str, &'static [&'static str]);
+
+/// Approved or denied by a person; an expired request gets `decided_at = expires_at` and
+/// no decider, and is counted apart; a cancelled one is neither.
+const DECIDED: &[&str] = &["approved", "approved_with_changes", "denied"];
+
+/// What [`inputs_for`] counts per bucket, in the order of its fields.
+const PER_BUCKET: [PerBucket; 5] = [
+    ("escalations", "opened_at", &[]),
+    ("escalations", "resolved_at", &[]),
+    ("approvals", "created_at", &[]),
+    ("approvals", "decided_at", DECIDED),
+    ("approvals", "decided_at", &["expired"]),
 ];
-
-/// The (bucket start, count) of the rows whose status `keep` accepts.
-fn counted(rows: &[(i64, String, i64)], keep: impl Fn(&str) -> bool) -> Vec<(i64, i64)> {
-    rows.iter().filter(|(_, status, _)| keep(status)).map(|(at, _, n)| (*at, *n)).collect()
-}
 
 /// Everything the page charts for `window`.
 pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
@@ -206,18 +214,16 @@ pub async fn inputs_for(db: &Db, window: &Window, agent: Option<&str>) -> StoreR
     for read in PER_BUCKET {
         counts.push(per_bucket(db, read, window, agent).await?);
     }
-    let [opened, resolved, requested, decided]: [_; 4] = counts.try_into().expect("one count per entry of PER_BUCKET");
-    let any = |_: &str| true;
+    let [escalations_opened, escalations_resolved, approvals_requested, approvals_decided, approvals_expired]: [_; 5] =
+        counts.try_into().expect("one count per entry of PER_BUCKET");
     Ok(Inputs {
         agent: agent.map(str::to_string),
         rollup: rollup(db, window, agent).await?,
-        escalations_opened: counted(&opened, any),
-        escalations_resolved: counted(&resolved, any),
-        approvals_requested: counted(&requested, any),
-        // Approved or denied by a person; an expired request gets `decided_at =
-        // expires_at` and no decider, and is counted apart; a cancelled one is neither.
-        approvals_decided: counted(&decided, |s| matches!(s, "approved" | "approved_with_changes" | "denied")),
-        approvals_expired: counted(&decided, |s| s == "expired"),
+        escalations_opened,
+        escalations_resolved,
+        approvals_requested,
+        approvals_decided,
+        approvals_expired,
         ledger_deduped: match agent {
             Some(_) => Vec::new(),
             None => super::ledger::deduped_hours(db, window.start_ms, window.end_ms()).await?,
@@ -275,9 +281,10 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
 
 /// Every rollup row, for tests that compare what the writes kept with a rebuild.
 pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
-    let groups: Vec<(i64, i64, String, String, String, i64, i64, i64, i64, i64)> = db
+    type Row = (i64, i64, String, String, String, i64, i64, i64, i64, i64, i64);
+    let groups: Vec<Row> = db
         .fetch_all(Sql::new(
-            "SELECT period_ms, start_ms, agent, model, terminal_reason, runs, no_read, deduped_calls, \
+            "SELECT period_ms, start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, deduped_calls, \
              duplicate_side_effects, cost_nano FROM trend_runs",
         ))
         .await?;
@@ -287,12 +294,26 @@ pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
     let rollup = Rollup {
         groups: groups
             .into_iter()
-            .map(|(period_ms, start_ms, agent, model, reason, runs, no_read, deduped_calls, dups, cost_nano)| {
-                (
-                    GroupKey { period_ms, start_ms, agent, model, reason },
-                    GroupSums { runs, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
-                )
-            })
+            .map(
+                |(
+                    period_ms,
+                    start_ms,
+                    agent,
+                    model,
+                    reason,
+                    runs,
+                    tool_calls,
+                    no_read,
+                    deduped_calls,
+                    dups,
+                    cost_nano,
+                )| {
+                    (
+                        GroupKey { period_ms, start_ms, agent, model, reason },
+                        GroupSums { runs, tool_calls, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
+                    )
+                },
+            )
             .collect(),
         values: values
             .into_iter()
@@ -303,6 +324,29 @@ pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
             .collect(),
     };
     Ok(rollup.without_zeros())
+}
+
+/// The tool calls and deduplicated calls of the runs that started in the whole hours
+/// `[from_ms, to_ms)` (see `domain::trends::rollup::whole_hours`), from the hourly rows.
+pub async fn hourly_calls(db: &Db, (from_ms, to_ms): (i64, i64)) -> StoreResult<(i64, i64)> {
+    let sql = Sql::with_args(
+        "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \
+         FROM trend_runs WHERE period_ms = $1 AND start_ms >= $2 AND start_ms < $3",
+        vec![HOUR_MS.into(), from_ms.into(), to_ms.into()],
+    );
+    Ok(db.fetch_one(sql).await?)
+}
+
+/// The costs of the finished runs that started in the whole hours `[from_ms, to_ms)`,
+/// counted per bin (bin → (runs, nano-USD)), from the hourly rows of every agent.
+pub async fn hourly_costs(db: &Db, (from_ms, to_ms): (i64, i64)) -> StoreResult<BTreeMap<i64, ValueSums>> {
+    let sql = Sql::with_args(
+        "SELECT value, CAST(SUM(runs) AS BIGINT), CAST(SUM(value_sum) AS BIGINT) FROM trend_values \
+         WHERE period_ms = $1 AND scope = $2 AND measure = 'cost' AND start_ms >= $3 AND start_ms < $4 GROUP BY value",
+        vec![HOUR_MS.into(), ALL_AGENTS.into(), from_ms.into(), to_ms.into()],
+    );
+    let rows: Vec<(i64, i64, i64)> = db.fetch_all(sql).await?;
+    Ok(rows.into_iter().map(|(bin, runs, sum)| (bin, ValueSums { runs, sum })).collect())
 }
 
 /// Deletes the rollup rows that count nothing any more and started before `before_ms`
@@ -334,8 +378,8 @@ mod tests {
             for agent in [None, Some("billing-bot")] {
                 let [groups, values] = rollup_sql(&window, agent);
                 let mut reads = vec![("trend_runs", groups), ("trend_values", values)];
-                for (table, column) in PER_BUCKET {
-                    reads.push((table, per_bucket_sql(table, column, &window, agent)));
+                for read in PER_BUCKET {
+                    reads.push((read.0, per_bucket_sql(read, &window, agent)));
                 }
                 for (table, sql) in reads {
                     let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();

@@ -221,6 +221,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "54f6841e183048cfc3a7842920fe48f6cfa2b6b4f0045cc979f510d0d9a9c9ac03dd52dce8969dc1e36f584e077357d9",
     ),
     (
+        "sqlite",
+        "0042_trend_counts.sql",
+        "4407dbaa43a328965a5400b569214b6a37d7a248b7cda10a37dbbd7e05ce39676b1b4850d67015a6a0daf3d3ccd68bb5",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -419,6 +424,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0041_trend_rollups.sql",
         "d8894d772f99069885185200f19c6ca0deab0177f7f3ad76e16f352c25bfb0e8695c450c4e33678a31ba497647c14cd7",
+    ),
+    (
+        "postgres",
+        "0042_trend_counts.sql",
+        "b8b996e0b8205f816f5777a79b525845aa34ced7baf59a0427a934f844258a5916103fb0df2b497f3d1863868031a2b6",
     ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (

@@ -69,11 +69,14 @@ async fn findings(db: &Db, rule: AlertRule, s: &RuleSettings, now_ms: i64) -> St
             let baseline_start = window_start - s.baseline_seconds * 1000;
             rules::deduped_spike(s, &alert_store::deduped_counts(db, baseline_start, window_start).await?)
         }
-        AlertRule::EscalationBacklog => rules::escalation_backlog(s, now_ms, &alert_store::open_escalations(db).await?),
+        AlertRule::EscalationBacklog => {
+            let before = rules::late_before_ms(s, now_ms);
+            rules::escalation_backlog(s, now_ms, &alert_store::escalation_backlog(db, before, s.only_unclaimed).await?)
+        }
         AlertRule::CostPerRunJump => {
             let baseline_start = window_start - s.baseline_seconds * 1000;
             let window = alert_store::cost_tail(db, window_start, now_ms).await?;
-            let baseline = alert_store::cost_tail(db, baseline_start, window_start).await?;
+            let baseline = alert_store::baseline_cost_tail(db, baseline_start, window_start).await?;
             match rules::cost_per_run_jump(s, &window, &baseline) {
                 None => Vec::new(),
                 Some(jump) => {

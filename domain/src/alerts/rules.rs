@@ -217,23 +217,59 @@ fn older_than<'a, T>(
     late
 }
 
+/// The open escalations rule 4 finds late: how many (and how many of those nobody has
+/// claimed), and the oldest of them (only unclaimed ones when the rule asks for those),
+/// oldest first, at most [`ITEMS_READ`]. Storage counts them on an index and reads only
+/// the oldest, so a queue of tens of thousands costs an evaluation the same.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Backlog {
+    pub late: i64,
+    pub late_unclaimed: i64,
+    pub oldest: Vec<OpenEscalation>,
+}
+
+impl Backlog {
+    /// From every open escalation (tests): what storage reads for the same queue.
+    pub fn of(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Backlog {
+        let before = late_before_ms(s, now_ms);
+        let mut late: Vec<&OpenEscalation> = open.iter().filter(|e| e.needed_at_ms < before).collect();
+        late.sort_by(|a, b| a.needed_at_ms.cmp(&b.needed_at_ms).then_with(|| a.id.cmp(&b.id)));
+        Backlog {
+            late: late.len() as i64,
+            late_unclaimed: late.iter().filter(|e| e.claimed_by.is_none()).count() as i64,
+            oldest: late
+                .into_iter()
+                .filter(|e| !s.only_unclaimed || e.claimed_by.is_none())
+                .take(ITEMS_READ)
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Rule 4's cut-off: an escalation needed before this instant has waited longer than
+/// `threshold` seconds at `now_ms`.
+pub fn late_before_ms(s: &RuleSettings, now_ms: i64) -> i64 {
+    now_ms - (s.threshold * 1000.0).floor() as i64
+}
+
 /// Rule 4: an open escalation (or, with `only_unclaimed`, an unclaimed one) waiting
 /// longer than `threshold` seconds since its run needed a person. The value is the
 /// longest wait.
-pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, open: &[OpenEscalation]) -> Vec<Finding> {
-    let waiting = open.iter().filter(|e| !s.only_unclaimed || e.claimed_by.is_none());
+pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, backlog: &Backlog) -> Vec<Finding> {
+    let count = if s.only_unclaimed { backlog.late_unclaimed } else { backlog.late };
+    let waiting = backlog.oldest.iter().filter(|e| !s.only_unclaimed || e.claimed_by.is_none());
     let late = older_than(s, now_ms, waiting, |e| e.needed_at_ms, |e| &e.id);
-    if late.is_empty() {
+    if count == 0 || late.is_empty() {
         return Vec::new();
     }
     let oldest = late[0].1;
-    let unclaimed = late.iter().filter(|(e, _)| e.claimed_by.is_none()).count();
     vec![Finding {
         subject: String::new(),
         title: format!(
-            "{} escalation(s) waiting longer than {} ({unclaimed} unclaimed); the oldest for {}",
-            late.len(),
+            "{count} escalation(s) waiting longer than {} ({} unclaimed); the oldest for {}",
             Unit::Seconds.format(s.threshold),
+            backlog.late_unclaimed,
             Unit::Seconds.format(oldest)
         ),
         value: oldest,
@@ -286,6 +322,25 @@ impl CostTail {
             0 => 0,
             n => n - nearest_rank(COST_QUANTILES[0].1, n) + 1,
         }
+    }
+
+    /// From costs counted per bin (value → (runs, summed nano-USD), the trends' rollups):
+    /// each bin's runs at the bin's mean cost, the costliest first, as many as needed.
+    pub fn of_counts<'a>(
+        counts: impl DoubleEndedIterator<Item = (&'a i64, &'a crate::trends::rollup::ValueSums)>,
+    ) -> CostTail {
+        let counts: Vec<_> = counts.filter(|(_, s)| s.runs > 0).collect();
+        let runs = counts.iter().map(|(_, s)| s.runs as usize).sum();
+        let needed = Self::needed(runs);
+        let mut highest = Vec::with_capacity(needed);
+        for (_, s) in counts.into_iter().rev() {
+            let mean = s.sum as f64 / s.runs as f64 / 1e9;
+            highest.extend(std::iter::repeat_n(mean, (s.runs as usize).min(needed - highest.len())));
+            if highest.len() == needed {
+                break;
+            }
+        }
+        CostTail { runs, highest }
     }
 
     /// From every cost (tests, and small windows): the same tail storage reads.
@@ -616,14 +671,22 @@ mod tests {
     #[test]
     fn escalation_backlog_by_age_and_claim() {
         let mut s = settings(AlertRule::EscalationBacklog); // 15 min
-        assert!(escalation_backlog(&s, NOW, &[escalation("a", 900, None)]).is_empty(), "15 min is the limit");
+        let backlog = |s: &RuleSettings, open: &[OpenEscalation]| Backlog::of(s, NOW, open);
+        let one = [escalation("a", 900, None)];
+        assert!(escalation_backlog(&s, NOW, &backlog(&s, &one)).is_empty(), "15 min is the limit");
         let open = [escalation("a", 901, Some("bob")), escalation("b", 1200, None), escalation("c", 60, None)];
-        let f = escalation_backlog(&s, NOW, &open);
+        let f = escalation_backlog(&s, NOW, &backlog(&s, &open));
         assert_eq!(f[0].value, 1200.0, "the oldest's age");
         assert_eq!(f[0].items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["b", "a"]);
-        assert!(f[0].title.contains("1 unclaimed"), "{}", f[0].title);
+        assert!(f[0].title.starts_with("2 escalation(s)") && f[0].title.contains("1 unclaimed"), "{}", f[0].title);
+        // The count is the queue's, whatever the number of the oldest read.
+        let many: Vec<OpenEscalation> = (0..1500).map(|i| escalation(&format!("e{i:04}"), 1000 + i, None)).collect();
+        let read = backlog(&s, &many);
+        assert_eq!((read.late, read.oldest.len(), read.oldest[0].id.as_str()), (1500, ITEMS_READ, "e1499"));
+        assert!(escalation_backlog(&s, NOW, &read)[0].title.starts_with("1500 escalation(s)"));
         s.only_unclaimed = true;
-        let f = escalation_backlog(&s, NOW, &[escalation("a", 5000, Some("bob"))]);
+        let claimed = [escalation("a", 5000, Some("bob"))];
+        let f = escalation_backlog(&s, NOW, &backlog(&s, &claimed));
         assert!(f.is_empty(), "a claimed escalation is being worked on");
     }
 
@@ -692,6 +755,24 @@ mod tests {
         assert_eq!(short.quantile(0.95), None, "a tail cut short reads nothing");
         assert_eq!(short.quantile(0.99), None);
         assert_eq!(short.quantile(1.0), Some(9.0), "the top is there");
+    }
+
+    #[test]
+    fn a_tail_of_counted_costs_reads_the_quantiles_of_the_costs_they_count() {
+        use crate::trends::rollup::{cost_bin, nano_usd, ValueSums};
+        use std::collections::BTreeMap;
+        for groups in [vec![(90, 0.1), (8, 0.5), (2, 2.0)], vec![(1, 3.0)], vec![(500, 0.02), (30, 0.07), (3, 1.25)]] {
+            let costs: Vec<f64> = groups.iter().flat_map(|&(n, cost)| std::iter::repeat_n(cost, n)).collect();
+            let mut bins: BTreeMap<i64, ValueSums> = BTreeMap::new();
+            for c in &costs {
+                let row = bins.entry(cost_bin(*c)).or_default();
+                row.runs += 1;
+                row.sum += nano_usd(*c);
+            }
+            let (counted, every) = (CostTail::of_counts(bins.iter()), CostTail::of(costs));
+            assert_eq!(counted, every, "{groups:?}");
+        }
+        assert_eq!(CostTail::of_counts(BTreeMap::new().iter()), CostTail::default());
     }
 
     #[test]

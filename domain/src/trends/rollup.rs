@@ -72,6 +72,8 @@ pub struct GroupKey {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GroupSums {
     pub runs: i64,
+    /// Tool calls made (running runs' so far).
+    pub tool_calls: i64,
     /// Completed runs without a read tool (only a completed group has any).
     pub no_read: i64,
     pub deduped_calls: i64,
@@ -83,6 +85,7 @@ pub struct GroupSums {
 impl GroupSums {
     fn add(&mut self, other: &GroupSums, sign: i64) {
         self.runs += sign * other.runs;
+        self.tool_calls += sign * other.tool_calls;
         self.no_read += sign * other.no_read;
         self.deduped_calls += sign * other.deduped_calls;
         self.duplicate_side_effects += sign * other.duplicate_side_effects;
@@ -138,6 +141,14 @@ pub struct ValueSums {
     pub sum: i64,
 }
 
+/// The hours whose rollup rows stand for `(from_ms, to_ms]`: from the hour `from_ms` falls
+/// in up to the hour `to_ms` falls in, as `[start, end)` in Unix ms. A day's baseline read
+/// this way ends up to an hour before `to_ms` and is as long.
+pub fn whole_hours(from_ms: i64, to_ms: i64) -> (i64, i64) {
+    let hour = Range::Day.bucket_ms();
+    (from_ms.div_euclid(hour) * hour, to_ms.div_euclid(hour) * hour)
+}
+
 /// Rollup rows: a change to apply (a write's runs added, their old selves taken away) or
 /// what a window holds.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -163,6 +174,7 @@ impl Rollup {
         let completed = run.reason == TerminalReason::Completed;
         let sums = GroupSums {
             runs: 1,
+            tool_calls: run.tool_calls.max(0),
             no_read: i64::from(completed && run.completed_without_read),
             deduped_calls: run.deduped_calls.max(0),
             duplicate_side_effects: run.duplicate_side_effects.max(0),
@@ -294,7 +306,10 @@ mod tests {
         let starts: Vec<(i64, i64)> = rollup.groups.keys().map(|k| (k.period_ms, k.start_ms)).collect();
         assert_eq!(starts, [(hour, 30 * hour), (6 * hour, 30 * hour), (24 * hour, 24 * hour)]);
         let sums = rollup.groups.values().next().unwrap();
-        assert_eq!((sums.runs, sums.no_read, sums.deduped_calls, sums.cost_nano), (1, 1, 1, 250_000_000));
+        assert_eq!(
+            (sums.runs, sums.tool_calls, sums.no_read, sums.deduped_calls, sums.cost_nano),
+            (1, 3, 1, 1, 250_000_000)
+        );
         // Values for every agent and for the run's own, per period and measure.
         assert_eq!(rollup.values.len(), 3 * 2 * 2);
         assert!(rollup.values.keys().any(|k| k.scope == "billing" && k.measure == Measure::ToolCalls && k.value == 3));
@@ -312,6 +327,13 @@ mod tests {
         assert!(nameless.values.keys().all(|k| k.scope == ALL_AGENTS), "an empty name is no agent");
         // Only a completed run can be completed without a read.
         assert_eq!(nameless.groups.values().next().unwrap().no_read, 0);
+    }
+
+    #[test]
+    fn a_baseline_reads_the_whole_hours_from_its_start_to_the_windows() {
+        let hour = 3_600_000;
+        assert_eq!(whole_hours(10 * hour + 5, 34 * hour + 59), (10 * hour, 34 * hour));
+        assert_eq!(whole_hours(10 * hour, 34 * hour), (10 * hour, 34 * hour));
     }
 
     #[test]
