@@ -3,7 +3,7 @@
 //! history), the last evaluation, and the leader lock that lets one instance of several
 //! evaluate.
 
-use super::sql::{Sql, Tx};
+use super::sql::{Backend, Sql, Tx};
 use super::{from_ms, now_ms, Db, StoreError, StoreResult};
 use domain::alerts::alertmanager::RESEND_EVERY_MS;
 use domain::alerts::lifecycle::{OpenAlert, Transition};
@@ -136,7 +136,7 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 /// oldest [`ITEMS_READ`] of them (unclaimed only, when `only_unclaimed`) read in the
 /// first one's order.
 pub async fn escalation_backlog(db: &Db, late_before_ms: i64, only_unclaimed: bool) -> StoreResult<Backlog> {
-    let [late, unclaimed, oldest] = backlog_sql(late_before_ms, only_unclaimed);
+    let [late, unclaimed, oldest] = backlog_sql(db.backend(), late_before_ms, only_unclaimed);
     let rows: Vec<(String, String, i64, Option<String>)> = db.fetch_all(oldest).await?;
     Ok(Backlog {
         late: db.fetch_one_value(late).await?,
@@ -150,10 +150,14 @@ pub async fn escalation_backlog(db: &Db, late_before_ms: i64, only_unclaimed: bo
 
 /// The backlog's statements: the late ones counted, the unclaimed late ones counted, the
 /// oldest read.
-fn backlog_sql(late_before_ms: i64, only_unclaimed: bool) -> [Sql; 3] {
+fn backlog_sql(backend: Backend, late_before_ms: i64, only_unclaimed: bool) -> [Sql; 3] {
     let late = "SELECT COUNT(*) FROM escalations WHERE status = 'open' AND needed_at < $1";
-    let unclaimed = "SELECT COUNT(*) FROM escalations WHERE status = 'open' AND claimed_by IS NULL AND needed_at < $1";
-    let mut oldest = String::from("SELECT id, run_id, needed_at, claimed_by FROM escalations WHERE status = 'open'");
+    let unclaimed_index = backend.indexed_by("escalations", "escalations_open_unclaimed");
+    let unclaimed = format!(
+        "SELECT COUNT(*) FROM {unclaimed_index} WHERE status = 'open' AND claimed_by IS NULL AND needed_at < $1"
+    );
+    let from = if only_unclaimed { unclaimed_index.as_str() } else { "escalations" };
+    let mut oldest = format!("SELECT id, run_id, needed_at, claimed_by FROM {from} WHERE status = 'open'");
     if only_unclaimed {
         oldest.push_str(" AND claimed_by IS NULL");
     }
@@ -264,9 +268,7 @@ pub async fn replay_outcomes(db: &Db, since_ms: i64) -> StoreResult<Vec<domain::
 pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> {
     // The partial index `runs_failed_ended` walks only the window's failed runs; the write
     // path keeps each run's first failed tool in `failed_tool` ('' for none).
-    let sql = "SELECT run_id, ended_ns, failed_tool FROM runs WHERE terminal_reason = 'error' AND ended_ns > $1";
-    let rows: Vec<(String, i64, Option<String>)> =
-        db.fetch_all(Sql::with_args(sql, vec![since_ms.saturating_mul(1_000_000).into()])).await?;
+    let rows: Vec<(String, i64, Option<String>)> = db.fetch_all(failed_runs_sql(db.backend(), since_ms)).await?;
     let failed_run = |run_id: &str, ended_ns: i64, tool: &str| {
         (!tool.is_empty()).then(|| FailedRun {
             run_id: run_id.to_string(),
@@ -288,6 +290,16 @@ pub async fn failed_runs(db: &Db, since_ms: i64) -> StoreResult<Vec<FailedRun>> 
         }));
     }
     Ok(failed)
+}
+
+/// Failed runs that ended after `since_ms`, through `runs_failed_ended` (SQLite's planner
+/// took `runs_reason_started`, every failed run there is, for the equality).
+fn failed_runs_sql(backend: Backend, since_ms: i64) -> Sql {
+    let runs = backend.indexed_by("runs", "runs_failed_ended");
+    Sql::with_args(
+        format!("SELECT run_id, ended_ns, failed_tool FROM {runs} WHERE terminal_reason = 'error' AND ended_ns > $1"),
+        vec![since_ms.saturating_mul(1_000_000).into()],
+    )
 }
 
 /// Failed runs whose spans [`failed_runs`] reads at once.
@@ -811,18 +823,31 @@ mod tests {
     #[tokio::test]
     async fn the_backlog_is_counted_on_an_index_and_only_its_oldest_read() {
         let t = crate::testing::TestDb::sqlite().await;
+        let plan = |sql: Sql| {
+            let db = t.db.clone();
+            async move {
+                let plan: Vec<(i64, i64, i64, String)> = db.fetch_all(sql.query_plan()).await.unwrap();
+                plan.into_iter().map(|row| row.3).collect::<Vec<String>>()
+            }
+        };
         for only_unclaimed in [false, true] {
-            for sql in backlog_sql(now_ms(), only_unclaimed) {
-                let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
-                let steps: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+            let [late, unclaimed, oldest] = backlog_sql(Backend::Sqlite, now_ms(), only_unclaimed);
+            for (sql, index) in [
+                (late, "escalations_status_needed"),
+                (unclaimed, "escalations_open_unclaimed"),
+                (oldest, if only_unclaimed { "escalations_open_unclaimed" } else { "escalations_status_needed" }),
+            ] {
+                let steps = plan(sql).await;
+                assert!(steps.iter().all(|s| !s.contains("TEMP B-TREE")), "{steps:?}");
                 assert!(
-                    steps.iter().all(|s| !s.contains("TEMP B-TREE"))
-                        && steps[0].starts_with("SEARCH escalations USING"),
-                    "{steps:?}"
+                    steps[0].contains(index) && steps[0].contains("needed_at<?"),
+                    "not a range of {index}: {steps:?}"
                 );
-                assert!(steps[0].contains("needed_at<?"), "not by a range of needed_at: {steps:?}");
             }
         }
+        // The window's failed runs only, not every failed run there is.
+        let steps = plan(failed_runs_sql(Backend::Sqlite, now_ms())).await;
+        assert!(steps[0].contains("runs_failed_ended (ended_ns>?)"), "{steps:?}");
         t.cleanup().await;
     }
 }

@@ -18,6 +18,25 @@ use domain::record;
 use std::collections::BTreeSet;
 
 impl Backend {
+    /// `table` read through `index` where SQLite's planner, which keeps no statistics
+    /// here, would pick another (an index on an equality over a partial index on a range);
+    /// PostgreSQL plans by its statistics. SQLite refuses the statement if the index
+    /// cannot serve it, so a plan that drifts is an error, not a slow page.
+    pub fn indexed_by(self, table: &str, index: &str) -> String {
+        match self {
+            Backend::Postgres => table.to_string(),
+            Backend::Sqlite => format!("{table} INDEXED BY {index}"),
+        }
+    }
+
+    /// An aggregate joining the text `expr` of a group's rows with commas (in no order).
+    pub fn joined(self, expr: &str) -> String {
+        match self {
+            Backend::Postgres => format!("string_agg({expr}, ',')"),
+            Backend::Sqlite => format!("group_concat({expr}, ',')"),
+        }
+    }
+
     /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
     pub fn runs_with_term(self, placeholder: &str) -> String {
         match self {

@@ -7,7 +7,7 @@ pub mod rollup;
 
 use crate::canonical::TerminalReason;
 use chrono::{TimeZone, Timelike, Utc};
-use rollup::{counted_quantiles, usd, Measure, Rollup, ValueSums, ALL_AGENTS};
+use rollup::{counted_quantiles, usd, Measure, Rows, ValueSums, ALL_AGENTS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -166,8 +166,8 @@ pub struct Inputs {
     /// The agent the figures are limited to, if one is.
     pub agent: Option<String>,
     /// Rows of the window's bucket size; rows of other sizes, other agents or outside the
-    /// window are ignored, so a test may pass [`Rollup::of_runs`] of any runs.
-    pub rollup: Rollup,
+    /// window are ignored, so a test may pass the rows of `Rollup::of_runs` of any runs.
+    pub rollup: Rows,
     pub escalations_opened: Vec<(i64, i64)>,
     pub escalations_resolved: Vec<(i64, i64)>,
     pub approvals_requested: Vec<(i64, i64)>,
@@ -548,6 +548,7 @@ fn percent(part: u64, whole: u64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::rollup::Rollup;
     use super::*;
 
     // 2025-06-12 14:25:00 UTC
@@ -580,7 +581,7 @@ mod tests {
         let mut nameless = run(NOW, TerminalReason::Running, 0.75, 1);
         nameless.model = Some("gpt-4o".into());
         runs.push(nameless);
-        let t = compute(w, &Inputs { rollup: Rollup::of_runs(&runs), ..Inputs::default() });
+        let t = compute(w, &Inputs { rollup: Rollup::of_runs(&runs).into(), ..Inputs::default() });
         let s = &t.cost_by_agent;
         let keys: Vec<&str> = s.iter().map(|s| s.key.as_str()).collect();
         assert_eq!(
@@ -694,7 +695,7 @@ mod tests {
             .collect();
         let qs: Vec<f64> = COST_QUANTILES.iter().map(|(_, q)| *q).collect();
         let exact = crate::stats::quantiles(runs.iter().map(|r| r.cost).collect(), &qs);
-        let rollup = Rollup::of_runs(&runs);
+        let rollup: Rows = Rollup::of_runs(&runs).into();
         let t = compute(w, &Inputs { rollup: rollup.clone(), ..Inputs::default() });
         for (series, exact) in t.cost.iter().zip(exact) {
             let (got, exact) = (series.summary.unwrap(), exact.unwrap());
@@ -735,7 +736,7 @@ mod tests {
         ];
         let inputs = Inputs {
             agent: None,
-            rollup: Rollup::of_runs(&runs),
+            rollup: Rollup::of_runs(&runs).into(),
             escalations_opened: vec![(t0, 1), (NOW, 1)],
             escalations_resolved: vec![(NOW, 1)],
             approvals_requested: vec![(t0, 2), (NOW, 1)],

@@ -235,6 +235,21 @@ impl Rollup {
     }
 }
 
+/// Rollup rows as a window's read returns them: listed, not keyed (a window's ten
+/// thousand value rows went into a map at several microseconds each, most of a page's
+/// time), for [`super::compute`], which keys only what it adds up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rows {
+    pub groups: Vec<(GroupKey, GroupSums)>,
+    pub values: Vec<(ValueKey, ValueSums)>,
+}
+
+impl From<Rollup> for Rows {
+    fn from(rollup: Rollup) -> Rows {
+        Rows { groups: rollup.groups.into_iter().collect(), values: rollup.values.into_iter().collect() }
+    }
+}
+
 /// The nearest-rank quantiles `qs` of the values counted in `counts` (value → (runs,
 /// sum)), in ascending value order, each given as its row's mean (`sum / runs`, divided
 /// by `unit`): the same rank [`crate::stats::quantile_sorted`] picks.
