@@ -322,8 +322,7 @@ pub struct Trends {
     /// The agent the figures are limited to, if one is.
     #[serde(default)]
     pub agent: Option<String>,
-    /// When these figures were computed (Unix ms; 0 = not said): the page may show figures
-    /// kept for a few seconds (`services::trends_cache`).
+    /// When these figures were read (Unix ms; 0 = not said): the page states it.
     #[serde(default)]
     pub computed_at_ms: i64,
 }
