@@ -1,7 +1,7 @@
 //! What the trends page reads, and the rollups that make it cheap: per-bucket totals of
 //! the runs (`trend_runs`, `trend_values`; their meaning is `domain::trends::rollup`),
 //! which every write that adds, changes or deletes runs keeps with [`apply`] in its own
-//! transaction, so a chart reads a few thousand rows whatever the number of runs.
+//! transaction, so a chart reads its buckets' rows whatever the number of runs.
 //! Escalations and approvals are counted per bucket in SQL, on their time indexes.
 
 use super::sql::Backend;
