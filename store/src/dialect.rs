@@ -29,6 +29,14 @@ impl Backend {
         }
     }
 
+    /// An aggregate joining the text `expr` of a group's rows with commas (in no order).
+    pub fn joined(self, expr: &str) -> String {
+        match self {
+            Backend::Postgres => format!("string_agg({expr}, ',')"),
+            Backend::Sqlite => format!("group_concat({expr}, ',')"),
+        }
+    }
+
     /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
     pub fn runs_with_term(self, placeholder: &str) -> String {
         match self {
