@@ -109,8 +109,8 @@ pub async fn approval_violations(db: &Db, since_ms: i64) -> StoreResult<Vec<Viol
 
 /// Tool calls and deduplicated calls of the runs started in `(window_start, now]`, read
 /// from the runs, and in the baseline `(baseline_start, window_start]`, read from the
-/// trends' hourly rollups over its whole hours (`whole_hours`): a day of runs is
-/// 24 rows instead of every run.
+/// trends' hourly rollups over its whole hours (`whole_hours`): a day's hourly rows
+/// instead of every run of the day.
 pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i64) -> StoreResult<DedupedCounts> {
     let totals =
         "SELECT CAST(COALESCE(SUM(tool_calls), 0) AS BIGINT), CAST(COALESCE(SUM(deduped_calls), 0) AS BIGINT) \

@@ -40,8 +40,10 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
     let mut done = Recomputed::default();
     let mut after_no: i64 = -1;
     loop {
-        let mut select = Sql::new("SELECT r.run_no, r.run_id, r.updated_at, r.");
-        select.push(&super::trends::POINT_COLUMNS.replace(", ", ", r.")).push(" FROM runs r WHERE r.run_no > ");
+        // Only `runs` is in the outer FROM, so the point's columns need no alias.
+        let columns = trends::POINT_COLUMNS;
+        let mut select =
+            Sql::new(format!("SELECT r.run_no, r.run_id, r.updated_at, {columns} FROM runs r WHERE r.run_no > "));
         select.bind(after_no);
         if let Some(since) = scope.since_ns {
             select.push(" AND r.started_ns >= ").bind(since);

@@ -1,8 +1,9 @@
 //! Retention: runs that started before the horizon go with everything stored for them
-//! (their counts in the trends' rollups too), and bodies go earlier than spans; settled guarded calls go too, never inside the
-//! longest ledger window. In batches of 500 runs, each its own transaction, resting
-//! twice as long as each batch took, so a large sweep never holds the write lock for long
-//! and ingest goes on at most a third slower while it runs.
+//! (their counts in the trends' rollups too), and bodies go earlier than spans; settled
+//! guarded calls go too, never inside the longest ledger window. In batches of 500 runs,
+//! each its own transaction, resting twice as long as each batch took, so a large sweep
+//! never holds the write lock for long and ingest goes on at most a third slower while it
+//! runs.
 
 use super::sql::{Sql, Tx};
 use super::write::run_rows;

@@ -94,7 +94,19 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
     Ok(())
 }
 
-type GroupRow = (i64, String, String, String, i64, i64, i64, i64, i64, i64);
+/// The columns of a `trend_runs` row, in [`group`]'s order.
+const GROUP_COLUMNS: &str = "period_ms, start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, \
+                             deduped_calls, duplicate_side_effects, cost_nano";
+type GroupRow = (i64, i64, String, String, String, i64, i64, i64, i64, i64, i64);
+
+/// A `trend_runs` row of [`GROUP_COLUMNS`].
+fn group(row: GroupRow) -> (GroupKey, GroupSums) {
+    let (period_ms, start_ms, agent, model, reason, runs, tool_calls, no_read, deduped_calls, dups, cost_nano) = row;
+    (
+        GroupKey { period_ms, start_ms, agent, model, reason },
+        GroupSums { runs, tool_calls, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
+    )
+}
 
 /// The statements reading the rollup rows of `window`'s buckets (of `agent`'s runs only,
 /// when given): `trend_runs`, then `trend_values`, each a range of its primary key. The
@@ -103,10 +115,7 @@ type GroupRow = (i64, String, String, String, i64, i64, i64, i64, i64, i64);
 /// where splitting its text costs nanoseconds.
 fn rollup_sql(backend: Backend, window: &Window, agent: Option<&str>) -> [Sql; 2] {
     let period = window.bucket_ms;
-    let mut groups = Sql::new(
-        "SELECT start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, deduped_calls, \
-         duplicate_side_effects, cost_nano FROM trend_runs WHERE period_ms = ",
-    );
+    let mut groups = Sql::new(format!("SELECT {GROUP_COLUMNS} FROM trend_runs WHERE period_ms = "));
     groups.bind(period).push(" AND start_ms >= ").bind(window.start_ms).push(" AND start_ms < ").bind(window.end_ms());
     if let Some(agent) = agent {
         groups.push(" AND agent = ").bind(agent);
@@ -133,18 +142,7 @@ pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResul
     let groups: Vec<GroupRow> = db.fetch_all(groups).await?;
     let values: Vec<(String, i64, String)> = db.fetch_all(values).await?;
     let scope = agent.unwrap_or(ALL_AGENTS).to_string();
-    let mut rows = Rows {
-        groups: groups
-            .into_iter()
-            .map(|(start_ms, agent, model, reason, runs, tool_calls, no_read, deduped_calls, dups, cost_nano)| {
-                (
-                    GroupKey { period_ms: period, start_ms, agent, model, reason },
-                    GroupSums { runs, tool_calls, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
-                )
-            })
-            .collect(),
-        values: Vec::new(),
-    };
+    let mut rows = Rows { groups: groups.into_iter().map(group).collect(), values: Vec::new() };
     for (measure, start_ms, joined) in values {
         let Some(measure) = Measure::parse(&measure) else { continue };
         for row in joined.split(',') {
@@ -288,40 +286,12 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
 
 /// Every rollup row, for tests that compare what the writes kept with a rebuild.
 pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
-    type Row = (i64, i64, String, String, String, i64, i64, i64, i64, i64, i64);
-    let groups: Vec<Row> = db
-        .fetch_all(Sql::new(
-            "SELECT period_ms, start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, deduped_calls, \
-             duplicate_side_effects, cost_nano FROM trend_runs",
-        ))
-        .await?;
+    let groups: Vec<GroupRow> = db.fetch_all(Sql::new(format!("SELECT {GROUP_COLUMNS} FROM trend_runs"))).await?;
     let values: Vec<(i64, String, String, i64, i64, i64, i64)> = db
         .fetch_all(Sql::new("SELECT period_ms, scope, measure, start_ms, value, runs, value_sum FROM trend_values"))
         .await?;
     let rollup = Rollup {
-        groups: groups
-            .into_iter()
-            .map(
-                |(
-                    period_ms,
-                    start_ms,
-                    agent,
-                    model,
-                    reason,
-                    runs,
-                    tool_calls,
-                    no_read,
-                    deduped_calls,
-                    dups,
-                    cost_nano,
-                )| {
-                    (
-                        GroupKey { period_ms, start_ms, agent, model, reason },
-                        GroupSums { runs, tool_calls, no_read, deduped_calls, duplicate_side_effects: dups, cost_nano },
-                    )
-                },
-            )
-            .collect(),
+        groups: groups.into_iter().map(group).collect(),
         values: values
             .into_iter()
             .filter_map(|(period_ms, scope, measure, start_ms, value, runs, sum)| {
