@@ -236,7 +236,7 @@ impl Rollup {
 }
 
 /// Rollup rows as a window's read returns them: listed, not keyed (a window's ten
-/// thousand value rows went into a map at several microseconds each, most of a page's
+/// thousand value rows went into a map at several microseconds each, a large part of a page's
 /// time), for [`super::compute`], which keys only what it adds up.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rows {
