@@ -139,8 +139,8 @@ fn rollup_sql(backend: Backend, window: &Window, agent: Option<&str>) -> [Sql; 2
 pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Rows> {
     let period = window.bucket_ms;
     let [groups, values] = rollup_sql(db.backend(), window, agent);
-    let groups: Vec<GroupRow> = db.fetch_all(groups).await?;
-    let values: Vec<(String, i64, String)> = db.fetch_all(values).await?;
+    let (groups, values): (Vec<GroupRow>, Vec<(String, i64, String)>) =
+        tokio::try_join!(db.fetch_all(groups), db.fetch_all(values))?;
     let scope = agent.unwrap_or(ALL_AGENTS).to_string();
     let mut rows = Rows { groups: groups.into_iter().map(group).collect(), values: Vec::new() };
     for (measure, start_ms, joined) in values {
@@ -211,28 +211,41 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
 /// and replay results when `agent` is given. The calls the ledger stopped are counted
 /// per hour, not per agent: with an agent they are left out (the page says so).
 pub async fn inputs_for(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Inputs> {
-    let mut replays = super::replay_results::in_window(db, window.start_ms, window.end_ms()).await?;
+    // The reads are independent: side by side, each on a connection of its own, the page
+    // waits for the longest instead of their sum.
+    let (mut replays, rollup, ledger_deduped, counts) = tokio::try_join!(
+        super::replay_results::in_window(db, window.start_ms, window.end_ms()),
+        rollup(db, window, agent),
+        async {
+            match agent {
+                Some(_) => Ok(Vec::new()),
+                None => super::ledger::deduped_hours(db, window.start_ms, window.end_ms()).await,
+            }
+        },
+        async {
+            let [a, b, c, d, e] = PER_BUCKET;
+            tokio::try_join!(
+                per_bucket(db, a, window, agent),
+                per_bucket(db, b, window, agent),
+                per_bucket(db, c, window, agent),
+                per_bucket(db, d, window, agent),
+                per_bucket(db, e, window, agent),
+            )
+        },
+    )?;
     if let Some(agent) = agent {
         replays.retain(|(_, a, _)| a == agent);
     }
-    let mut counts = Vec::with_capacity(PER_BUCKET.len());
-    for read in PER_BUCKET {
-        counts.push(per_bucket(db, read, window, agent).await?);
-    }
-    let [escalations_opened, escalations_resolved, approvals_requested, approvals_decided, approvals_expired]: [_; 5] =
-        counts.try_into().expect("one count per entry of PER_BUCKET");
+    let (escalations_opened, escalations_resolved, approvals_requested, approvals_decided, approvals_expired) = counts;
     Ok(Inputs {
         agent: agent.map(str::to_string),
-        rollup: rollup(db, window, agent).await?,
+        rollup,
         escalations_opened,
         escalations_resolved,
         approvals_requested,
         approvals_decided,
         approvals_expired,
-        ledger_deduped: match agent {
-            Some(_) => Vec::new(),
-            None => super::ledger::deduped_hours(db, window.start_ms, window.end_ms()).await?,
-        },
+        ledger_deduped,
         replays,
     })
 }
