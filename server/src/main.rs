@@ -8,8 +8,18 @@ use flightdeck::config::Config;
 use flightdeck::priority;
 use std::process::ExitCode;
 
+/// Rust's allocator: see `flightdeck::memory` for why jemalloc.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options ([`flightdeck::memory::JEMALLOC_CONF`]), under the name its
+/// prefixed build reads before `main`.
+#[export_name = "_rjem_malloc_conf"]
+#[allow(non_upper_case_globals)]
+static malloc_conf: &u8 = &flightdeck::memory::JEMALLOC_CONF[0];
+
 fn main() -> ExitCode {
-    flightdeck::memory::limit_allocator_arenas();
+    flightdeck::memory::limit_c_arenas();
     let cli = Cli::parse();
     let config = match Config::resolve(cli.settings, cli.config.as_deref()) {
         Ok(config) => config,

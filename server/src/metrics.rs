@@ -59,6 +59,8 @@ pub struct Scrape {
     pub spans_accepted: u64,
     pub spans_rejected: u64,
     pub requests_refused: u64,
+    /// Where this process' memory is.
+    pub memory: crate::memory::Usage,
     pub now_ms: i64,
 }
 
@@ -79,6 +81,7 @@ async fn read(state: &MetricsState, headers: &HeaderMap) -> Result<Scrape, ApiEr
         spans_accepted: state.ingest.spans_accepted.load(Ordering::Relaxed),
         spans_rejected: state.ingest.spans_rejected.load(Ordering::Relaxed),
         requests_refused: state.ingest.requests_refused_busy.load(Ordering::Relaxed),
+        memory: crate::memory::usage(),
         now_ms: now,
     })
 }
@@ -230,6 +233,23 @@ pub fn render(s: &Scrape) -> String {
     );
     out.sample("flightdeck_ingest_requests_refused_total", &[], s.requests_refused as f64);
 
+    let m = &s.memory;
+    out.family(
+        "flightdeck_memory_bytes",
+        "gauge",
+        "This process' memory by part: resident (all of it), rust_allocated / rust_resident (Rust's heap, jemalloc: in live allocations / held resident), sqlite_allocated (SQLite's page caches and statements), c_allocated / c_held (glibc's heap, where SQLite and zstd allocate: in live allocations / held from the system).",
+    );
+    for (part, bytes) in [
+        ("resident", m.resident),
+        ("rust_allocated", m.rust_allocated),
+        ("rust_resident", m.rust_resident),
+        ("sqlite_allocated", m.sqlite_allocated),
+        ("c_allocated", m.c_allocated),
+        ("c_held", m.c_held),
+    ] {
+        out.sample("flightdeck_memory_bytes", &[("part", part)], bytes as f64);
+    }
+
     out.text
 }
 
@@ -343,6 +363,14 @@ mod tests {
             spans_accepted: 1200,
             spans_rejected: 3,
             requests_refused: 0,
+            memory: crate::memory::Usage {
+                resident: 150 << 20,
+                rust_allocated: 40 << 20,
+                rust_resident: 60 << 20,
+                sqlite_allocated: 70 << 20,
+                c_allocated: 75 << 20,
+                c_held: 80 << 20,
+            },
             now_ms: 10_000,
         }
     }
@@ -377,6 +405,8 @@ mod tests {
         assert!(text.contains("flightdeck_cost_per_run{quantile=\"0.99\",window=\"1h\"} NaN\n"));
         assert!(text.contains("flightdeck_escalation_oldest_open_age_seconds 5.5\n"));
         assert!(text.contains("flightdeck_approval_oldest_pending_age_seconds 1\n"));
+        assert!(text.contains("flightdeck_memory_bytes{part=\"resident\"} 157286400\n"), "{text}");
+        assert!(text.contains("flightdeck_memory_bytes{part=\"sqlite_allocated\"} 73400320\n"), "{text}");
         assert!(text.contains(
             "# TYPE flightdeck_ingest_spans_accepted_total counter\nflightdeck_ingest_spans_accepted_total 1200\n"
         ));

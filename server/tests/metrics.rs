@@ -319,6 +319,12 @@ async fn a_scrape_reports_exactly_what_was_ingested_and_filed() {
         assert_eq!(get(&m, "flightdeck_ingest_spans_accepted_total", &[]), accepted as f64, "{backend}");
         assert_eq!(get(&m, "flightdeck_ingest_spans_rejected_total", &[]), 2.0, "{backend}");
         assert_eq!(get(&m, "flightdeck_ingest_requests_refused_total", &[]), 0.0, "{backend}");
+        let memory = |part| get(&m, "flightdeck_memory_bytes", &[("part", part)]);
+        assert!(memory("resident") > 0.0, "{backend}:\n{text}");
+        assert!(memory("c_held") >= memory("c_allocated") && memory("c_allocated") > 0.0, "{backend}:\n{text}");
+        if backend == "sqlite" {
+            assert!(memory("sqlite_allocated") > 0.0, "the page caches of the test's SQLite connections:\n{text}");
+        }
 
         // Claiming one leaves one unclaimed.
         store::escalations::claim(&t.db, &run_d_escalation, "olga", None).await.unwrap();

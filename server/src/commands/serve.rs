@@ -88,6 +88,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tokio::spawn(checkpoint_wal(db.clone())),
         tokio::spawn(checkpoint_ledger_wal(db.clone())),
         tokio::spawn(train_chunk_dictionary(db.clone())),
+        tokio::spawn(crate::memory::report_usage()),
     ];
     // One signal stops all three listeners and the webhook worker; each finishes what it
     // has in flight.
