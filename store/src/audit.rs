@@ -113,11 +113,17 @@ pub fn insert(entry: &NewEntry<'_>) -> Sql {
 
 /// Newest first; `before` is the id cursor from the previous page, `action` filters.
 pub async fn list(db: &Db, before: Option<i64>, action: Option<&str>, limit: i64) -> StoreResult<AuditPage> {
-    let sql = "SELECT id, at, actor, action, target, detail, source FROM audit_log \
-               WHERE ($1 IS NULL OR id < $1) AND ($2 IS NULL OR action = $2) \
-               ORDER BY id DESC LIMIT $3";
-    let rows: Vec<AuditRow> =
-        db.fetch_all(Sql::with_args(sql, vec![before.into(), action.into(), (limit + 1).into()])).await?;
+    // Each filter is in the statement only when given, so the database reads a range of
+    // the id or of `audit_log_action_id` from the cursor on, never the entries before it.
+    let mut sql = Sql::new("SELECT id, at, actor, action, target, detail, source FROM audit_log WHERE 1 = 1");
+    if let Some(before) = before {
+        sql.push(" AND id < ").bind(before);
+    }
+    if let Some(action) = action {
+        sql.push(" AND action = ").bind(action);
+    }
+    sql.push(" ORDER BY id DESC LIMIT ").bind(limit + 1);
+    let rows: Vec<AuditRow> = db.fetch_all(sql).await?;
     let has_more = rows.len() as i64 > limit;
     let entries: Vec<AuditEntry> = rows
         .into_iter()

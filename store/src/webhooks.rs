@@ -225,11 +225,17 @@ struct DeliveryRow {
 
 /// The newest deliveries, failures only when `failed_only`.
 pub async fn list(db: &Db, failed_only: bool, limit: i64) -> StoreResult<Vec<WebhookDelivery>> {
-    let sql = "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
-               next_attempt_at, delivered_at FROM webhook_deliveries \
-               WHERE ($1 IS NULL OR status = $1) ORDER BY id DESC LIMIT $2";
-    let only = failed_only.then_some(status::FAILED);
-    let rows: Vec<DeliveryRow> = db.fetch_all(Sql::with_args(sql, vec![only.into(), limit.into()])).await?;
+    // The status only when filtered, so the failures are a range of
+    // `webhook_deliveries_status` rather than a walk through every delivery.
+    let mut sql = Sql::new(
+        "SELECT id, created_at, event_kind, event, target_name, status, attempts, last_status, last_error, \
+         next_attempt_at, delivered_at FROM webhook_deliveries",
+    );
+    if failed_only {
+        sql.push(" WHERE status = ").bind(status::FAILED);
+    }
+    sql.push(" ORDER BY id DESC LIMIT ").bind(limit);
+    let rows: Vec<DeliveryRow> = db.fetch_all(sql).await?;
     Ok(rows.into_iter().map(DeliveryRow::into_delivery).collect())
 }
 

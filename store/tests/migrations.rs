@@ -226,6 +226,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "4407dbaa43a328965a5400b569214b6a37d7a248b7cda10a37dbbd7e05ce39676b1b4850d67015a6a0daf3d3ccd68bb5",
     ),
     (
+        "sqlite",
+        "0043_list_indexes.sql",
+        "feb431e99041ad158d31f17a848a1faddc22a9c8e475e2e281067946df76f3bf82faffd3d623c3396ceecdb70d9cfe0f",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -429,6 +434,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0042_trend_counts.sql",
         "b8b996e0b8205f816f5777a79b525845aa34ced7baf59a0427a934f844258a5916103fb0df2b497f3d1863868031a2b6",
+    ),
+    (
+        "postgres",
+        "0043_list_indexes.sql",
+        "feb431e99041ad158d31f17a848a1faddc22a9c8e475e2e281067946df76f3bf82faffd3d623c3396ceecdb70d9cfe0f",
     ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
