@@ -63,6 +63,41 @@ test('an approver edits the arguments, the schema refuses a bad edit, and the ag
   expect(errors.filter((e) => !e.includes('400 (Bad Request)'))).toEqual([]);
 });
 
+test('an edit typed while the page reloads after a refused approval keeps the button saying it approves the edit', async ({ page, request }) => {
+  const tool = `refund_e2e_${Date.now()}`;
+  await signIn(page, ALICE);
+  await policy(page, tool, '{"type": "object", "properties": {"amount": {"type": "integer", "maximum": 100}}}');
+  const created = await file(request, tool, `reload-${Date.now()}`, { order: 'o-1', amount: 500 });
+  await page.goto(`/approvals/${created.id}`);
+  await waitForHydration(page);
+  await page.getByText('Edit the arguments before approving').click();
+  const input = page.getByTestId('arguments-input');
+  await input.fill('{"order": "o-1", "amount": 5000}');
+
+  // The reload that follows the refusal is held back until the approver has typed, as a
+  // slow network would: the page is rebuilt around an editor that already holds the edit.
+  let release: () => void = () => {};
+  const typed = new Promise<void>((resolve) => { release = resolve; });
+  await page.route('**/fn/load_approval*', async (route) => { await typed; await route.continue(); });
+  const reloaded = page.waitForResponse((r) => r.url().includes('/fn/load_approval'));
+  await page.getByRole('button', { name: 'Approve the edited payload' }).click();
+  await expect(page.getByTestId('decide')).toContainText('do not match the tool\'s schema');
+  await input.fill('{"order": "o-1", "amount": 50}');
+  await expect(page.getByTestId('approve-button')).toHaveText('Approve the edited payload');
+  release();
+  await reloaded;
+  await page.unroute('**/fn/load_approval*');
+  await waitForHydration(page);
+
+  await expect(input).toHaveValue('{"order": "o-1", "amount": 50}');
+  await expect(page.getByTestId('approve-button')).toHaveText('Approve the edited payload');
+  await page.getByTestId('approve-button').click();
+  await expect(page.getByTestId('outcome')).toContainText('Approved with changes by alice');
+  const seen = await (await request.get(`/api/v1/approvals/${created.id}`, { headers: auth() })).json();
+  expect(seen.status).toBe('approved_with_changes');
+  expect(seen.arguments).toEqual({ order: 'o-1', amount: 50 });
+});
+
 test('a rule is tried on history, then two people approve what it sends them', async ({ page, browser, request }) => {
   const errors = failOnConsoleErrors(page);
   const tool = `wire_e2e_${Date.now()}`;

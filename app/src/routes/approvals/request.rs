@@ -393,6 +393,17 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
     let pretty = pretty_json(&a.arguments);
     let original = pretty.clone();
     let edited = RwSignal::new(false);
+    // After a refused approval the page refetches and this view is rebuilt in place: the
+    // editor keeps what the approver typed meanwhile, while `edited` starts again. Read
+    // the editor back once mounted, so the button never says "this exact payload" over
+    // an edited one.
+    let editor = NodeRef::<leptos::html::Textarea>::new();
+    let original_for_editor = original.clone();
+    Effect::new(move |_| {
+        if let Some(el) = editor.get() {
+            edited.set(el.value().trim() != original_for_editor.trim());
+        }
+    });
     let blocked = if view.own_run {
         Some("This run acts for you (its enduser.id): another person must approve it. You may deny it.")
     } else if view.already_approved {
@@ -434,7 +445,7 @@ fn Decide(a: Approval, view: ApprovalView, decide: ServerAction<DecideApproval>)
                                         "Change the JSON below and approve: the agent gets the edited arguments and must run "
                                         "exactly those (their own hash). Left unchanged, this approves the payload as asked."
                                     </p>
-                                    <textarea name="arguments" rows="8" spellcheck="false" class="mono" data-testid="arguments-input"
+                                    <textarea name="arguments" rows="8" spellcheck="false" class="mono" data-testid="arguments-input" node_ref=editor
                                         on:input=move |ev| edited.set(event_target_value(&ev).trim() != original.trim())>{pretty}</textarea>
                                     {view.arguments_schema.clone().map(|schema| view! {
                                         <details class="small"><summary>"The schema edits must match"</summary><pre class="exact">{schema}</pre></details>
