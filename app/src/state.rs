@@ -27,6 +27,21 @@ pub struct AppState {
     pub rules: RulesCache,
 }
 
+impl AppState {
+    /// The state for `db` with nothing configured: no webhook targets, no redaction rules,
+    /// empty caches (tests and benchmarks; `serve` fills them from its configuration).
+    pub fn unconfigured(db: Db, leptos_options: LeptosOptions) -> AppState {
+        AppState {
+            db,
+            leptos_options,
+            approvals: Default::default(),
+            notifications: Default::default(),
+            redactor: Default::default(),
+            rules: Default::default(),
+        }
+    }
+}
+
 impl FromRef<AppState> for LeptosOptions {
     fn from_ref(state: &AppState) -> Self {
         state.leptos_options.clone()

@@ -163,14 +163,7 @@ async fn measure(db: &Db, runs: usize) {
         println!("  (user `bench` kept from an earlier run)");
     }
     let config = Config::resolve(Overrides::default(), None).unwrap();
-    let state = AppState {
-        db: db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(db.clone(), flightdeck::commands::serve::leptos_options(&config));
     let escalation: Option<String> = store::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")

@@ -100,14 +100,7 @@ async fn setup(t: &TestDb) -> Router {
     ] {
         users::create(&t.db, name, &hash, &roles).await.unwrap();
     }
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(t.db.clone(), flightdeck::commands::serve::leptos_options(&config));
     flightdeck::web::router(state, &config)
 }
 

@@ -30,14 +30,7 @@ fn fake_bundle(site: &Path) {
 async fn setup(t: &TestDb, site: &Path) -> Router {
     let overrides = Overrides { site_root: Some(site.to_path_buf()), ..Default::default() };
     let config = Config::resolve(overrides, None).unwrap();
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(t.db.clone(), flightdeck::commands::serve::leptos_options(&config));
     flightdeck::web::router(state, &config)
 }
 

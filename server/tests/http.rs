@@ -25,15 +25,7 @@ async fn setup_with(t: &TestDb, settings: Overrides) -> Router {
     let config = Config::resolve(settings, None).unwrap();
     users::create(&t.db, "alice", &password::hash(ALICE_PASSWORD), &[Role::Admin, Role::Viewer]).await.unwrap();
     users::create(&t.db, "victor", &password::hash(VICTOR_PASSWORD), &[Role::Viewer]).await.unwrap();
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(t.db.clone(), flightdeck::commands::serve::leptos_options(&config));
     flightdeck::web::router(state, &config)
 }
 
@@ -779,14 +771,7 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
     let config =
         Config::resolve(Overrides { public_url: Some("https://fd.example".into()), ..Default::default() }, None)
             .unwrap();
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(t.db.clone(), flightdeck::commands::serve::leptos_options(&config));
     let app = flightdeck::web::router(state, &config);
     let mut b = Browser::new(&app);
     let r = b.login("alice", ALICE_PASSWORD).await;

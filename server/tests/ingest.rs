@@ -62,14 +62,10 @@ async fn harness(t: &TestDb, max_body: usize) -> Harness {
 async fn harness_with_budget(t: &TestDb, max_body: usize, budget: usize) -> Harness {
     let service =
         IngestService::start(t.db.clone(), IngestSettings::default(), IngestAuth::Token, max_body, budget).unwrap().0;
-    let state = app::state::AppState {
-        db: t.db.clone(),
-        leptos_options: leptos::config::LeptosOptions::builder().output_name("flightdeck").build(),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = app::state::AppState::unconfigured(
+        t.db.clone(),
+        leptos::config::LeptosOptions::builder().output_name("flightdeck").build(),
+    );
     Harness {
         db: t.db.clone(),
         http: flightdeck::otlp::http::router(service.clone()),

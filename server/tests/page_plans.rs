@@ -158,14 +158,7 @@ async fn every_page_reads_growing_tables_through_an_index() {
     let roles = [Role::Viewer, Role::Approver, Role::Operator, Role::Admin];
     users::create(db, "ops", &password::hash("ops-password-1"), &roles).await.unwrap();
     let config = Config::resolve(Overrides::default(), None).unwrap();
-    let state = AppState {
-        db: db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(db.clone(), flightdeck::commands::serve::leptos_options(&config));
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")

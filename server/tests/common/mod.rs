@@ -48,15 +48,7 @@ pub async fn live_with(t: &TestDb, people: &[(&str, &[Role])], scopes: &[Scope],
     for (name, roles) in people {
         users::create(&t.db, name, &hash, roles).await.unwrap();
     }
-    let state = AppState {
-        db: t.db.clone(),
-        leptos_options: flightdeck::commands::serve::leptos_options(&config),
-        approvals: Default::default(),
-        notifications: Default::default(),
-
-        redactor: Default::default(),
-        rules: Default::default(),
-    };
+    let state = AppState::unconfigured(t.db.clone(), flightdeck::commands::serve::leptos_options(&config));
     let app = flightdeck::web::router(state, &config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
