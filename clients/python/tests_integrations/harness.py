@@ -65,10 +65,20 @@ call_timeout_seconds = 2
 """
 
 
+_handed_out: set = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, never one this process handed out before: the kernel
+    may give a just-released port again, and a server started with the same port for two
+    listeners exits at start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def binary() -> str:
