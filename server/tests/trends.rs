@@ -459,7 +459,7 @@ async fn every_write_keeps_the_rollups_equal_to_a_count_of_the_runs() {
         // Retention: a run forty days old goes, and so does everything it counted.
         ingest(db, agent_run(3, Some("run-old"), "billing-agent", "gpt-4o", 40 * 86_400_000, true)).await;
         assert_rollups_match_the_runs(db, "an old run").await;
-        assert_eq!(store::retention::apply(db, 30, 7).await.unwrap().0, 1);
+        assert_eq!(store::retention::apply(db, 30, 7).await.unwrap().runs, 1);
         let kept = assert_rollups_match_the_runs(db, "retention").await;
         let runs: i64 = kept.groups.iter().filter(|(k, _)| k.period_ms == 86_400_000).map(|(_, s)| s.runs).sum();
         assert_eq!(runs, 2);

@@ -55,6 +55,7 @@ impl Backend {
 pub struct ChunkTerms<'a> {
     pub chunk_id: i64,
     pub run_id: &'a str,
+    pub run_no: i64,
     pub terms: BTreeSet<&'a str>,
 }
 
@@ -93,15 +94,19 @@ impl Tx {
     /// `n` new run arrival numbers. SQLite: past the highest stored and `given`, the
     /// highest given earlier in this transaction (which holds the write lock, so no other
     /// writer gives one meanwhile). PostgreSQL: from the sequence, as several instances
-    /// may write at once.
+    /// may write at once, added to today's base ([`super::partitions`]).
     pub async fn next_run_numbers(&mut self, n: usize, given: i64) -> Result<Vec<i64>, sqlx::Error> {
         if n == 0 {
             return Ok(Vec::new());
         }
         match self {
             Tx::Postgres(_) => {
-                let mut sql = Sql::new("SELECT nextval('runs_run_no_seq') FROM generate_series(1, ");
-                sql.bind(n as i64).push("::BIGINT)");
+                // The base of the latest day with partitions that is not after today
+                // (ADR 0016), so the number falls in a partition that exists.
+                let today = super::partitions::day_of(super::now_ms());
+                let mut sql = Sql::new("SELECT (SELECT COALESCE(MAX(day), 0) FROM run_no_days WHERE day <= ");
+                sql.bind(today).push(") * ").bind(super::partitions::base(1));
+                sql.push(" + nextval('runs_run_no_seq') FROM generate_series(1, ").bind(n as i64).push("::BIGINT)");
                 let rows: Vec<(i64,)> = self.fetch_all(sql).await?;
                 Ok(rows.into_iter().map(|(v,)| v).collect())
             }
@@ -210,15 +215,15 @@ impl Tx {
                 }
             }
             Tx::Postgres(_) => {
-                let pairs: BTreeSet<(&str, &str)> =
-                    chunks.iter().flat_map(|c| c.terms.iter().map(move |t| (*t, c.run_id))).collect();
-                let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-                for part in cacheable_chunks(&pairs, ROWS_PER_INSERT) {
-                    let mut sql = Sql::new("INSERT INTO run_terms (term, run_id) ");
-                    sql.values(part, |row, (term, run)| {
-                        row.bind(*term).bind(*run);
+                let rows: BTreeSet<(&str, &str, i64)> =
+                    chunks.iter().flat_map(|c| c.terms.iter().map(move |t| (*t, c.run_id, c.run_no))).collect();
+                let rows: Vec<(&str, &str, i64)> = rows.into_iter().collect();
+                for part in cacheable_chunks(&rows, ROWS_PER_INSERT) {
+                    let mut sql = Sql::new("INSERT INTO run_terms (term, run_id, run_no) ");
+                    sql.values(part, |row, (term, run, run_no)| {
+                        row.bind(*term).bind(*run).bind(*run_no);
                     });
-                    sql.push(" ON CONFLICT (term, run_id) DO NOTHING");
+                    sql.push(" ON CONFLICT (term, run_id, run_no) DO NOTHING");
                     self.execute(sql).await?;
                 }
             }
@@ -245,24 +250,24 @@ impl Tx {
                 }
             }
             Tx::Postgres(_) => {
-                let mut pairs: BTreeSet<(String, String)> = BTreeSet::new();
+                let mut keys: BTreeSet<(String, String, i64)> = BTreeSet::new();
                 for chunk in cacheable_chunks(runs, IDS_PER_QUERY) {
-                    let mut sql = Sql::new("SELECT run_id, records, packed FROM span_chunks WHERE run_no IN ");
+                    let mut sql = Sql::new("SELECT run_id, run_no, records, packed FROM span_chunks WHERE run_no IN ");
                     sql.list(chunk.iter().map(|(run_no, _)| *run_no));
-                    let rows: Vec<(String, String, Option<Vec<u8>>)> = self.fetch_all(sql).await?;
-                    super::dictionaries::load_for_tx(self, rows.iter().map(|(_, _, packed)| packed.as_deref())).await?;
-                    for (run, records, packed) in rows {
+                    let rows: Vec<(String, i64, String, Option<Vec<u8>>)> = self.fetch_all(sql).await?;
+                    super::dictionaries::load_for_tx(self, rows.iter().map(|(.., packed)| packed.as_deref())).await?;
+                    for (run, run_no, records, packed) in rows {
                         let records = super::packing::unpack(records, packed)?;
                         for facts in record::decode_facts(&records).map_err(corrupt)? {
-                            pairs.extend(record::search_terms(&facts).map(|t| (t.to_string(), run.clone())));
+                            keys.extend(record::search_terms(&facts).map(|t| (t.to_string(), run.clone(), run_no)));
                         }
                     }
                 }
-                let pairs: Vec<(String, String)> = pairs.into_iter().collect();
-                for part in cacheable_chunks(&pairs, ROWS_PER_INSERT) {
-                    let mut sql = Sql::new("DELETE FROM run_terms WHERE (term, run_id) IN (");
-                    sql.values(part, |row, (term, run)| {
-                        row.bind(term).bind(run);
+                let keys: Vec<(String, String, i64)> = keys.into_iter().collect();
+                for part in cacheable_chunks(&keys, ROWS_PER_INSERT) {
+                    let mut sql = Sql::new("DELETE FROM run_terms WHERE (term, run_id, run_no) IN (");
+                    sql.values(part, |row, (term, run, run_no)| {
+                        row.bind(term).bind(run).bind(*run_no);
                     });
                     sql.push(")");
                     self.execute(sql).await?;

@@ -96,7 +96,9 @@ pub async fn train_if_due(db: &Db, now_ms: i64) -> StoreResult<Option<u32>> {
     if newest.first().and_then(|(c,)| *c).is_some_and(|created| now_ms - created < RETRAIN_AFTER_MS) {
         return Ok(None);
     }
-    let mut sql = Sql::new("SELECT records, packed FROM span_chunks ORDER BY id DESC LIMIT ");
+    // The newest runs' chunks, read down the (run number, id) index: on PostgreSQL's day
+    // partitions (ADR 0016) no index orders chunks by id alone.
+    let mut sql = Sql::new("SELECT records, packed FROM span_chunks ORDER BY run_no DESC, id DESC LIMIT ");
     sql.bind(SAMPLE_CHUNKS);
     let rows: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(sql).await?;
     if rows.len() < MIN_SAMPLE_CHUNKS {

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod migrations;
 pub mod notices;
 pub mod packing;
+pub mod partitions;
 pub mod policies;
 pub mod prices;
 pub mod reason_counts;
@@ -254,6 +255,8 @@ impl Db {
         }
         self.run_migrations(&migrations::migrator(self.backend())).await?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
+        // PostgreSQL: today's and tomorrow's partitions (ADR 0016), before any write.
+        partitions::ensure_days(self, now_ms()).await?;
         let started = std::time::Instant::now();
         if let Some(runs) = trends::build_rollups_if_new(self).await? {
             tracing::info!(

@@ -3,11 +3,12 @@
 //! guarded calls go too, never inside the longest ledger window. In batches of 500 runs,
 //! each its own transaction, resting twice as long as each batch took, so a large sweep
 //! never holds the write lock for long and ingest goes on at most a third slower while it
-//! runs.
+//! runs. On PostgreSQL the span-side rows of a whole day past the horizon go with its
+//! partitions instead, in one short transaction after the batches ([`partitions`]).
 
 use super::sql::{Sql, Tx};
 use super::write::run_rows;
-use super::{now_ms, reason_counts, trends, Db, StoreResult};
+use super::{now_ms, partitions, reason_counts, trends, Db, StoreResult};
 use domain::trends::rollup::Rollup;
 use std::collections::BTreeMap;
 
@@ -20,16 +21,34 @@ const RUNS_PER_BATCH: i64 = 500;
 /// ingest slowed to a crawl for the whole sweep (`cargo xtask bench --sweep`,
 /// docs/benchmarks.md).
 const REST_PER_WORK: u32 = 2;
-/// Every table holding a run's rows, by run number, children first (`runs` last).
-/// `run_tools` goes on its own, counting each tool's runs down.
-const RUN_TABLES: [&str; 4] = ["body_chunks", "span_chunks", "irreversible_calls", "trace_runs"];
+/// The tables holding a run's span-side rows, by run number (`run_tools` goes on its
+/// own, counting each tool's runs down). On PostgreSQL they are partitioned by day, and a
+/// day past the horizon goes whole ([`partitions`]).
+const SPAN_TABLES: [&str; 2] = ["body_chunks", "span_chunks"];
+/// The other tables holding a run's rows by run number, never partitioned (`runs` last).
+const RUN_TABLES: [&str; 2] = ["irreversible_calls", "trace_runs"];
+
+/// What one pass of retention deleted.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Runs deleted.
+    pub runs: u64,
+    /// Spans whose bodies were deleted.
+    pub bodies: u64,
+    /// Days whose partitions were dropped (PostgreSQL).
+    pub days: Vec<partitions::DroppedDay>,
+}
 
 /// Deletes runs that started before the retention horizon, with their spans and bodies,
-/// and bodies older than the body retention. Returns (runs, bodies) deleted.
-pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> StoreResult<(u64, u64)> {
+/// and bodies older than the body retention.
+pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> StoreResult<Swept> {
     let day_ns: i64 = 86_400 * 1_000_000_000;
     let now_ns = now_ms() * 1_000_000;
     let mut runs = 0u64;
+    // Runs numbered into these ranges lose their span-side rows with their day's
+    // partitions, after the batches below.
+    let dropping = partitions::droppable_ranges(db, now_ms() - keep_runs_days * 86_400_000).await?;
+    let in_dropped_day = |run_no: i64| dropping.iter().any(|(from, to)| (*from..*to).contains(&run_no));
     loop {
         let batch_started = std::time::Instant::now();
         // The runs' search terms are found in their stored spans, read inside this
@@ -40,19 +59,27 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         if old_runs.is_empty() {
             break;
         }
-        let numbered: Vec<(i64, &str)> = old_runs.iter().map(|(id, no)| (*no, id.as_str())).collect();
-        tx.forget_terms(&numbered).await?;
         let run_nos = || old_runs.iter().map(|(_, no)| *no);
+        let numbered: Vec<(i64, &str)> =
+            old_runs.iter().map(|(id, no)| (*no, id.as_str())).filter(|(no, _)| !in_dropped_day(*no)).collect();
+        if !numbered.is_empty() {
+            tx.forget_terms(&numbered).await?;
+            for table in SPAN_TABLES {
+                let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no IN "));
+                sql.list(numbered.iter().map(|(no, _)| *no));
+                tx.execute(sql).await?;
+            }
+            let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no IN ");
+            sql.list(numbered.iter().map(|(no, _)| *no)).push(" RETURNING tool_name");
+            let tools_gone = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t);
+            let tool_deltas = run_rows::runs_gone(tools_gone);
+            run_rows::adjust_tool_runs(&mut tx, tool_deltas.iter()).await?;
+        }
         for table in RUN_TABLES {
             let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no IN "));
             sql.list(run_nos());
             tx.execute(sql).await?;
         }
-        let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no IN ");
-        sql.list(run_nos()).push(" RETURNING tool_name");
-        let tools_gone = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t);
-        let tool_deltas = run_rows::runs_gone(tools_gone);
-        run_rows::adjust_tool_runs(&mut tx, tool_deltas.iter()).await?;
         let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
         sql.list(run_nos()).push(" RETURNING ").push(trends::POINT_COLUMNS);
         let gone: Vec<trends::PointRow> = tx.fetch_all(sql).await?;
@@ -75,6 +102,7 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         );
         tokio::time::sleep((batch_started.elapsed() * REST_PER_WORK).max(std::time::Duration::from_millis(5))).await;
     }
+    let days = partitions::drop_expired_days(db, now_ms() - keep_runs_days * 86_400_000).await?;
     // The trends' rows of the buckets those runs started in now count nothing.
     trends::forget_empty_before(db, (now_ns - keep_runs_days * day_ns) / 1_000_000).await?;
     // Counted in spans whose bodies went, as before bodies were stored per run.
@@ -95,5 +123,5 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         vec![(now_ms() - keep_runs_days * 86_400_000).into()],
     ))
     .await?;
-    Ok((runs, bodies.iter().map(|(n,)| *n).sum::<i64>() as u64))
+    Ok(Swept { runs, bodies: bodies.iter().map(|(n,)| *n).sum::<i64>() as u64, days })
 }

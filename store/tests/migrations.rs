@@ -440,6 +440,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0043_list_indexes.sql",
         "feb431e99041ad158d31f17a848a1faddc22a9c8e475e2e281067946df76f3bf82faffd3d623c3396ceecdb70d9cfe0f",
     ),
+    (
+        "postgres",
+        "0044_day_partitions.sql",
+        "d5a18fa641cc9ca4724fb1e6063daa7a87932f386a412d308a7dc1f84b579f5d81543e239f8f98e75638982a0baff156",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",

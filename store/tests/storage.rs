@@ -376,7 +376,7 @@ mod ingest_storage {
             write::commit(db, &none, BodyPolicy::None).await.unwrap();
             assert!(runs::bodies(db, "run-none").await.unwrap().is_empty());
 
-            let (deleted_runs, _) = retention::apply(db, 30, 7).await.unwrap();
+            let deleted_runs = retention::apply(db, 30, 7).await.unwrap().runs;
             assert_eq!(deleted_runs, 1);
             assert!(runs::get(db, "run-old").await.unwrap().is_none());
             assert!(runs::get(db, "run-failed").await.unwrap().is_some());
@@ -794,6 +794,95 @@ mod ingest_storage {
         }
     }
 
+    /// PostgreSQL keeps a run's span-side rows in the partitions of the day it first
+    /// arrived (ADR 0016). Retention drops a day whole once every run of it is gone,
+    /// counting its tools' runs down, and keeps a day one of whose runs started inside
+    /// the horizon (an agent's clock ahead of the server's).
+    #[tokio::test]
+    async fn retention_drops_a_day_s_partitions_once_every_run_of_it_is_gone() {
+        use store::partitions::{self, partition_name, TABLES};
+        let Some(t) = TestDb::postgres().await else { return };
+        let db = &t.db;
+        let now = now_ms();
+        let today = partitions::day_of(now);
+        let t0 = (now as u64) * 1_000_000;
+        let long_ago = t0 - 40 * 86_400 * 1_000_000_000;
+        let arrive_on = |day: i64| async move { partitions::arrive_on(db, day, now).await.unwrap() };
+        let with_key = |mut spans: Vec<domain::span::NormalizedSpan>, key: &str| {
+            spans[1].idempotency_key = Some(key.into());
+            spans[1].refresh_record();
+            spans
+        };
+        let write = |spans: Vec<domain::span::NormalizedSpan>| async move {
+            write::commit(db, &spans, BodyPolicy::All).await.unwrap();
+        };
+        let partition_of = |table: &'static str, run: &'static str| async move {
+            let sql = format!("SELECT DISTINCT tableoid::regclass::text FROM {table} WHERE run_id = $1");
+            db.fetch_column::<String>(Sql::with_args(sql, vec![run.into()])).await.unwrap()
+        };
+        let found = |term: &'static str| async move {
+            let q = runs::RunQuery { search: Some(term.into()), ..Default::default() };
+            runs::list(db, &q).await.unwrap().runs.into_iter().map(|r| r.run_id).collect::<Vec<_>>()
+        };
+        let tool_runs = || async move {
+            db.fetch_all::<(String, i64)>(Sql::new("SELECT tool_name, runs FROM tools ORDER BY tool_name"))
+                .await
+                .unwrap()
+        };
+        let exists = |name: String| async move {
+            let sql = Sql::with_args("SELECT to_regclass($1)::text", vec![name.into()]);
+            db.fetch_value::<Option<String>>(sql).await.unwrap().flatten().is_some()
+        };
+
+        arrive_on(today - 40).await;
+        write(with_key(tool_run(1, "old-a", false, long_ago, "send"), "key-old-a")).await;
+        write(tool_run(2, "old-b", false, long_ago, "search")).await;
+        arrive_on(today - 39).await;
+        write(tool_run(3, "old-c", false, long_ago, "send")).await;
+        write(with_key(tool_run(4, "ahead", false, t0, "send"), "key-ahead")).await;
+        partitions::ensure_days(db, now).await.unwrap();
+        write(with_key(tool_run(5, "new", false, t0, "send"), "key-new")).await;
+
+        for table in TABLES {
+            assert_eq!(partition_of(table, "old-a").await, [partition_name(table, today - 40)], "{table}");
+            assert_eq!(partition_of(table, "new").await, [partition_name(table, today)], "{table}");
+        }
+        assert_eq!(partition_of("span_chunks", "ahead").await, [partition_name("span_chunks", today - 39)]);
+        assert_eq!(found("key-old-a").await, ["old-a"]);
+        assert_eq!(tool_runs().await, [("search".to_string(), 1), ("send".to_string(), 4)]);
+
+        let swept = retention::apply(db, 30, 7).await.unwrap();
+        assert_eq!(swept.runs, 3, "old-a, old-b and old-c");
+        assert_eq!(swept.days.iter().map(|d| d.day).collect::<Vec<_>>(), [today - 40]);
+        for table in TABLES {
+            assert!(!exists(partition_name(table, today - 40)).await, "{table}: the day went whole");
+            assert!(exists(partition_name(table, today - 39)).await, "{table}: kept while `ahead` is stored");
+        }
+        assert!(found("key-old-a").await.is_empty());
+        assert_eq!(found("key-ahead").await, ["ahead"]);
+        let ahead = runs::get(db, "ahead").await.unwrap().expect("a run started inside the horizon stays");
+        assert_eq!(ahead.tool_call_list.len(), 1);
+        assert_eq!(runs::bodies(db, "ahead").await.unwrap().len(), 1);
+        // old-c's tool row stays in its day's partition until the day goes: "send" still
+        // counts it, "search" (old-b's, dropped with its day) no longer counts.
+        assert_eq!(tool_runs().await, [("search".to_string(), 0), ("send".to_string(), 3)]);
+        let days: Vec<i64> = db.fetch_column(Sql::new("SELECT day FROM run_no_days ORDER BY day")).await.unwrap();
+        assert_eq!(days, [today - 39, today, today + 1]);
+
+        // A horizon past every run: the batches delete `new`'s rows from today's
+        // partitions, and the day of `ahead` and `old-c` goes whole.
+        let swept = retention::apply(db, -1, -1).await.unwrap();
+        assert_eq!(swept.runs, 2);
+        assert_eq!(swept.days.iter().map(|d| d.day).collect::<Vec<_>>(), [today - 39]);
+        for table in TABLES {
+            assert!(!exists(partition_name(table, today - 39)).await, "{table}");
+            assert!(exists(partition_name(table, today)).await, "{table}: today's is never dropped");
+        }
+        assert_eq!(tool_runs().await, [("search".to_string(), 0), ("send".to_string(), 0)]);
+        assert_eq!(spans::count(db).await.unwrap(), 0);
+        t.cleanup().await;
+    }
+
     /// Migrations 0013 and 0014 moved spans and bodies from one row each into per-run
     /// chunks: those stored before read back the same through every reader, and spans are
     /// still not stored twice.
@@ -1083,7 +1172,7 @@ mod ingest_storage {
             assert_eq!(found, ["numbered-late", "numbered-next"], "{}", t.backend());
 
             // Retention removes the migrated run with everything keyed by its number.
-            let (deleted, _) = retention::apply(db, 30, 7).await.unwrap();
+            let deleted = retention::apply(db, 30, 7).await.unwrap().runs;
             assert_eq!(deleted, 1, "{}", t.backend());
             assert!(runs::get(db, "numbered-late").await.unwrap().is_none());
             assert!(runs::bodies(db, "numbered-late").await.unwrap().is_empty());
@@ -1155,7 +1244,7 @@ mod ingest_storage {
             }
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
             assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 7);
-            assert_eq!(retention::apply(db, 30, 7).await.unwrap().0, 3);
+            assert_eq!(retention::apply(db, 30, 7).await.unwrap().runs, 3);
             assert_eq!(totals().await, scanned().await, "{}", t.backend());
             assert_eq!(totals().await.iter().map(|(_, n)| n).sum::<i64>(), 4);
             t.cleanup().await;

@@ -216,12 +216,21 @@ pub fn leptos_options(config: &Config) -> LeptosOptions {
         .build()
 }
 
-/// Hourly: drops runs past the retention horizon and bodies past theirs, and finished
-/// webhook deliveries as old as the runs (pending ones are kept).
+/// Hourly: makes the next day's partitions on PostgreSQL, drops runs past the retention
+/// horizon and bodies past theirs, and finished webhook deliveries as old as the runs
+/// (pending ones are kept).
 async fn apply_retention(db: store::Db, run_days: u32, body_days: u32) {
     let mut every = tokio::time::interval(Duration::from_secs(3600));
     loop {
         every.tick().await;
+        match store::partitions::ensure_days(&db, store::now_ms()).await {
+            Ok(made) => {
+                for day in made {
+                    tracing::info!(day = %store::partitions::date_label(day), "made a day's partitions");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "making tomorrow's partitions failed; will retry"),
+        }
         let horizon = store::now_ms() - i64::from(run_days) * 86_400_000;
         match webhooks::prune(&db, horizon).await {
             Ok(0) => {}
@@ -229,9 +238,14 @@ async fn apply_retention(db: store::Db, run_days: u32, body_days: u32) {
             Err(e) => tracing::warn!(error = %e, "webhook retention failed; will retry"),
         }
         match retention::apply(&db, i64::from(run_days), i64::from(body_days)).await {
-            Ok((0, 0)) => {}
-            Ok((runs, bodies)) => {
-                tracing::info!(runs, bodies, "retention: deleted old runs and bodies")
+            Ok(swept) => {
+                for day in &swept.days {
+                    let date = store::partitions::date_label(day.day);
+                    tracing::info!(day = %date, bytes = day.bytes, took_ms = day.took_ms, "retention: dropped a day's partitions");
+                }
+                if swept.runs > 0 || swept.bodies > 0 {
+                    tracing::info!(runs = swept.runs, bodies = swept.bodies, "retention: deleted old runs and bodies");
+                }
             }
             Err(e) => tracing::warn!(error = %e, "retention job failed; will retry"),
         }

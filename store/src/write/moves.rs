@@ -104,6 +104,7 @@ async fn move_spans(tx: &mut Tx, m: &Move<'_>, (old_no, new_no): (i64, i64), now
         terms.push(ChunkTerms {
             chunk_id: id,
             run_id: run,
+            run_no,
             terms: facts.iter().flat_map(record::search_terms).collect(),
         });
     }

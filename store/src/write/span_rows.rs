@@ -106,6 +106,7 @@ pub async fn store(tx: &mut Tx, batch: &Gathered<'_>, assignment: &Assignment<'_
         terms.push(ChunkTerms {
             chunk_id: id,
             run_id: run,
+            run_no: assignment.run_nos[*run],
             terms: new.iter().flat_map(|s| s.search_terms()).collect(),
         });
     }

@@ -1,0 +1,221 @@
+//! PostgreSQL's day partitions of the span-side tables (ADR 0016): a run that first
+//! arrives on day `d` is numbered in `[d << 40, (d + 1) << 40)`, and each table in
+//! [`TABLES`] has a partition per day holding those numbers. This module makes each
+//! day's partitions ahead of time and drops a whole day once retention is past it.
+//! SQLite keeps one table each; every function here does nothing there.
+
+use super::sql::{Sql, Tx};
+use super::write::run_rows;
+use super::{Db, StoreResult};
+use std::collections::BTreeMap;
+
+/// The tables partitioned by their run's arrival day.
+pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_terms"];
+/// A day's numbers start at the day (days since 1970-01-01 UTC) shifted this far.
+pub const DAY_SHIFT: u32 = 40;
+const DAY_MS: i64 = 86_400_000;
+/// Days are made this many days ahead of today (tomorrow's before midnight).
+const DAYS_AHEAD: i64 = 1;
+/// How long making or dropping a partition waits for its parent table's lock before
+/// giving up until the next hour: ingest queues behind a waiting lock.
+const LOCK_TIMEOUT: &str = "5s";
+/// Serializes partition changes between instances sharing the database.
+const ADVISORY_KEY: i64 = 0x0F1D_0044;
+
+/// The UTC day of a time in ms since the epoch.
+pub fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS)
+}
+
+/// The first run number of `day`.
+pub fn base(day: i64) -> i64 {
+    day << DAY_SHIFT
+}
+
+/// The day whose range holds run number `run_no` (0 for numbers given before the
+/// partitions, which are in the `_early` partitions).
+pub fn day_of_run_no(run_no: i64) -> i64 {
+    run_no >> DAY_SHIFT
+}
+
+/// `day` as its date, e.g. `20261206`.
+pub fn date_label(day: i64) -> String {
+    let date = chrono::DateTime::from_timestamp_millis(day.saturating_mul(DAY_MS));
+    date.map(|t| t.format("%Y%m%d").to_string()).unwrap_or_else(|| format!("d{day}"))
+}
+
+/// The name of `table`'s partition for `day`, e.g. `span_chunks_20261206`.
+pub fn partition_name(table: &str, day: i64) -> String {
+    format!("{table}_{}", date_label(day))
+}
+
+/// Whether retention may drop `day` under a horizon of `horizon_ms`: the whole day ended
+/// more than a day before it. A run is numbered on the day its first span arrives, so it
+/// started before that day ended; the extra day covers agents' clocks running ahead.
+pub fn droppable(day: i64, horizon_ms: i64) -> bool {
+    (day + 2) * DAY_MS <= horizon_ms
+}
+
+/// Makes today's and tomorrow's partitions where missing. Returns the days made.
+pub async fn ensure_days(db: &Db, now_ms: i64) -> StoreResult<Vec<i64>> {
+    let today = day_of(now_ms);
+    ensure_range(db, today, today + DAYS_AHEAD, now_ms).await
+}
+
+/// Makes the partitions of every day in `first..=last` that has none.
+pub async fn ensure_range(db: &Db, first: i64, last: i64, now_ms: i64) -> StoreResult<Vec<i64>> {
+    if !matches!(db, Db::Postgres(_)) {
+        return Ok(Vec::new());
+    }
+    let listed = listed_days(db).await?;
+    let missing: Vec<i64> = (first..=last).filter(|d| !listed.contains(d)).collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let mut tx = Tx::begin_write(db).await?;
+    take_lock(&mut tx).await?;
+    let listed = listed_days_tx(&mut tx).await?;
+    let mut made = Vec::new();
+    for day in missing.into_iter().filter(|d| !listed.contains(d)) {
+        for table in TABLES {
+            let name = partition_name(table, day);
+            tx.execute(Sql::new(format!(
+                "CREATE TABLE {name} PARTITION OF {table} FOR VALUES FROM ({}) TO ({})",
+                base(day),
+                base(day + 1)
+            )))
+            .await?;
+        }
+        let mut sql = Sql::new("INSERT INTO run_no_days (day, created_at) VALUES (");
+        sql.bind(day).push(", ").bind(now_ms).push(")");
+        tx.execute(sql).await?;
+        made.push(day);
+    }
+    tx.commit().await?;
+    Ok(made)
+}
+
+/// Makes `day` the latest day with partitions, as it was when that day was today: the
+/// partitions of later days are dropped (they must be empty) and `day`'s made, so new runs
+/// are numbered into it. For tests and benchmarks that store runs as if they had arrived
+/// long ago.
+#[cfg(feature = "test-support")]
+pub async fn arrive_on(db: &Db, day: i64, now_ms: i64) -> StoreResult<()> {
+    let mut later = Sql::new("SELECT day FROM run_no_days WHERE day > ");
+    later.bind(day);
+    for d in db.fetch_column::<i64>(later).await? {
+        let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, d)).collect();
+        db.execute(Sql::new(format!("DROP TABLE {}", names.join(", ")))).await?;
+        let mut forget = Sql::new("DELETE FROM run_no_days WHERE day = ");
+        forget.bind(d);
+        db.execute(forget).await?;
+    }
+    ensure_range(db, day, day, now_ms).await?;
+    Ok(())
+}
+
+/// What dropping one day's partitions did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedDay {
+    pub day: i64,
+    /// Bytes the day's partitions held, indexes included.
+    pub bytes: i64,
+    pub took_ms: u64,
+}
+
+/// The number ranges `[from, to)` of the days retention may drop under `horizon_ms`
+/// (see [`droppable`]): their runs' span-side rows go with the partitions, so the
+/// retention batches leave them alone.
+pub async fn droppable_ranges(db: &Db, horizon_ms: i64) -> StoreResult<Vec<(i64, i64)>> {
+    if !matches!(db, Db::Postgres(_)) {
+        return Ok(Vec::new());
+    }
+    let days = listed_days(db).await?;
+    Ok(days.into_iter().filter(|d| droppable(*d, horizon_ms)).map(|d| (base(d), base(d + 1))).collect())
+}
+
+/// Drops the partitions of each droppable day that no run in `runs` still belongs to,
+/// counting its tools' runs down first. A day with a run left (its start after the
+/// horizon) is kept for a later hour.
+pub async fn drop_expired_days(db: &Db, horizon_ms: i64) -> StoreResult<Vec<DroppedDay>> {
+    let mut dropped = Vec::new();
+    for (from, _) in droppable_ranges(db, horizon_ms).await? {
+        if let Some(day) = drop_day(db, day_of_run_no(from)).await? {
+            dropped.push(day);
+        }
+    }
+    Ok(dropped)
+}
+
+/// Drops `day`'s partitions unless a run of that day is still stored.
+async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
+    let started = std::time::Instant::now();
+    let mut tx = Tx::begin_write(db).await?;
+    take_lock(&mut tx).await?;
+    let mut left = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE run_no >= ");
+    left.bind(base(day)).push(" AND run_no < ").bind(base(day + 1)).push(" LIMIT 1) AS t");
+    let (runs_left,): (i64,) = tx.fetch_one(left).await?;
+    if runs_left > 0 {
+        return Ok(None);
+    }
+    let run_tools = partition_name("run_tools", day);
+    // No writer adds to the partition while it is counted: its runs are gone, and a new
+    // run is numbered into a later day; the lock makes sure of it.
+    tx.execute(Sql::new(format!("LOCK TABLE {run_tools} IN SHARE MODE"))).await?;
+    let counts: Vec<(String, i64)> =
+        tx.fetch_all(Sql::new(format!("SELECT tool_name, COUNT(*) FROM {run_tools} GROUP BY tool_name"))).await?;
+    let deltas: BTreeMap<String, i64> = counts.into_iter().map(|(tool, n)| (tool, -n)).collect();
+    run_rows::adjust_tool_runs(&mut tx, deltas.iter()).await?;
+    let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, day)).collect();
+    let sizes = names.iter().map(|n| format!("pg_total_relation_size('{n}')")).collect::<Vec<_>>().join(" + ");
+    let (bytes,): (i64,) = tx.fetch_one(Sql::new(format!("SELECT ({sizes})::BIGINT"))).await?;
+    tx.execute(Sql::new(format!("DROP TABLE {}", names.join(", ")))).await?;
+    let mut forget = Sql::new("DELETE FROM run_no_days WHERE day = ");
+    forget.bind(day);
+    tx.execute(forget).await?;
+    tx.commit().await?;
+    Ok(Some(DroppedDay { day, bytes, took_ms: started.elapsed().as_millis() as u64 }))
+}
+
+async fn take_lock(tx: &mut Tx) -> StoreResult<()> {
+    let mut lock = Sql::new("SELECT pg_advisory_xact_lock(");
+    lock.bind(ADVISORY_KEY).push(")");
+    tx.execute(lock).await?;
+    tx.execute(Sql::new(format!("SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))).await?;
+    Ok(())
+}
+
+async fn listed_days(db: &Db) -> StoreResult<Vec<i64>> {
+    Ok(db.fetch_column(Sql::new("SELECT day FROM run_no_days ORDER BY day")).await?)
+}
+
+async fn listed_days_tx(tx: &mut Tx) -> StoreResult<Vec<i64>> {
+    let rows: Vec<(i64,)> = tx.fetch_all(Sql::new("SELECT day FROM run_no_days ORDER BY day")).await?;
+    Ok(rows.into_iter().map(|(d,)| d).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_day_s_numbers_follow_the_day_before_s_and_name_their_day() {
+        let day = day_of(1_796_515_200_000); // 2026-12-06T00:00:00Z
+        assert_eq!(partition_name("span_chunks", day), "span_chunks_20261206");
+        assert_eq!(day_of(1_796_515_200_000 - 1), day - 1);
+        assert_eq!(day_of_run_no(base(day) + 12_345), day);
+        assert_eq!(day_of_run_no(base(day + 1) - 1), day);
+        // Numbers given before the partitions (small) belong to no day.
+        assert_eq!(day_of_run_no(5_000_000), 0);
+    }
+
+    #[test]
+    fn a_day_goes_once_it_ended_a_full_day_before_the_horizon() {
+        let horizon = 1_796_515_200_000 + 3_600_000; // 2026-12-06T01:00Z
+        let today = day_of(horizon);
+        assert!(!droppable(today, horizon));
+        assert!(!droppable(today - 1, horizon), "ended an hour before the horizon");
+        assert!(droppable(today - 2, horizon));
+        assert!(droppable(today - 40, horizon));
+    }
+}
