@@ -49,16 +49,18 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
     // partitions, after the batches below.
     let dropping = partitions::droppable_ranges(db, now_ms() - keep_runs_days * 86_400_000).await?;
     let in_dropped_day = |run_no: i64| dropping.iter().any(|(from, to)| (*from..*to).contains(&run_no));
+    let mut after_run_no = i64::MIN;
     loop {
         let batch_started = std::time::Instant::now();
         // The runs' search terms are found in their stored spans, read inside this
         // transaction under the lock the write path takes (the write lock on SQLite, the
         // run rows on PostgreSQL), so a span arriving meanwhile cannot leave one behind.
         let mut tx = Tx::begin_bulk_write(db).await?;
-        let old_runs = tx.expired_runs_locked(now_ns - keep_runs_days * day_ns, RUNS_PER_BATCH).await?;
+        let old_runs = tx.expired_runs_locked(now_ns - keep_runs_days * day_ns, after_run_no, RUNS_PER_BATCH).await?;
         if old_runs.is_empty() {
             break;
         }
+        after_run_no = old_runs.iter().map(|(_, no)| *no).max().unwrap_or(after_run_no);
         let run_nos = || old_runs.iter().map(|(_, no)| *no);
         let numbered: Vec<(i64, &str)> =
             old_runs.iter().map(|(id, no)| (*no, id.as_str())).filter(|(no, _)| !in_dropped_day(*no)).collect();

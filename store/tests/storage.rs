@@ -1186,6 +1186,29 @@ mod ingest_storage {
         }
     }
 
+    /// Retention goes through expired runs in batches of 500, each batch past the last
+    /// one's numbers on PostgreSQL: every expired run goes, however the newer runs
+    /// interleave with them, and none of the newer ones.
+    #[tokio::test]
+    async fn retention_takes_every_expired_run_across_batches_and_keeps_the_rest() {
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let now_ns = (now_ms() as u64) * 1_000_000;
+            let long_ago = now_ns - 40 * 86_400 * 1_000_000_000;
+            for (first, n, start) in
+                [(0, 700, long_ago), (5_000, 30, now_ns), (700, 600, long_ago), (6_000, 20, now_ns)]
+            {
+                write::commit(db, &failing_runs(first, n, start), BodyPolicy::None).await.unwrap();
+            }
+            let swept = retention::apply(db, 30, 7).await.unwrap();
+            assert_eq!(swept.runs, 1_300, "{}", t.backend());
+            let left: i64 = db.fetch_one_value(Sql::new("SELECT COUNT(*) FROM runs")).await.unwrap();
+            assert_eq!(left, 50, "{}", t.backend());
+            assert_eq!(spans::count(db).await.unwrap(), 100, "{}", t.backend());
+            t.cleanup().await;
+        }
+    }
+
     #[tokio::test]
     async fn per_reason_totals_follow_new_runs_reason_changes_moves_and_retention() {
         use domain::canonical::TerminalReason;
