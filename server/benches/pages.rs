@@ -6,6 +6,7 @@
 //! escalation, the alerts and one alert, the three trends ranges, every admin page; one
 //! evaluation of the alert rules over that data; and, last, the one-off rebuild of the
 //! trends' rollups. Prints p50 and p95 per page (warm) and its first view; asserts nothing.
+//! On PostgreSQL the runs arrive over 30 days, so they fill 30 days' partitions.
 //!
 //!   cargo bench -p flightdeck --bench pages            # SQLite
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql cargo bench ...
@@ -96,7 +97,20 @@ async fn fill(db: &Db, runs: usize) -> usize {
     let mut synth = Synth::new(options);
     let mut stored = 0usize;
     let mut done = 0;
+    // On PostgreSQL the runs arrive over the last 30 days, so reads that cross the day
+    // partitions (a tool search, the sorts across tools) meet a month of them (ADR 0016).
+    let now_ms = store::now_ms();
+    let today = store::partitions::day_of(now_ms);
+    let partitioned = matches!(db, Db::Postgres(_));
+    let mut arrival_day = None;
     while done < runs {
+        if partitioned {
+            let day = today - 29 + (done * 30 / runs) as i64;
+            if arrival_day != Some(day) {
+                store::partitions::arrive_on(db, day, now_ms).await.unwrap();
+                arrival_day = Some(day);
+            }
+        }
         let n = 2_000.min(runs - done);
         let batch: Vec<_> = (0..n).map(|_| synth.next_run()).collect();
         for req in requests_for(&batch, 8_000) {
@@ -113,6 +127,7 @@ async fn fill(db: &Db, runs: usize) -> usize {
             }
         }
     }
+    store::partitions::ensure_days(db, now_ms).await.unwrap();
     let prepared = prepare(&big_run(), &settings, &[]);
     stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
     stored
