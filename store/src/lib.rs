@@ -255,8 +255,11 @@ impl Db {
         }
         self.run_migrations(&migrations::migrator(self.backend())).await?;
         sessions::SessionStoreAny::new(self.clone()).migrate().await?;
-        // PostgreSQL: today's and tomorrow's partitions (ADR 0016), before any write.
-        partitions::ensure_days(self, now_ms()).await?;
+        // PostgreSQL: today's and tomorrow's partitions (ADR 0016), before any write. Not
+        // fatal: new runs go into the latest day that has them, and the hourly job retries.
+        if let Err(e) = partitions::ensure_days(self, now_ms()).await {
+            tracing::warn!(error = %e, "making today's partitions failed; will retry within the hour");
+        }
         let started = std::time::Instant::now();
         if let Some(runs) = trends::build_rollups_if_new(self).await? {
             tracing::info!(
