@@ -5,8 +5,7 @@
 //! SQLite keeps one table each; every function here does nothing there.
 
 use super::sql::{Sql, Tx};
-use super::write::run_rows;
-use super::{Db, StoreResult};
+use super::{tools, Db, StoreResult};
 use std::collections::BTreeMap;
 
 /// The tables partitioned by their run's arrival day.
@@ -165,7 +164,7 @@ async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
     let counts: Vec<(String, i64)> =
         tx.fetch_all(Sql::new(format!("SELECT tool_name, COUNT(*) FROM {run_tools} GROUP BY tool_name"))).await?;
     let deltas: BTreeMap<String, i64> = counts.into_iter().map(|(tool, n)| (tool, -n)).collect();
-    run_rows::adjust_tool_runs(&mut tx, deltas.iter()).await?;
+    tools::adjust_runs(&mut tx, deltas.iter()).await?;
     let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, day)).collect();
     let sizes = names.iter().map(|n| format!("pg_total_relation_size('{n}')")).collect::<Vec<_>>().join(" + ");
     let (bytes,): (i64,) = tx.fetch_one(Sql::new(format!("SELECT ({sizes})::BIGINT"))).await?;

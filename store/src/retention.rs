@@ -8,7 +8,7 @@
 
 use super::sql::{Sql, Tx};
 use super::write::run_rows;
-use super::{now_ms, partitions, reason_counts, trends, Db, StoreResult};
+use super::{now_ms, partitions, reason_counts, tools, trends, Db, StoreResult};
 use domain::trends::rollup::Rollup;
 use std::collections::BTreeMap;
 
@@ -75,7 +75,7 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
             sql.list(numbered.iter().map(|(no, _)| *no)).push(" RETURNING tool_name");
             let tools_gone = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t);
             let tool_deltas = run_rows::runs_gone(tools_gone);
-            run_rows::adjust_tool_runs(&mut tx, tool_deltas.iter()).await?;
+            tools::adjust_runs(&mut tx, tool_deltas.iter()).await?;
         }
         for table in RUN_TABLES {
             let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no IN "));

@@ -208,21 +208,7 @@ pub async fn count_tools<'a>(
     // A tool whose run count changed without a new call here (a trace that moved runs).
     let called: BTreeSet<&str> = seen.iter().map(|(name, _)| *name).collect();
     let rest = run_deltas.iter().filter(|(name, _)| !called.contains(name.as_str()));
-    adjust_tool_runs(tx, rest).await
-}
-
-/// Adds each delta to its tool's run count, in name order, as the catalogue's upsert and
-/// retention take the `tools` rows. (After a trace move these updates follow that upsert,
-/// so two PostgreSQL writers could wait on each other; PostgreSQL then aborts one, and the
-/// ingest writer commits its batch again (the server's `otlp::writer`). Moves are rare.)
-pub async fn adjust_tool_runs<'a>(tx: &mut Tx, deltas: impl Iterator<Item = (&'a String, &'a i64)>) -> StoreResult<()> {
-    for (name, delta) in deltas.filter(|(_, d)| **d != 0) {
-        let mut sql = Sql::new("UPDATE tools SET runs = runs + $1 WHERE tool_name = $2");
-        sql.arg(*delta);
-        sql.arg(name.as_str());
-        tx.execute(sql).await?;
-    }
-    Ok(())
+    super::super::tools::adjust_runs(tx, rest).await
 }
 
 /// How many rows of each tool `names` holds, as run-count deltas of -1 each.
