@@ -5,8 +5,8 @@
 //! - Concurrency: SQLite has one writer at a time (the ingest transaction holds its write
 //!   lock), PostgreSQL has several instances writing at once, which lock each trace and
 //!   run they change.
-//! - Numbering: SQLite gives the next number past the highest stored, PostgreSQL takes
-//!   numbers from a sequence.
+//! - Numbering: SQLite gives the next number past the highest stored, PostgreSQL adds a
+//!   sequence's next value to the base of the run's arrival day (ADR 0016).
 //! - The search-term index: an FTS5 document per span chunk on SQLite, a `(term, run)`
 //!   table on PostgreSQL (see [`super::terms`] for why). Which values are terms is decided
 //!   once, by [`domain::record::terms_of`]; the backends only store them.
