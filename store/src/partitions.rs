@@ -6,7 +6,6 @@
 
 use super::sql::{Sql, Tx};
 use super::{tools, Db, StoreResult};
-use std::collections::BTreeMap;
 
 /// The tables partitioned by their run's arrival day.
 pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_terms"];
@@ -157,14 +156,10 @@ async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
     if runs_left > 0 {
         return Ok(None);
     }
-    let run_tools = partition_name("run_tools", day);
-    // No writer adds to the partition while it is counted: its runs are gone, and a new
-    // run is numbered into a later day; the lock makes sure of it.
-    tx.execute(Sql::new(format!("LOCK TABLE {run_tools} IN SHARE MODE"))).await?;
-    let counts: Vec<(String, i64)> =
-        tx.fetch_all(Sql::new(format!("SELECT tool_name, COUNT(*) FROM {run_tools} GROUP BY tool_name"))).await?;
-    let deltas: BTreeMap<String, i64> = counts.into_iter().map(|(tool, n)| (tool, -n)).collect();
-    tools::adjust_runs(&mut tx, deltas.iter()).await?;
+    // The day's runs leave the tools' run counts by the counts kept for the day, so the
+    // partitions are dropped without being read. No writer adds to the day meanwhile: its
+    // runs are gone, and a new run is numbered into a later day.
+    tools::forget_day(&mut tx, day).await?;
     let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, day)).collect();
     let sizes = names.iter().map(|n| format!("pg_total_relation_size('{n}')")).collect::<Vec<_>>().join(" + ");
     let (bytes,): (i64,) = tx.fetch_one(Sql::new(format!("SELECT ({sizes})::BIGINT"))).await?;

@@ -7,7 +7,6 @@
 //! partitions instead, in one short transaction after the batches ([`partitions`]).
 
 use super::sql::{Sql, Tx};
-use super::write::run_rows;
 use super::{now_ms, partitions, reason_counts, tools, trends, Db, StoreResult};
 use domain::trends::rollup::Rollup;
 use std::collections::BTreeMap;
@@ -72,10 +71,13 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
                 tx.execute(sql).await?;
             }
             let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no IN ");
-            sql.list(numbered.iter().map(|(no, _)| *no)).push(" RETURNING tool_name");
-            let tools_gone = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t);
-            let tool_deltas = run_rows::runs_gone(tools_gone);
-            tools::adjust_runs(&mut tx, tool_deltas.iter()).await?;
+            sql.list(numbered.iter().map(|(no, _)| *no)).push(" RETURNING run_no, tool_name");
+            let mut tool_deltas = tools::RunDeltas::default();
+            for (run_no, tool) in tx.fetch_all::<(i64, String)>(sql).await? {
+                tool_deltas.add(partitions::day_of_run_no(run_no), &tool, -1);
+            }
+            tools::adjust_runs(&mut tx, tool_deltas.by_tool().iter()).await?;
+            tools::count_days(&mut tx, &tool_deltas).await?;
         }
         for table in RUN_TABLES {
             let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no IN "));

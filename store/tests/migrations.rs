@@ -445,6 +445,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0044_day_partitions.sql",
         "d5a18fa641cc9ca4724fb1e6063daa7a87932f386a412d308a7dc1f84b579f5d81543e239f8f98e75638982a0baff156",
     ),
+    (
+        "postgres",
+        "0045_tool_day_runs.sql",
+        "2d1326ddcff55e27b2d5b32ff171f64834a936c04ca9ceec0130e6054380e0fd3fe38bc3452371bc3feadece31c7fd1f",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
@@ -691,6 +696,15 @@ mod previous_release {
             .unwrap();
         assert_eq!(kept, counted);
         assert!(kept.iter().any(|(_, runs)| *runs > 1), "{kept:?}");
+        if let Db::Postgres(_) = db {
+            // 0045 counted them per arrival day: all of them day 0, from before the days.
+            let per_day: Vec<(i64, String, i64)> = db
+                .fetch_all(store::sql::Sql::new("SELECT day, tool_name, runs FROM tool_day_runs ORDER BY tool_name"))
+                .await
+                .unwrap();
+            let day_zero: Vec<(i64, String, i64)> = kept.into_iter().map(|(tool, n)| (0, tool, n)).collect();
+            assert_eq!(per_day, day_zero);
+        }
     }
 
     #[tokio::test]

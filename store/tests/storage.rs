@@ -411,8 +411,11 @@ mod ingest_storage {
         }
     }
 
-    /// Each tool's name and run count ("send 4") as the admin's tools page reads them.
+    /// Each tool's name and run count ("send 4") as the admin's tools page reads them. On
+    /// PostgreSQL it first checks that the counts kept per arrival day (what dropping a
+    /// day's partitions subtracts) are the day's `run_tools` rows, counted.
     async fn tool_runs(db: &store::Db) -> Vec<String> {
+        assert_day_counts_are_the_rows(db).await;
         let mut seen: Vec<String> = store::tools::list(db, 100)
             .await
             .unwrap()
@@ -421,6 +424,21 @@ mod ingest_storage {
             .collect();
         seen.sort();
         seen
+    }
+
+    async fn assert_day_counts_are_the_rows(db: &store::Db) {
+        if !matches!(db, store::Db::Postgres(_)) {
+            return;
+        }
+        let kept: Vec<(i64, String, i64)> = db
+            .fetch_all(Sql::new("SELECT day, tool_name, runs FROM tool_day_runs WHERE runs <> 0 ORDER BY 1, 2"))
+            .await
+            .unwrap();
+        let counted: Vec<(i64, String, i64)> = db
+            .fetch_all(Sql::new("SELECT run_no >> 40, tool_name, COUNT(*) FROM run_tools GROUP BY 1, 2 ORDER BY 1, 2"))
+            .await
+            .unwrap();
+        assert_eq!(kept, counted, "each day's tool counts are its rows");
     }
 
     /// Every page of a query, following the cursors.
@@ -850,6 +868,7 @@ mod ingest_storage {
         assert_eq!(partition_of("span_chunks", "ahead").await, [partition_name("span_chunks", today - 39)]);
         assert_eq!(found("key-old-a").await, ["old-a"]);
         assert_eq!(tool_runs().await, [("search".to_string(), 1), ("send".to_string(), 4)]);
+        assert_day_counts_are_the_rows(db).await;
 
         let swept = retention::apply(db, 30, 7).await.unwrap();
         assert_eq!(swept.runs, 3, "old-a, old-b and old-c");
@@ -866,6 +885,15 @@ mod ingest_storage {
         // old-c's tool row stays in its day's partition until the day goes: "send" still
         // counts it, "search" (old-b's, dropped with its day) no longer counts.
         assert_eq!(tool_runs().await, [("search".to_string(), 0), ("send".to_string(), 3)]);
+        assert_day_counts_are_the_rows(db).await;
+        let dropped_day: i64 = db
+            .fetch_one_value(Sql::with_args(
+                "SELECT COUNT(*) FROM tool_day_runs WHERE day = $1",
+                vec![(today - 40).into()],
+            ))
+            .await
+            .unwrap();
+        assert_eq!(dropped_day, 0, "a dropped day's counts go with it");
         let days: Vec<i64> = db.fetch_column(Sql::new("SELECT day FROM run_no_days ORDER BY day")).await.unwrap();
         assert_eq!(days, [today - 39, today, today + 1]);
 
@@ -879,6 +907,7 @@ mod ingest_storage {
             assert!(exists(partition_name(table, today)).await, "{table}: today's is never dropped");
         }
         assert_eq!(tool_runs().await, [("search".to_string(), 0), ("send".to_string(), 0)]);
+        assert_day_counts_are_the_rows(db).await;
         assert_eq!(spans::count(db).await.unwrap(), 0);
         t.cleanup().await;
     }

@@ -6,6 +6,7 @@
 //! run, its stored rows move to that run ([`super::moves`]).
 
 use super::super::sql::{cacheable_chunks, Sql, Tx};
+use super::super::tools::RunDeltas;
 use super::super::StoreResult;
 use super::{moves, Move, IDS_PER_QUERY, ROWS_PER_INSERT};
 use domain::span::NormalizedSpan;
@@ -27,7 +28,7 @@ pub struct Assignment<'s> {
     /// stored reason here (derivation adds its new one), a run moved away leaves for good.
     pub reason_deltas: BTreeMap<String, i64>,
     /// How each tool's run count changes: a run moved away no longer calls its tools.
-    pub tool_run_deltas: BTreeMap<String, i64>,
+    pub tool_run_deltas: RunDeltas,
     /// The touched runs as stored before this write, and the runs moved away (deleted):
     /// their old contributions leave the trends' rollups.
     pub old_points: Vec<RunPoint>,
@@ -106,7 +107,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
 
     let mut run_nos: BTreeMap<String, i64> = BTreeMap::new();
     let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
-    let mut tool_run_deltas: BTreeMap<String, i64> = BTreeMap::new();
+    let mut tool_run_deltas = RunDeltas::default();
     let mut old_points: Vec<RunPoint> = Vec::new();
     if !moves.is_empty() {
         // A move's two runs are numbered first (moves are rare).
@@ -123,9 +124,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
                 *reason_deltas.entry(point.reason.as_str().to_string()).or_default() -= 1;
                 old_points.push(point);
             }
-            for tool in gone.tools {
-                *tool_run_deltas.entry(tool).or_default() -= 1;
-            }
+            tool_run_deltas.merge(gone.tools);
         }
     }
     // Each touched run's stored reason and number; it leaves that reason's total.

@@ -101,9 +101,8 @@ pub async fn commit_with(
         *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
     }
     run_rows::store_runs(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos, received_at).await?;
-    for (tool, n) in run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await? {
-        *tool_run_deltas.entry(tool).or_default() += n;
-    }
+    tool_run_deltas
+        .merge(run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await?);
     run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s), &tool_run_deltas).await?;
     run_rows::store_bodies(&mut tx, body_policy, &derived, &batch, &assignment).await?;
     trends::apply(&mut tx, &rollup_change(&assignment.old_points, &derived, &batch.facts_by_run)).await?;

@@ -4,7 +4,8 @@
 //! chunks.
 
 use super::super::sql::{Sql, Tx};
-use super::super::{corrupt, dialect::ChunkTerms, dictionaries, StoreResult};
+use super::super::tools::RunDeltas;
+use super::super::{corrupt, dialect::ChunkTerms, dictionaries, partitions, StoreResult};
 use super::Move;
 use domain::derive::SpanFacts;
 use domain::record::{self, StoredBodies};
@@ -24,7 +25,7 @@ pub struct Gone {
     /// The old run's trends figures (its terminal reason among them), if it had a row.
     pub point: Option<domain::trends::RunPoint>,
     /// The tools it had called (each loses one run).
-    pub tools: Vec<String>,
+    pub tools: RunDeltas,
 }
 
 /// Points the trace at its new run and moves its stored rows there; deletes the old
@@ -50,7 +51,9 @@ pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i6
         tx.execute(sql).await?;
         let mut sql = Sql::new("DELETE FROM run_tools WHERE run_no = $1 RETURNING tool_name");
         sql.arg(old_no);
-        gone.tools = tx.fetch_all::<(String,)>(sql).await?.into_iter().map(|(t,)| t).collect();
+        for (tool,) in tx.fetch_all::<(String,)>(sql).await? {
+            gone.tools.add(partitions::day_of_run_no(old_no), &tool, -1);
+        }
     }
     let mut sql = Sql::new(format!("DELETE FROM runs WHERE run_id = $1 RETURNING {}", crate::trends::POINT_COLUMNS));
     sql.arg(m.from.as_str());

@@ -4,7 +4,8 @@
 //! bodies the body policy keeps.
 
 use super::super::sql::{cacheable_chunks, cacheable_parts, Sql, Tx};
-use super::super::StoreResult;
+use super::super::tools::{self, RunDeltas};
+use super::super::{partitions, StoreResult};
 use super::assign::Assignment;
 use super::span_rows::Gathered;
 use super::{IDS_PER_QUERY, ROWS_PER_INSERT};
@@ -98,7 +99,7 @@ pub async fn store_run_tools(
     derived: &[RunDetail],
     facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
     run_nos: &BTreeMap<String, i64>,
-) -> StoreResult<BTreeMap<String, i64>> {
+) -> StoreResult<RunDeltas> {
     let mut run_tools: Vec<(&str, i64, &str, i64, &str)> = Vec::new();
     for d in derived {
         let r = &d.run;
@@ -134,9 +135,9 @@ pub async fn store_run_tools(
         );
         tx.execute(sql).await?;
     }
-    let mut new_runs: BTreeMap<String, i64> = BTreeMap::new();
-    for (_, tool) in inserted {
-        *new_runs.entry(tool).or_default() += 1;
+    let mut new_runs = RunDeltas::default();
+    for (run_no, tool) in inserted {
+        new_runs.add(partitions::day_of_run_no(run_no), &tool, 1);
     }
     Ok(new_runs)
 }
@@ -173,12 +174,14 @@ pub fn tools_seen<'a>(spans: impl Iterator<Item = &'a NormalizedSpan>) -> BTreeM
 }
 
 /// Adds this write's calls to the catalogue of tools, and `run_deltas` to their run
-/// counts (runs that called a tool for the first time, less runs whose rows went).
+/// counts (runs that called a tool for the first time, less runs whose rows went), and
+/// on PostgreSQL to their counts per arrival day.
 pub async fn count_tools<'a>(
     tx: &mut Tx,
     new_spans: impl Iterator<Item = &'a NormalizedSpan>,
-    run_deltas: &BTreeMap<String, i64>,
+    run_deltas: &RunDeltas,
 ) -> StoreResult<()> {
+    let by_tool = run_deltas.by_tool();
     let seen: Vec<(&str, ToolSeen)> = tools_seen(new_spans).into_iter().collect();
     for chunk in cacheable_chunks(&seen, ROWS_PER_INSERT / 4) {
         let mut sql = Sql::new(
@@ -187,7 +190,7 @@ pub async fn count_tools<'a>(
         sql.values(chunk, |row, (name, t)| {
             row.bind(*name)
                 .bind(t.calls)
-                .bind(run_deltas.get(*name).copied().unwrap_or(0))
+                .bind(by_tool.get(*name).copied().unwrap_or(0))
                 .bind(t.first_ns)
                 .bind(t.last_ns)
                 .bind(t.declared)
@@ -207,17 +210,9 @@ pub async fn count_tools<'a>(
     }
     // A tool whose run count changed without a new call here (a trace that moved runs).
     let called: BTreeSet<&str> = seen.iter().map(|(name, _)| *name).collect();
-    let rest = run_deltas.iter().filter(|(name, _)| !called.contains(name.as_str()));
-    super::super::tools::adjust_runs(tx, rest).await
-}
-
-/// How many rows of each tool `names` holds, as run-count deltas of -1 each.
-pub fn runs_gone(names: impl IntoIterator<Item = String>) -> BTreeMap<String, i64> {
-    let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
-    for name in names {
-        *deltas.entry(name).or_default() -= 1;
-    }
-    deltas
+    let rest = by_tool.iter().filter(|(name, _)| !called.contains(name.as_str()));
+    tools::adjust_runs(tx, rest).await?;
+    tools::count_days(tx, run_deltas).await
 }
 
 /// Stores the bodies of this write's new spans, one chunk per run, after derivation:
