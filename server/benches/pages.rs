@@ -103,6 +103,10 @@ async fn fill(db: &Db, runs: usize) -> usize {
     let today = store::partitions::day_of(now_ms);
     let partitioned = matches!(db, Db::Postgres(_));
     let mut arrival_day = None;
+    // A line per tenth of the fill: the rate over that tenth and the size it ended at, so a
+    // large fill shows how ingest holds as the database grows.
+    let tenth = (runs / 10).max(1);
+    let (mut slice_started, mut slice_spans) = (Instant::now(), 0usize);
     while done < runs {
         if partitioned {
             let day = today - 29 + (done * 30 / runs) as i64;
@@ -115,9 +119,17 @@ async fn fill(db: &Db, runs: usize) -> usize {
         let batch: Vec<_> = (0..n).map(|_| synth.next_run()).collect();
         for req in requests_for(&batch, 8_000) {
             let prepared = prepare(&req, &settings, &[]);
-            stored += write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+            let spans = write::commit(db, &prepared.spans, settings.body_policy).await.unwrap().stored as usize;
+            stored += spans;
+            slice_spans += spans;
         }
         done += n;
+        if done % tenth < n || done == runs {
+            let rate = slice_spans as f64 / slice_started.elapsed().as_secs_f64();
+            let gib = disk_bytes(db).await as f64 / (1u64 << 30) as f64;
+            println!("filled {done} runs ({stored} spans): {rate:.0} spans/s over the last slice, {gib:.2} GiB");
+            (slice_started, slice_spans) = (Instant::now(), 0);
+        }
         // As `flightdeck serve` does once the deployment has enough chunks (unless
         // FLIGHTDECK_BENCH_NO_DICTIONARY is set, for the figures without one).
         if std::env::var_os("FLIGHTDECK_BENCH_NO_DICTIONARY").is_none() {
