@@ -89,6 +89,14 @@ impl StoreError {
             _ => false,
         }
     }
+
+    /// PostgreSQL gave up waiting for a lock past the transaction's `lock_timeout` (55P03).
+    pub fn is_lock_timeout(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(e)) => e.code().as_deref() == Some("55P03"),
+            _ => false,
+        }
+    }
 }
 
 /// SQLite pools drop a connection that comes back still inside a transaction. When a

@@ -912,6 +912,51 @@ mod ingest_storage {
         t.cleanup().await;
     }
 
+    /// A day's drop waits for a writer that is using the span-side tables, instead of
+    /// holding a `tools` row that writer comes to next: the two once deadlocked (the drop
+    /// had updated the counts and waited for the parent table's lock, the writer held the
+    /// table and waited for the counts' row), and PostgreSQL aborted one of them.
+    #[tokio::test]
+    async fn a_day_s_drop_waits_for_a_writer_instead_of_deadlocking_with_it() {
+        use store::partitions::{self, partition_name};
+        let Some(t) = TestDb::postgres().await else { return };
+        let db = &t.db;
+        let store::Db::Postgres(pool) = db else { unreachable!() };
+        let now = now_ms();
+        let today = partitions::day_of(now);
+        let long_ago = (now as u64) * 1_000_000 - 40 * 86_400 * 1_000_000_000;
+        partitions::arrive_on(db, today - 40, now).await.unwrap();
+        write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
+        partitions::ensure_days(db, now).await.unwrap();
+        write::commit(db, &tool_run(2, "new", false, (now as u64) * 1_000_000, "send"), BodyPolicy::All).await.unwrap();
+
+        // A writer mid-commit: it has read the span chunks, and updates a tool's row next.
+        let mut writer = pool.begin().await.unwrap();
+        sqlx::query("SELECT COUNT(*) FROM span_chunks").execute(&mut *writer).await.unwrap();
+        let sweep = tokio::spawn({
+            let db = db.clone();
+            async move { retention::apply(&db, 30, 7).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        sqlx::query("UPDATE tools SET calls = calls + 1 WHERE tool_name = 'send'")
+            .execute(&mut *writer)
+            .await
+            .expect("the writer's update is not caught in a deadlock");
+        writer.commit().await.unwrap();
+
+        let swept = sweep.await.unwrap().unwrap();
+        assert_eq!(
+            swept.days.iter().map(|d| d.day).collect::<Vec<_>>(),
+            [today - 40],
+            "dropped once the writer is done"
+        );
+        let sql =
+            Sql::with_args("SELECT to_regclass($1)::text", vec![partition_name("span_chunks", today - 40).into()]);
+        assert_eq!(db.fetch_value::<Option<String>>(sql).await.unwrap().flatten(), None);
+        assert_eq!(tool_runs(db).await, ["send 1"]);
+        t.cleanup().await;
+    }
+
     /// Migrations 0013 and 0014 moved spans and bodies from one row each into per-run
     /// chunks: those stored before read back the same through every reader, and spans are
     /// still not stored twice.
