@@ -5,7 +5,8 @@
 //! the approval inbox, history and bulk page, the escalation queue (open and resolved), an
 //! escalation, the alerts and one alert, the three trends ranges, every admin page; one
 //! evaluation of the alert rules over that data; and, last, the one-off rebuild of the
-//! trends' rollups. Prints p50 and p95 per page (warm) and its first view; asserts nothing.
+//! trends' rollups. Prints the fill's rate and size per tenth, then p50 and p95 per page
+//! (warm) and its first view; asserts nothing.
 //! On PostgreSQL the runs arrive over 30 days, so they fill 30 days' partitions.
 //!
 //!   cargo bench -p flightdeck --bench pages            # SQLite
