@@ -101,14 +101,15 @@ async fn seed(db: &Db, a: i64, b: i64) {
     for r in &runs {
         insert_run(db, r).await;
     }
-    // Rows written behind the write path's back: the trends' rollups are added up from them.
-    store::trends::rebuild_rollups(db).await.unwrap();
     insert_escalation(db, "e1", a, Some(b)).await;
     insert_escalation(db, "e2", b, None).await;
     insert_approval(db, "ap1", "approved", a, Some(b)).await;
     insert_approval(db, "ap2", "expired", a, Some(b)).await;
     insert_approval(db, "ap3", "pending", a, None).await;
     insert_approval(db, "ap4", "cancelled", a, Some(b)).await;
+    // Rows written behind the stores' backs: the trends' rollups and event counts are
+    // added up from them.
+    store::trends::rebuild_rollups(db).await.unwrap();
 }
 
 const CHARTS: [&str; 9] = [
@@ -468,6 +469,152 @@ async fn every_write_keeps_the_rollups_equal_to_a_count_of_the_runs() {
             let sql = Sql::with_args(format!("SELECT COUNT(*) FROM {table} WHERE start_ms < $1"), vec![oldest.into()]);
             assert_eq!(db.fetch_one_value::<i64>(sql).await.unwrap(), 0, "no {table} row left of the deleted run");
         }
+        t.cleanup().await;
+    }
+}
+
+/// The event counts the stores kept, and what a recount of the stored escalations and
+/// approvals makes of them: they must be equal. Returns the counts of every agent in
+/// hour buckets, by kind.
+async fn assert_events_match_the_rows(db: &Db, step: &str) -> std::collections::BTreeMap<(String, String), i64> {
+    let kept = store::trends::all_event_rows(db).await.unwrap();
+    store::trends::rebuild_rollups(db).await.unwrap();
+    let recounted = store::trends::all_event_rows(db).await.unwrap();
+    assert_eq!(kept, recounted, "after {step}");
+    let mut hourly = std::collections::BTreeMap::new();
+    for (k, n) in &kept.0 {
+        if k.period_ms == 3_600_000 {
+            *hourly.entry((k.scope.clone(), k.kind.as_str().to_string())).or_default() += n;
+        }
+    }
+    hourly
+}
+
+/// Every way an escalation or approval changes state, through the agent API, the
+/// approvers' server functions, expiry and ingest, keeps the trends' event counts equal
+/// to a count of the stored rows, per bucket size and agent.
+#[tokio::test]
+async fn every_change_of_an_escalation_or_an_approval_keeps_its_count() {
+    use common::spans::{ingest, kv, span_at};
+    use domain::approvals::rules::{ApprovalRule, RuleAction, RuleMode};
+    use domain::canonical::SideEffect;
+    use domain::escalations::Resolution;
+    use domain::policy::ToolPolicy;
+    use reqwest::Method;
+    use serde_json::{json, Value};
+    for t in TestDb::each_backend().await {
+        let db = &t.db;
+        let mut policy = ToolPolicy::class("refund", SideEffect::Irreversible);
+        policy.requires_approval = true;
+        policy.on_expiry = domain::approvals::OnExpiry::Escalate;
+        store::policies::upsert(db, &policy).await.unwrap();
+        let small = ApprovalRule {
+            name: "small".into(),
+            tool_pattern: "refund".into(),
+            position: 0,
+            expression: "args.amount < 100".into(),
+            action: RuleAction::AutoApprove,
+            approvers: 1,
+            role: None,
+            reason: None,
+            mode: RuleMode::Enforce,
+        };
+        store::approval_rules::upsert(db, &small, "admin").await.unwrap();
+        let approver: &[Role] = &[Role::Approver, Role::Viewer];
+        let s = common::live(&t, &[("alice", approver)], &[Scope::Approvals, Scope::Escalations]).await;
+        let alice = s.person("alice").await;
+        let file = |key: &str, amount: i64, expires_in: Option<i64>| {
+            let mut body = json!({"run_id": "run-ap", "step_index": 1, "tool": "refund", "idempotency_key": key,
+                                  "agent": "billing-agent", "arguments": {"order": "o-1", "amount": amount}});
+            if let Some(seconds) = expires_in {
+                body["expires_in"] = json!(seconds);
+            }
+            s.api(Method::POST, "/api/v1/approvals", Some(body), &s.agent)
+        };
+        let decide = |created: &Value, decision: &'static str| {
+            let (id, sha) =
+                (created["id"].as_str().unwrap().to_string(), created["payload_sha256"].as_str().unwrap().to_string());
+            let alice = &alice;
+            let form =
+                [("id", id), ("decision", decision.into()), ("payload_sha256", sha), ("reason", "wrong order".into())];
+            async move {
+                let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                alice.call("decide_approval", &form).await
+            }
+        };
+        let count = |counts: &std::collections::BTreeMap<(String, String), i64>, scope: &str, kind: &str| {
+            counts.get(&(scope.to_string(), kind.to_string())).copied().unwrap_or(0)
+        };
+
+        // A rule decides one as it is filed; a person approves one and denies another.
+        let (status, auto) = file("k-auto", 40, None).await;
+        assert_eq!((status, auto["status"].as_str()), (StatusCode::CREATED, Some("approved")), "{auto}");
+        let (_, approved) = file("k-approve", 500, None).await;
+        assert_eq!(decide(&approved, "approve").await.0, StatusCode::OK);
+        let (_, denied) = file("k-deny", 600, None).await;
+        assert_eq!(decide(&denied, "deny").await.0, StatusCode::OK);
+        // One is cancelled by its agent; one expires and opens an escalation.
+        let (_, cancelled) = file("k-cancel", 700, None).await;
+        let cancel = format!("/api/v1/approvals/{}/cancel", cancelled["id"].as_str().unwrap());
+        assert_eq!(s.api(Method::POST, &cancel, None, &s.agent).await.0, StatusCode::OK);
+        let (_, expiring) = file("k-expire", 800, Some(1)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+        let poll = format!("/api/v1/approvals/{}", expiring["id"].as_str().unwrap());
+        assert_eq!(s.api(Method::GET, &poll, None, &s.agent).await.1["status"], "expired");
+        let counts = assert_events_match_the_rows(db, "approvals").await;
+        for scope in ["", "billing-agent"] {
+            assert_eq!(count(&counts, scope, "approval_requested"), 5, "{scope:?} {counts:?} ({})", t.backend());
+            assert_eq!(count(&counts, scope, "approval_decided"), 3, "{scope:?} {counts:?}");
+            assert_eq!(count(&counts, scope, "approval_expired"), 1, "{scope:?} {counts:?}");
+        }
+        for scope in ["", "billing-agent"] {
+            assert_eq!(count(&counts, scope, "escalation_opened"), 1, "the expiry's escalation: {counts:?}");
+        }
+
+        // A run's traces open one; the agent's report naming another agent merges into it
+        // and moves its count to that agent.
+        let start = ((now_ms() - 60_000) as u64) * 1_000_000;
+        let root = vec![
+            kv("gen_ai.agent.name", "support-bot"),
+            kv("run.id", "run-esc"),
+            kv("run.terminal_reason", "escalated"),
+        ];
+        ingest(db, vec![span_at(7, 1, None, "agent.run", start, root)]).await;
+        let counts = assert_events_match_the_rows(db, "an escalation from traces").await;
+        assert_eq!(count(&counts, "support-bot", "escalation_opened"), 1, "{counts:?}");
+        let report = json!({"run_id": "run-esc", "reason": "insufficient_permission", "agent": "support-bot-v2",
+                            "what_was_done": [], "what_remains": ["refund order 77"]});
+        let (status, merged) = s.api(Method::POST, "/api/v1/escalations", Some(report), &s.agent).await;
+        assert_eq!(status, StatusCode::OK, "merged: {merged}");
+        let counts = assert_events_match_the_rows(db, "a merge naming another agent").await;
+        assert_eq!(count(&counts, "support-bot", "escalation_opened"), 0, "{counts:?}");
+        assert_eq!(count(&counts, "support-bot-v2", "escalation_opened"), 1, "{counts:?}");
+        assert_eq!(count(&counts, "", "escalation_opened"), 2, "{counts:?}");
+
+        // Filed through the API, then claimed and resolved.
+        let report = json!({"run_id": "run-api", "reason": "low_confidence", "agent": "billing-agent",
+                            "what_was_done": [], "what_remains": ["check the refund"]});
+        let (status, filed) = s.api(Method::POST, "/api/v1/escalations", Some(report), &s.agent).await;
+        assert_eq!(status, StatusCode::CREATED, "{filed}");
+        let id = filed["id"].as_str().unwrap();
+        store::escalations::claim(db, id, "alice", None).await.unwrap();
+        store::escalations::resolve(db, id, "alice", Resolution::CompletedByHuman, "refunded", None, false, None)
+            .await
+            .unwrap();
+        let counts = assert_events_match_the_rows(db, "an escalation resolved").await;
+        assert_eq!(count(&counts, "billing-agent", "escalation_opened"), 2, "the expiry's and this: {counts:?}");
+        assert_eq!(count(&counts, "billing-agent", "escalation_resolved"), 1, "{counts:?}");
+        assert_eq!(count(&counts, "", "escalation_opened"), 3, "{counts:?}");
+
+        // The page states them, of every agent and of one.
+        let page = alice.page("/trends?range=24h").await;
+        assert_has(&page, "opened: 3 escalations");
+        assert_has(&page, "resolved: 1 escalation<");
+        assert_has(&page, "requested: 5 approvals");
+        assert_has(&page, "decided: 3 approvals");
+        assert_has(&page, "expired: 1 approval<");
+        let page = alice.page("/trends?range=7d&agent=support-bot-v2").await;
+        assert_has(&page, "opened: 1 escalation<");
         t.cleanup().await;
     }
 }

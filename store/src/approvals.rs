@@ -17,6 +17,7 @@ use domain::derive::SpanFacts;
 use domain::notify::WebhookTarget;
 use domain::policy::ToolPolicy;
 use domain::span::NormalizedSpan;
+use domain::trends::events::{EventCounts, EventKind};
 use std::collections::{BTreeMap, BTreeSet};
 
 const COLUMNS: &str = "id, run_id, step_index, tool, arguments, display, idempotency_key, payload_sha256, \
@@ -173,7 +174,7 @@ pub async fn create(
         arguments_sha256(&request.arguments).into(),
         policy.map(|p| p.side_effect).unwrap_or(SideEffect::Unknown).as_str().into(),
         filing.required_role.as_str().into(),
-        agent.into(),
+        agent.as_deref().into(),
         requested_by.name.into(),
         status.as_str().into(),
         now.into(),
@@ -232,6 +233,12 @@ pub async fn create(
         };
         tx.execute(super::audit::insert(&entry)).await?;
     }
+    // Last, so the shared count rows are held only until the commit.
+    let mut counts = EventCounts::one(EventKind::ApprovalRequested, agent.as_deref(), now);
+    if let Some(kind) = EventKind::of_approval_status(status.as_str()) {
+        counts.add(kind, agent.as_deref(), now, 1);
+    }
+    super::trends::count_events(&mut tx, &counts).await?;
     tx.commit().await?;
     Ok((created, true))
 }
@@ -406,6 +413,7 @@ pub struct Decider<'a> {
 #[derive(sqlx::FromRow)]
 struct Deciding {
     status: String,
+    agent: Option<String>,
     payload_sha256: String,
     expires_at: i64,
     required_approvals: i64,
@@ -433,7 +441,8 @@ pub async fn decide(
     let now = now_ms();
     let mut tx = Tx::begin_write(db).await?;
     let select = format!(
-        "SELECT status, payload_sha256, expires_at, required_approvals, tool, original_payload_sha256 FROM approvals \
+        "SELECT status, agent, payload_sha256, expires_at, required_approvals, tool, original_payload_sha256 \
+         FROM approvals \
          WHERE id = $1{}",
         tx.lock_rows()
     );
@@ -446,8 +455,11 @@ pub async fn decide(
         let current = get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))?;
         return Err(StoreError::Conflict(current.refusal(shown_sha256, now)));
     }
+    // A denial, or the vote that makes an approval final, is a decision the trends count.
+    let mut decided = false;
     let hash = match decision {
         Decision::Deny => {
+            decided = true;
             tx.execute(Sql::with_args(
                 "UPDATE approvals SET status = 'denied', decided_by = $1, decided_at = $2, reason = $3, respond = $4 \
                  WHERE id = $5 AND status = 'pending'",
@@ -506,6 +518,7 @@ pub async fn decide(
         let (votes,): (i64,) = tx.fetch_one(count).await?;
         let edited = matches!(decision, Decision::ApproveWithChanges(_)) || row.original_payload_sha256.is_some();
         if let Some(status) = domain::approvals::decision::after_vote(votes, row.required_approvals, edited) {
+            decided = true;
             // An approval is good for a short window after it is given (the policy's,
             // copied in when the request was filed).
             tx.execute(Sql::with_args(
@@ -525,6 +538,10 @@ pub async fn decide(
     }
     if let Some(entry) = audit {
         tx.execute(super::audit::insert(entry)).await?;
+    }
+    if decided {
+        let counts = EventCounts::one(EventKind::ApprovalDecided, row.agent.as_deref(), now);
+        super::trends::count_events(&mut tx, &counts).await?;
     }
     tx.commit().await?;
     get(db, id).await?.ok_or_else(|| StoreError::NotFound(format!("approval request {id}")))
@@ -566,10 +583,18 @@ pub async fn due(db: &Db, now: i64) -> StoreResult<Vec<(String, OnExpiry)>> {
 pub async fn expire(db: &Db, id: &str, now: i64, escalation_id: Option<&str>) -> StoreResult<bool> {
     let sql = Sql::with_args(
         "UPDATE approvals SET status = 'expired', decided_at = expires_at, escalation_id = COALESCE($1, escalation_id) \
-         WHERE id = $2 AND status = 'pending' AND expires_at <= $3",
+         WHERE id = $2 AND status = 'pending' AND expires_at <= $3 RETURNING agent, decided_at",
         vec![escalation_id.into(), id.into(), now.into()],
     );
-    Ok(db.execute(sql).await? == 1)
+    // The expiry and its count in the trends in one transaction.
+    let mut tx = Tx::begin_write(db).await?;
+    let expired: Option<(Option<String>, i64)> = tx.fetch_optional(sql).await?;
+    if let Some((agent, at)) = &expired {
+        super::trends::count_events(&mut tx, &EventCounts::one(EventKind::ApprovalExpired, agent.as_deref(), *at))
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(expired.is_some())
 }
 
 /// Pending requests picked for a bulk decision, in the order given (unknown ids left out).

@@ -3,7 +3,7 @@
 
 use super::audit::NewEntry;
 use super::sql::{cacheable_chunks, Sql, Tx};
-use super::{from_ms, is_unique_violation, now_ms, Db, StoreError, StoreResult};
+use super::{from_ms, is_unique_violation, now_ms, trends, Db, StoreError, StoreResult};
 use domain::canonical::{RunDetail, RunSummary};
 use domain::escalations::from_traces::{self, Decision, Latest, ToOpen};
 use domain::escalations::request::ValidEscalation;
@@ -11,6 +11,7 @@ use domain::escalations::{
     ClaimFilter, Escalation, EscalationReason, QueueFilter, RemainingItem, Resolution, TimelineEntry,
 };
 use domain::span::NormalizedSpan;
+use domain::trends::events::{EventCounts, EventKind};
 use std::collections::BTreeMap;
 
 const COLUMNS: &str = "id, run_id, reason, reason_text, blocking_fact, what_was_done, what_remains, from_api, \
@@ -137,25 +138,39 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
             Some(row) => {
                 let sql = "UPDATE escalations SET reason = $1, reason_text = $2, blocking_fact = $3, \
                            what_was_done = $4, what_remains = $5, from_api = $6, idempotency_key = $7, \
-                           body_sha256 = $8, agent = COALESCE($9, agent), requested_by = $10 WHERE id = $11";
-                db.execute(Sql::with_args(
-                    sql,
-                    vec![
-                        v.reason.as_str().into(),
-                        (&v.reason_text).into(),
-                        (&v.blocking_fact).into(),
-                        json(&v.what_was_done).into(),
-                        json(&v.what_remains).into(),
-                        true.into(),
-                        (&v.idempotency_key).into(),
-                        (&v.body_sha256).into(),
-                        (&v.agent).into(),
-                        requested_by.into(),
-                        (&row.id).into(),
-                    ],
-                ))
-                .await
-                .map(|_| ())?;
+                           body_sha256 = $8, agent = COALESCE($9, agent), requested_by = $10 \
+                           WHERE id = $11 AND status = 'open' AND NOT from_api";
+                // A report naming another agent moves the escalation's count to it.
+                let mut counts = EventCounts::default();
+                if v.agent.is_some() && v.agent != row.agent {
+                    counts.add(EventKind::EscalationOpened, row.agent.as_deref(), row.opened_at, -1);
+                    counts.add(EventKind::EscalationOpened, v.agent.as_deref(), row.opened_at, 1);
+                }
+                let mut tx = Tx::begin_write(db).await?;
+                let changed = tx
+                    .execute(Sql::with_args(
+                        sql,
+                        vec![
+                            v.reason.as_str().into(),
+                            (&v.reason_text).into(),
+                            (&v.blocking_fact).into(),
+                            json(&v.what_was_done).into(),
+                            json(&v.what_remains).into(),
+                            true.into(),
+                            (&v.idempotency_key).into(),
+                            (&v.body_sha256).into(),
+                            (&v.agent).into(),
+                            requested_by.into(),
+                            (&row.id).into(),
+                        ],
+                    ))
+                    .await?;
+                if changed != 1 {
+                    // Resolved or filed through the API since it was read: look again.
+                    continue;
+                }
+                trends::count_events(&mut tx, &counts.without_zeros()).await?;
+                tx.commit().await?;
                 event(
                     db,
                     &row.id,
@@ -177,7 +192,9 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
         let sql = "INSERT INTO escalations (id, run_id, reason, reason_text, blocking_fact, what_was_done, \
                    what_remains, from_api, from_trace, idempotency_key, body_sha256, agent, requested_by, status, \
                    opened_at, needed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'open', $14, $14)";
-        let inserted = db
+        // The escalation and its count in the trends in one transaction.
+        let mut tx = Tx::begin_write(db).await?;
+        let inserted = tx
             .execute(Sql::with_args(
                 sql,
                 vec![
@@ -201,6 +218,9 @@ pub async fn file(db: &Db, v: &ValidEscalation, requested_by: &str) -> StoreResu
             .map(|_| ());
         match inserted {
             Ok(()) => {
+                trends::count_events(&mut tx, &EventCounts::one(EventKind::EscalationOpened, agent.as_deref(), now))
+                    .await?;
+                tx.commit().await?;
                 event(db, &id, Some(requested_by), "opened", Some(v.opened_by.describe())).await?;
                 let created = get(db, &id).await?.ok_or_else(|| StoreError::NotFound(id.clone()))?;
                 return Ok((created, Filed::Created));
@@ -353,8 +373,33 @@ async fn change_with_entry(
     entry: (&str, &str, Option<&str>),
     audit: Option<&NewEntry<'_>>,
 ) -> StoreResult<bool> {
+    change_counted(db, id, update, entry, audit, None).await
+}
+
+/// [`change_with_entry`], also counting the change in the trends as `counted` (a kind of
+/// event, at when) of the escalation's agent, which the update returns, so the count
+/// names the agent the row had when it changed.
+async fn change_counted(
+    db: &Db,
+    id: &str,
+    mut update: Sql,
+    entry: (&str, &str, Option<&str>),
+    audit: Option<&NewEntry<'_>>,
+    counted: Option<(EventKind, i64)>,
+) -> StoreResult<bool> {
     let mut tx = Tx::begin_write(db).await?;
-    let changed = tx.execute(update).await? == 1;
+    let mut counts = EventCounts::default();
+    let changed = match counted {
+        None => tx.execute(update).await? == 1,
+        Some((kind, at)) => {
+            update.push(" RETURNING agent");
+            let agent: Option<(Option<String>,)> = tx.fetch_optional(update).await?;
+            if let Some((agent,)) = &agent {
+                counts.add(kind, agent.as_deref(), at, 1);
+            }
+            agent.is_some()
+        }
+    };
     if changed {
         if let Some(audit) = audit {
             tx.execute(super::audit::insert(audit)).await?;
@@ -366,6 +411,8 @@ async fn change_with_entry(
         });
         tx.execute(sql).await?;
     }
+    // Last, so the shared count rows are held only until the commit.
+    trends::count_events(&mut tx, &counts).await?;
     tx.commit().await?;
     Ok(changed)
 }
@@ -540,15 +587,17 @@ pub async fn resolve(
          resolution_note = $4, instructions = $5 \
          WHERE id = $6 AND status = 'open' AND (claimed_by = $1 OR $7)",
     );
+    let resolved_at = now_ms();
     sql.arg(user);
-    sql.arg(now_ms());
+    sql.arg(resolved_at);
     sql.arg(outcome.as_str());
     sql.arg(note);
     sql.arg(instructions);
     sql.arg(id);
     sql.arg(override_claim);
     let detail = format!("{outcome}{overridden}: {note}");
-    let changed = change_with_entry(db, id, sql, (user, "resolved", Some(&detail)), audit).await?;
+    let counted = Some((EventKind::EscalationResolved, resolved_at));
+    let changed = change_counted(db, id, sql, (user, "resolved", Some(&detail)), audit, counted).await?;
     let e = current(db, id).await?;
     if !changed {
         let why = e.refusal(user).unwrap_or_else(|| match &e.claimed_by {
@@ -599,13 +648,15 @@ pub async fn announce(
 
 /// Inside the ingest transaction: opens an escalation for every recomputed run that
 /// escalated and has none yet, and marks an API-filed one the traces now report too
-/// (which runs, and with what details, is decided by [`from_traces::decide`]).
+/// (which runs, and with what details, is decided by [`from_traces::decide`]). Returns
+/// the trends' counts of the escalations it opened, for the caller to add last
+/// ([`trends::count_events`]).
 pub async fn open_from_traces(
     tx: &mut Tx,
     derived: &[RunDetail],
     spans: &[NormalizedSpan],
     now: i64,
-) -> StoreResult<()> {
+) -> StoreResult<EventCounts> {
     let escalated: Vec<&RunSummary> = from_traces::escalated(derived).collect();
     // Each run's latest escalation, if it has one.
     let mut latest: BTreeMap<String, Latest> = BTreeMap::new();
@@ -670,5 +721,9 @@ pub async fn open_from_traces(
         });
         tx.execute(sql).await?;
     }
-    Ok(())
+    let mut counts = EventCounts::default();
+    for (_, o) in &opened {
+        counts.add(EventKind::EscalationOpened, o.run.agent.as_deref(), now, 1);
+    }
+    Ok(counts)
 }

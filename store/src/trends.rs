@@ -1,14 +1,17 @@
 //! What the trends page reads, and the rollups that make it cheap: per-bucket totals of
 //! the runs (`trend_runs`, `trend_values`; their meaning is `domain::trends::rollup`),
 //! which every write that adds, changes or deletes runs keeps with [`apply`] in its own
-//! transaction, so a chart reads its buckets' rows whatever the number of runs.
-//! Escalations and approvals are counted per bucket in SQL, on their time indexes.
+//! transaction, so a chart reads its buckets' rows whatever the number of runs; and the
+//! escalations' and approvals' changes of state per bucket (`trend_events`, meaning in
+//! `domain::trends::events`), which the stores that make those changes keep with
+//! [`count_events`] in theirs.
 
 use super::sql::Backend;
 use super::sql::{cacheable_chunks, Sql, Tx};
 use super::{Db, StoreError, StoreResult};
 use domain::canonical::TerminalReason;
-use domain::trends::rollup::{GroupKey, GroupSums, Measure, Rollup, Rows, ValueKey, ValueSums, ALL_AGENTS};
+use domain::trends::events::{EventCounts, EventKey, EventKind};
+use domain::trends::rollup::{periods, GroupKey, GroupSums, Measure, Rollup, Rows, ValueKey, ValueSums, ALL_AGENTS};
 use domain::trends::{Inputs, RunPoint, Window};
 use std::collections::BTreeMap;
 
@@ -157,50 +160,92 @@ pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResul
     Ok(rows)
 }
 
-/// How many rows of `table` have `column` (Unix ms) in each of `window`'s buckets, as
-/// (bucket start, count), only those with one of `statuses` when given, of `agent`'s rows
-/// when given. One statement: a count per bucket over a range of the column's index
-/// (`(status, column)` with statuses), so the database counts index entries and sorts
-/// nothing. `table`, `column` and `statuses` are constants of this module, never input.
-async fn per_bucket(db: &Db, read: PerBucket, window: &Window, agent: Option<&str>) -> StoreResult<Vec<(i64, i64)>> {
-    Ok(db.fetch_all(per_bucket_sql(read, window, agent)).await?)
+/// Adds `counts` to the event rows, inside the transaction that made the changes they
+/// count: one statement per few hundred rows, in key order, like [`apply`]; callers run
+/// it last, so the shared rows (every agent's, this hour's) are held only until commit.
+pub async fn count_events(tx: &mut Tx, counts: &EventCounts) -> StoreResult<()> {
+    let rows: Vec<(&EventKey, &i64)> = counts.0.iter().filter(|(_, n)| **n != 0).collect();
+    for chunk in cacheable_chunks(&rows, 150) {
+        let mut sql = Sql::new("INSERT INTO trend_events (period_ms, scope, kind, start_ms, events) ");
+        sql.values(chunk, |row, (k, n)| {
+            row.bind(k.period_ms).bind(k.scope.as_str()).bind(k.kind.as_str()).bind(k.start_ms).bind(**n);
+        });
+        sql.push(" ON CONFLICT (period_ms, scope, kind, start_ms) DO UPDATE SET events = trend_events.events + excluded.events");
+        tx.execute(sql).await?;
+    }
+    Ok(())
 }
 
-fn per_bucket_sql((table, column, statuses): PerBucket, window: &Window, agent: Option<&str>) -> Sql {
-    let mut args: Vec<super::sql::Arg> = vec![window.start_ms.into(), window.bucket_ms.into(), window.end_ms().into()];
-    let mut count = format!("SELECT COUNT(*) FROM {table} t WHERE t.{column} >= b.s AND t.{column} < b.s + $2");
-    if !statuses.is_empty() {
-        let listed: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
-        count.push_str(&format!(" AND t.status IN ({})", listed.join(", ")));
+/// The statement reading `window`'s event rows (of `agent`'s only, when given): for each
+/// kind a range of the primary key, so the page reads a row per bucket and kind whatever
+/// the number of escalations and approvals.
+fn events_sql(window: &Window, agent: Option<&str>) -> Sql {
+    let mut sql = Sql::new("SELECT kind, start_ms, events FROM trend_events WHERE period_ms = ");
+    sql.bind(window.bucket_ms)
+        .push(" AND scope = ")
+        .bind(agent.unwrap_or(ALL_AGENTS))
+        .push(" AND kind IN ")
+        .list(EventKind::ALL.map(EventKind::as_str))
+        .push(" AND start_ms >= ")
+        .bind(window.start_ms)
+        .push(" AND start_ms < ")
+        .bind(window.end_ms())
+        .push(" AND events <> 0");
+    sql
+}
+
+/// `window`'s event counts per kind, as (bucket start, count).
+async fn events(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<BTreeMap<EventKind, Vec<(i64, i64)>>> {
+    let rows: Vec<(String, i64, i64)> = db.fetch_all(events_sql(window, agent)).await?;
+    let mut by_kind: BTreeMap<EventKind, Vec<(i64, i64)>> = BTreeMap::new();
+    for (kind, start_ms, n) in rows {
+        if let Some(kind) = EventKind::parse(&kind) {
+            by_kind.entry(kind).or_default().push((start_ms, n));
+        }
     }
-    if let Some(agent) = agent {
-        count.push_str(" AND t.agent = $4");
-        args.push(agent.into());
-    }
-    Sql::with_args(
-        format!(
-            "WITH RECURSIVE b(s) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT s + $2 FROM b WHERE s + $2 < $3) \
-             SELECT s, CAST(({count}) AS BIGINT) FROM b"
-        ),
-        args,
+    Ok(by_kind)
+}
+
+/// Where each kind of event is stored: table, time column, statuses (none: any). A
+/// rebuild counts these; `table`, `column` and `statuses` are constants, never input.
+const EVENT_SOURCES: [(EventKind, &str, &str, &[&str]); 5] = [
+    (EventKind::EscalationOpened, "escalations", "opened_at", &[]),
+    (EventKind::EscalationResolved, "escalations", "resolved_at", &[]),
+    (EventKind::ApprovalRequested, "approvals", "created_at", &[]),
+    // An expired request gets `decided_at = expires_at` and no decider, and is counted
+    // apart; a cancelled one is neither.
+    (EventKind::ApprovalDecided, "approvals", "decided_at", &["approved", "approved_with_changes", "denied"]),
+    (EventKind::ApprovalExpired, "approvals", "decided_at", &["expired"]),
+];
+
+/// The statement that counts every stored escalation and approval into `trend_events`
+/// (empty), as the writes would have.
+fn rebuild_events_sql() -> String {
+    let happened: Vec<String> = EVENT_SOURCES
+        .iter()
+        .map(|(kind, table, column, statuses)| {
+            let mut select = format!(
+                "SELECT '{}' AS kind, agent, {column} AS at FROM {table} WHERE {column} IS NOT NULL",
+                kind.as_str()
+            );
+            if !statuses.is_empty() {
+                let listed: Vec<String> = statuses.iter().map(|s| format!("'{s}'")).collect();
+                select.push_str(&format!(" AND status IN ({})", listed.join(", ")));
+            }
+            select
+        })
+        .collect();
+    let periods: Vec<String> = periods().iter().map(|p| format!("SELECT CAST({p} AS BIGINT) AS period_ms")).collect();
+    format!(
+        "INSERT INTO trend_events (period_ms, scope, kind, start_ms, events) \
+         SELECT p.period_ms, s.scope, s.kind, (s.at / p.period_ms) * p.period_ms, COUNT(*) FROM (\
+           SELECT kind, '' AS scope, at FROM ({h}) h \
+           UNION ALL SELECT kind, agent, at FROM ({h}) h WHERE agent IS NOT NULL AND agent <> ''\
+         ) s CROSS JOIN ({p}) p GROUP BY p.period_ms, s.scope, s.kind, (s.at / p.period_ms) * p.period_ms",
+        h = happened.join(" UNION ALL "),
+        p = periods.join(" UNION ALL "),
     )
 }
-
-/// A count [`inputs_for`] makes per bucket: table, time column, statuses (none: any).
-type PerBucket = (&'static str, &'static str, &'static [&'static str]);
-
-/// Approved or denied by a person; an expired request gets `decided_at = expires_at` and
-/// no decider, and is counted apart; a cancelled one is neither.
-const DECIDED: &[&str] = &["approved", "approved_with_changes", "denied"];
-
-/// What [`inputs_for`] counts per bucket, in the order of its fields.
-const PER_BUCKET: [PerBucket; 5] = [
-    ("escalations", "opened_at", &[]),
-    ("escalations", "resolved_at", &[]),
-    ("approvals", "created_at", &[]),
-    ("approvals", "decided_at", DECIDED),
-    ("approvals", "decided_at", &["expired"]),
-];
 
 /// Everything the page charts for `window`.
 pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
@@ -213,7 +258,7 @@ pub async fn inputs(db: &Db, window: &Window) -> StoreResult<Inputs> {
 pub async fn inputs_for(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Inputs> {
     // The reads are independent: side by side, each on a connection of its own, the page
     // waits for the longest instead of their sum.
-    let (mut replays, rollup, ledger_deduped, counts) = tokio::try_join!(
+    let (mut replays, rollup, ledger_deduped, mut events) = tokio::try_join!(
         super::replay_results::in_window(db, window.start_ms, window.end_ms()),
         rollup(db, window, agent),
         async {
@@ -222,29 +267,20 @@ pub async fn inputs_for(db: &Db, window: &Window, agent: Option<&str>) -> StoreR
                 None => super::ledger::deduped_hours(db, window.start_ms, window.end_ms()).await,
             }
         },
-        async {
-            let [a, b, c, d, e] = PER_BUCKET;
-            tokio::try_join!(
-                per_bucket(db, a, window, agent),
-                per_bucket(db, b, window, agent),
-                per_bucket(db, c, window, agent),
-                per_bucket(db, d, window, agent),
-                per_bucket(db, e, window, agent),
-            )
-        },
+        events(db, window, agent),
     )?;
     if let Some(agent) = agent {
         replays.retain(|(_, a, _)| a == agent);
     }
-    let (escalations_opened, escalations_resolved, approvals_requested, approvals_decided, approvals_expired) = counts;
+    let mut kind = |k: EventKind| events.remove(&k).unwrap_or_default();
     Ok(Inputs {
         agent: agent.map(str::to_string),
         rollup,
-        escalations_opened,
-        escalations_resolved,
-        approvals_requested,
-        approvals_decided,
-        approvals_expired,
+        escalations_opened: kind(EventKind::EscalationOpened),
+        escalations_resolved: kind(EventKind::EscalationResolved),
+        approvals_requested: kind(EventKind::ApprovalRequested),
+        approvals_decided: kind(EventKind::ApprovalDecided),
+        approvals_expired: kind(EventKind::ApprovalExpired),
         ledger_deduped,
         replays,
     })
@@ -263,17 +299,20 @@ pub async fn build_rollups_if_new(db: &Db) -> StoreResult<Option<u64>> {
     Ok(Some(rebuild_rollups(db).await?))
 }
 
-/// Empties the rollups and adds up every stored run again, in one write transaction (on
-/// PostgreSQL with `runs` locked against writers, so no write lands in between); returns
-/// how many runs it read. Memory stays bounded: each page of runs is added to the tables
+/// Empties the rollups and adds up every stored run again, and counts every escalation
+/// and approval into the event rows again, in one write transaction (on PostgreSQL with
+/// the three tables locked against writers, so no write lands in between); returns how
+/// many runs it read. Memory stays bounded: each page of runs is added to the tables
 /// before the next is read.
 pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
     let mut tx = Tx::begin_bulk_write(db).await?;
     if tx.backend() == super::sql::Backend::Postgres {
-        tx.execute(Sql::new("LOCK TABLE runs IN SHARE ROW EXCLUSIVE MODE")).await?;
+        tx.execute(Sql::new("LOCK TABLE runs, escalations, approvals IN SHARE ROW EXCLUSIVE MODE")).await?;
     }
     tx.execute(Sql::new("DELETE FROM trend_runs")).await?;
     tx.execute(Sql::new("DELETE FROM trend_values")).await?;
+    tx.execute(Sql::new("DELETE FROM trend_events")).await?;
+    tx.execute(Sql::new(rebuild_events_sql())).await?;
     let mut after = String::new();
     let mut read = 0u64;
     loop {
@@ -314,6 +353,19 @@ pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
             .collect(),
     };
     Ok(rollup.without_zeros())
+}
+
+/// Every event row that counts something, for tests that compare what the writes kept
+/// with a rebuild.
+pub async fn all_event_rows(db: &Db) -> StoreResult<EventCounts> {
+    let sql = Sql::new("SELECT period_ms, scope, kind, start_ms, events FROM trend_events WHERE events <> 0");
+    let rows: Vec<(i64, String, String, i64, i64)> = db.fetch_all(sql).await?;
+    let mut counts = EventCounts::default();
+    for (period_ms, scope, kind, start_ms, n) in rows {
+        let kind = EventKind::parse(&kind).ok_or_else(|| StoreError::Invalid(format!("event kind {kind:?}")))?;
+        counts.0.insert(EventKey { period_ms, scope, kind, start_ms }, n);
+    }
+    Ok(counts)
 }
 
 /// The tool calls and deduplicated calls of the runs that started in the whole hours
@@ -358,8 +410,7 @@ mod tests {
     use domain::trends::Range;
 
     /// Every read of the trends page, for every range, of every agent or one, on a small
-    /// database: each reads a range of an index (the rollups' primary keys, the
-    /// escalations' and approvals' time indexes), none scans a table.
+    /// database: each reads a range of its table's primary key, none scans a table.
     #[tokio::test]
     async fn every_read_of_the_page_is_a_range_of_an_index() {
         let t = crate::testing::TestDb::sqlite().await;
@@ -367,10 +418,8 @@ mod tests {
             let window = Window::ending_at(range, super::super::now_ms());
             for agent in [None, Some("billing-bot")] {
                 let [groups, values] = rollup_sql(Backend::Sqlite, &window, agent);
-                let mut reads = vec![("trend_runs", groups), ("trend_values", values)];
-                for read in PER_BUCKET {
-                    reads.push((read.0, per_bucket_sql(read, &window, agent)));
-                }
+                let events = events_sql(&window, agent);
+                let reads = [("trend_runs", groups), ("trend_values", values), ("trend_events", events)];
                 for (table, sql) in reads {
                     let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
                     let steps: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();

@@ -231,6 +231,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "feb431e99041ad158d31f17a848a1faddc22a9c8e475e2e281067946df76f3bf82faffd3d623c3396ceecdb70d9cfe0f",
     ),
     (
+        "sqlite",
+        "0046_trend_events.sql",
+        "ac28fb51559216319e563ea2903cde6a3f7a4ddc878f20df10ba0e26b936874d522365bc9d157811218a76eb24fde81c",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -450,6 +455,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0045_tool_day_runs.sql",
         "2d1326ddcff55e27b2d5b32ff171f64834a936c04ca9ceec0130e6054380e0fd3fe38bc3452371bc3feadece31c7fd1f",
     ),
+    (
+        "postgres",
+        "0046_trend_events.sql",
+        "ac28fb51559216319e563ea2903cde6a3f7a4ddc878f20df10ba0e26b936874d522365bc9d157811218a76eb24fde81c",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
@@ -634,6 +644,88 @@ async fn alerts_and_saved_rules_move_to_the_new_severity_names() {
     }
 }
 
+/// 0046 counts the escalations and approvals already stored into the trends' event rows,
+/// per bucket size and agent, exactly as a recount from the rows does (which the trends
+/// tests hold equal to what every write keeps).
+#[tokio::test]
+async fn escalations_and_approvals_already_stored_are_counted_for_the_trends() {
+    use domain::trends::events::EventKind;
+    const HOUR: i64 = 3_600_000;
+    let day = 20_000 * 24 * HOUR;
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        db.run_migrations(&as_released(db.backend(), 45)).await.unwrap();
+        let escalation = "INSERT INTO escalations (id, run_id, reason, what_was_done, what_remains, from_api, \
+                          from_trace, agent, status, opened_at, resolved_at) \
+                          VALUES ($1, 'run-1', 'other', '[]', '[]', $2, $3, $4, $5, $6, $7)";
+        for (id, agent, opened, resolved) in
+            [("e1", Some("billing"), day + HOUR + 5, Some(day + 30 * HOUR)), ("e2", None, day + 7 * HOUR, None)]
+        {
+            let status = if resolved.is_some() { "resolved" } else { "open" };
+            let args =
+                vec![id.into(), true.into(), false.into(), agent.into(), status.into(), opened.into(), resolved.into()];
+            db.execute(Sql::with_args(escalation, args)).await.unwrap();
+        }
+        let approval =
+            "INSERT INTO approvals (id, run_id, tool, arguments, display, payload_sha256, arguments_sha256, \
+                        side_effect, required_role, requested_by, agent, status, created_at, expires_at, decided_at) \
+                        VALUES ($1, 'run-1', 'refund', '{}', '[]', 'x', 'y', 'irreversible', 'approver', 'agent-7', \
+                        $2, $3, $4, $5, $6)";
+        let requests = [
+            ("a1", Some("billing"), "approved", Some(day + 2 * HOUR)),
+            ("a2", Some("support"), "expired", Some(day + 3 * HOUR)),
+            ("a3", None, "denied", Some(day + 26 * HOUR)),
+            ("a4", Some("billing"), "cancelled", Some(day + 2 * HOUR)),
+            ("a5", Some("billing"), "pending", None),
+        ];
+        for (id, agent, status, decided) in requests {
+            let created = day + HOUR;
+            let args = vec![
+                id.into(),
+                agent.into(),
+                status.into(),
+                created.into(),
+                (created + 2 * HOUR).into(),
+                decided.into(),
+            ];
+            db.execute(Sql::with_args(approval, args)).await.unwrap();
+        }
+        db.migrate().await.unwrap();
+        let migrated = store::trends::all_event_rows(db).await.unwrap();
+        let count = |period: i64, scope: &str, kind: EventKind| -> i64 {
+            migrated
+                .0
+                .iter()
+                .filter(|(k, _)| k.period_ms == period && k.scope == scope && k.kind == kind)
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let backend = t.backend();
+        for period in [HOUR, 6 * HOUR, 24 * HOUR] {
+            assert_eq!(count(period, "", EventKind::EscalationOpened), 2, "{backend} {period}");
+            assert_eq!(count(period, "", EventKind::EscalationResolved), 1, "{backend} {period}");
+            assert_eq!(count(period, "", EventKind::ApprovalRequested), 5, "{backend} {period}");
+            assert_eq!(count(period, "", EventKind::ApprovalDecided), 2, "approved and denied: {backend} {period}");
+            assert_eq!(count(period, "", EventKind::ApprovalExpired), 1, "{backend} {period}");
+            assert_eq!(count(period, "billing", EventKind::ApprovalRequested), 3, "{backend} {period}");
+            assert_eq!(count(period, "billing", EventKind::ApprovalDecided), 1, "{backend} {period}");
+            assert_eq!(count(period, "support", EventKind::ApprovalExpired), 1, "{backend} {period}");
+        }
+        // Each in its own bucket: the hour e1 opened, the day a3 was denied on.
+        let key = |period: i64, kind: EventKind, at: i64| domain::trends::events::EventKey {
+            period_ms: period,
+            scope: String::new(),
+            kind,
+            start_ms: at - at.rem_euclid(period),
+        };
+        assert_eq!(migrated.0.get(&key(HOUR, EventKind::EscalationOpened, day + HOUR)), Some(&1));
+        assert_eq!(migrated.0.get(&key(24 * HOUR, EventKind::ApprovalDecided, day + 26 * HOUR)), Some(&1));
+        store::trends::rebuild_rollups(db).await.unwrap();
+        assert_eq!(store::trends::all_event_rows(db).await.unwrap(), migrated, "{backend}: as a recount");
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_text_that_was_never_released_is_still_refused() {
     for t in TestDb::each_backend_at(0).await {
@@ -671,6 +763,18 @@ mod previous_release {
         let counted: i64 = rollups.groups.iter().filter(|(k, _)| k.period_ms == 3_600_000).map(|(_, s)| s.runs).sum();
         assert_eq!(counted, 15, "every stored run counted once per bucket size");
         assert_eq!(store::trends::build_rollups_if_new(db).await.unwrap(), None, "and never again");
+        // So are the trends' counts of its approval requests and escalation (0046).
+        let events = store::trends::all_event_rows(db).await.unwrap();
+        let hourly = |kind: domain::trends::events::EventKind| -> i64 {
+            events
+                .0
+                .iter()
+                .filter(|(k, _)| k.period_ms == 3_600_000 && k.scope.is_empty() && k.kind == kind)
+                .map(|(_, n)| n)
+                .sum()
+        };
+        use domain::trends::events::EventKind::{ApprovalRequested, EscalationOpened};
+        assert_eq!((hourly(ApprovalRequested), hourly(EscalationOpened)), (3, 1));
         assert_eq!(spans::count(db).await.unwrap(), 178);
         let run = runs::get(db, RUN).await.unwrap().expect("the run is there");
         assert!(run.run.steps > 0 && !run.step_list.is_empty(), "steps derive again from the stored spans");

@@ -1,8 +1,10 @@
 //! Trends, the pure part: the selectable ranges and their time buckets, and the figures
 //! the `/trends` charts draw, computed with no I/O from the window's rollup rows
-//! ([`rollup`], kept at ingest) and per-bucket counts. Storage reads the rows
-//! (`store::trends`); the page draws the result (`routes::trends`).
+//! ([`rollup`], kept at ingest) and per-bucket event counts ([`events`], kept as
+//! escalations and approvals change). Storage reads the rows (`store::trends`); the page
+//! draws the result (`routes::trends`).
 
+pub mod events;
 pub mod rollup;
 
 use crate::canonical::TerminalReason;

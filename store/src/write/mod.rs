@@ -15,8 +15,9 @@
 //! 5. Derivation ([`derive_run_with`], pure): each touched run recomputed from its spans.
 //! 6. [`run_rows`]: the runs' facts, their tools, the tool catalogue, bodies.
 //! 7. [`escalations::open_from_traces`], then the trends' rollups ([`trends::apply`]: the
-//!    runs' new figures in, their old ones out) and the per-reason run totals
-//!    ([`reason_counts::apply`]), last so those shared rows are held only until the commit.
+//!    runs' new figures in, their old ones out; [`trends::count_events`]: the escalations
+//!    opened) and the per-reason run totals ([`reason_counts::apply`]), last so those
+//!    shared rows are held only until the commit.
 //!
 //! Every statement goes through [`Tx`], written once for both backends; where they differ
 //! is in [`super::dialect`].
@@ -96,7 +97,7 @@ pub async fn commit_with(
     let t_derived = Instant::now();
 
     approvals::count_violations(&mut tx, &mut derived).await?;
-    escalations::open_from_traces(&mut tx, &derived, spans, received_at).await?;
+    let escalations_opened = escalations::open_from_traces(&mut tx, &derived, spans, received_at).await?;
     for d in &derived {
         *reason_deltas.entry(d.run.terminal_reason.as_str().to_string()).or_default() += 1;
     }
@@ -106,6 +107,7 @@ pub async fn commit_with(
     run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s), &tool_run_deltas).await?;
     run_rows::store_bodies(&mut tx, body_policy, &derived, &batch, &assignment).await?;
     trends::apply(&mut tx, &rollup_change(&assignment.old_points, &derived, &batch.facts_by_run)).await?;
+    trends::count_events(&mut tx, &escalations_opened).await?;
     reason_counts::apply(&mut tx, &reason_deltas).await?;
     let t_runs = Instant::now();
 
