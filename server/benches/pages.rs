@@ -18,6 +18,8 @@
 //! `FLIGHTDECK_BENCH_PG=postgres://.../dbname` name databases to keep: each is migrated,
 //! filled only if it holds no runs yet, and left in place (the PostgreSQL database must
 //! exist). `FLIGHTDECK_BENCH_ONLY=sqlite` or `postgres` measures one backend.
+//! `FLIGHTDECK_BENCH_NO_REBUILD=1` leaves the rollups' rebuild out (it reads every run:
+//! minutes at 10 million spans, far longer at 100 million).
 
 use app::auth::password;
 use app::state::AppState;
@@ -254,6 +256,9 @@ async fn measure(db: &Db, runs: usize) {
     // into the trends' rollups (a test checks they equal what ingest kept). Last, so
     // the pages read the rollups as the writes kept them, not a table just rewritten
     // whose dead rows PostgreSQL's autovacuum has not yet cleared.
+    if std::env::var_os("FLIGHTDECK_BENCH_NO_REBUILD").is_some() {
+        return;
+    }
     let t0 = Instant::now();
     let read = store::trends::rebuild_rollups(db).await.unwrap();
     println!(

@@ -460,6 +460,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0046_trend_events.sql",
         "ac28fb51559216319e563ea2903cde6a3f7a4ddc878f20df10ba0e26b936874d522365bc9d157811218a76eb24fde81c",
     ),
+    (
+        "postgres",
+        "0047_trend_fillfactor.sql",
+        "8b4fdbcef1e35ba752fadbbb947618356812a09a8db2bbcc00558e7368e82dc529e3057d9879a5fd4471e03b9515d5b0",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
