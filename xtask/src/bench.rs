@@ -121,6 +121,39 @@ impl Store {
             }
         }
     }
+
+    /// PostgreSQL's write-ahead log so far, cluster-wide (the bench is its only writer):
+    /// what a commit costs the disk as indexes grow past what one checkpoint cycle touches.
+    fn wal(&self) -> Option<Wal> {
+        let (url, _) = self.postgres.as_ref()?;
+        let sql = "SELECT w.wal_bytes::bigint, w.wal_fpi, b.checkpoints_timed + b.checkpoints_req \
+                   FROM pg_stat_wal w, pg_stat_bgwriter b";
+        let out = Command::new("psql").args([url.as_str(), "-XAtqc", sql]).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut figures = text.trim().split('|').map(|f| f.parse::<u64>().ok());
+        Some(Wal { bytes: figures.next()??, full_pages: figures.next()??, checkpoints: figures.next()?? })
+    }
+}
+
+/// Counters from `pg_stat_wal` and `pg_stat_bgwriter`.
+#[derive(Clone, Copy)]
+struct Wal {
+    bytes: u64,
+    full_pages: u64,
+    checkpoints: u64,
+}
+
+impl Wal {
+    /// "WAL 2.1 KB/span, 0.19 full pages/span, 2 checkpoints" for the spans sent between two readings.
+    fn note_since(self, before: Wal, spans: f64) -> String {
+        let spans = spans.max(1.0);
+        format!(
+            "WAL {:.1} KB/span, {:.3} full pages/span, {} checkpoints",
+            self.bytes.saturating_sub(before.bytes) as f64 / 1000.0 / spans,
+            self.full_pages.saturating_sub(before.full_pages) as f64 / spans,
+            self.checkpoints.saturating_sub(before.checkpoints)
+        )
+    }
 }
 
 impl Drop for Store {
@@ -276,11 +309,18 @@ pub fn grow(backend: &str, target_gib: f64, interval: u64, hold_minutes: u64) ->
     let started = Instant::now();
     let mut reached: Option<Instant> = None;
     let mut seed = 1;
+    let mut wal = store.wal();
     loop {
         let i = load(&server, interval, seed, 0)?;
         seed += 1;
         let bytes = store.bytes()?;
-        print_line(started, bytes, &i, "");
+        let now = store.wal();
+        let note = match (wal, now) {
+            (Some(before), Some(after)) => after.note_since(before, i.spans_per_sec * interval as f64),
+            _ => String::new(),
+        };
+        wal = now;
+        print_line(started, bytes, &i, &note);
         if reached.is_none() && gib(bytes) >= target_gib {
             reached = Some(Instant::now());
         }
