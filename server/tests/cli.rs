@@ -337,3 +337,43 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
     assert!(spans > 12 * 3, "{spans} spans");
     assert!(call.is_some_and(|(c, _)| c.idempotency_key == "k-backup"), "the guarded call is restored");
 }
+
+#[test]
+fn serve_on_postgres_names_each_write_setting_that_slows_ingest_as_the_database_grows() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(t) = runtime.block_on(store::testing::TestDb::postgres()) else { return };
+    // The test server's own settings decide what is expected: CI's are PostgreSQL's
+    // defaults (four lines); a tuned server gets none.
+    let settings = runtime.block_on(store::postgres_settings::read(&t.db)).unwrap().expect("PostgreSQL");
+    let expected = store::postgres_settings::advice(&settings);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = flightdeck(dir.path())
+        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port()), "--ingest-auth", "none"])
+        .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
+        .env("DATABASE_URL", &t.url)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut log = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let serving = line.contains("flightdeck is serving");
+        log.push(line);
+        if serving {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    runtime.block_on(t.cleanup());
+
+    let advice: Vec<&String> = log.iter().filter(|l| l.contains("WARN") && l.contains("PostgreSQL: ")).collect();
+    assert_eq!(advice.len(), expected.len(), "{log:#?}");
+    for (logged, line) in advice.iter().zip(&expected) {
+        assert!(logged.contains(line.as_str()) && logged.contains("docs/operations.md"), "{logged}");
+    }
+    assert!(log.iter().any(|l| l.contains("flightdeck is serving")), "{log:#?}");
+}

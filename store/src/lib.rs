@@ -20,6 +20,7 @@ pub mod notices;
 pub mod packing;
 pub mod partitions;
 pub mod policies;
+pub mod postgres_settings;
 pub mod prices;
 pub mod reason_counts;
 pub mod recompute;

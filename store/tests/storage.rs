@@ -1539,3 +1539,32 @@ async fn escalation_agents_are_listed_once_each_by_a_loose_index_scan() {
         t.cleanup().await;
     }
 }
+
+#[tokio::test]
+async fn postgres_reports_the_write_settings_that_serve_gives_advice_on_and_sqlite_has_none() {
+    for t in TestDb::each_backend().await {
+        let settings = store::postgres_settings::read(&t.db).await.expect("read the settings");
+        match t.backend() {
+            "sqlite" => assert_eq!(settings, None),
+            _ => {
+                let settings = settings.expect("PostgreSQL has them");
+                // The server's own values, whatever they are: a size in MB, a time in s.
+                assert!(settings.max_wal_size_mb >= 2, "{settings:?}");
+                assert!(settings.checkpoint_timeout_s >= 30, "{settings:?}");
+                // Reported in 8 kB pages, read in megabytes: the same as SHOW's "128MB".
+                let shown: i64 =
+                    t.db.fetch_one_value(store::sql::Sql::new(
+                        "SELECT pg_size_bytes(current_setting('shared_buffers')) / (1024 * 1024)",
+                    ))
+                    .await
+                    .unwrap();
+                assert_eq!(settings.shared_buffers_mb, shown, "{settings:?}");
+                assert!(
+                    ["off", "on", "pglz", "lz4", "zstd"].contains(&settings.wal_compression.as_str()),
+                    "{settings:?}"
+                );
+            }
+        }
+        t.cleanup().await;
+    }
+}

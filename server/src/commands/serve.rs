@@ -20,6 +20,7 @@ use tower_sessions::ExpiredDeletion;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     eprintln!("Flightdeck {} starting with these settings:\n{config}", env!("CARGO_PKG_VERSION"));
     let db = super::open_database(&config).await?;
+    advise_on_postgres_settings(&db).await;
     super::users::create_first_admin(&db).await?;
     let ingest_settings = config.ingest_settings()?;
     // Hashed now rather than at the first sign-in of an unknown username, which would
@@ -426,5 +427,22 @@ mod tests {
         drop(alive);
         assert!(!watch.await.unwrap());
         assert!(!asked.load(Ordering::SeqCst), "shutdown was already under way");
+    }
+}
+
+/// Logs a warning for each PostgreSQL setting that makes every span cost the disk more as
+/// the database grows (see `store::postgres_settings`); nothing on SQLite or when all are
+/// as advised.
+async fn advise_on_postgres_settings(db: &Db) {
+    match store::postgres_settings::read(db).await {
+        Ok(Some(settings)) => {
+            for line in store::postgres_settings::advice(&settings) {
+                tracing::warn!(
+                    "PostgreSQL: {line}; at the defaults each span writes more to the log as the database grows (docs/operations.md, \"PostgreSQL's settings\")"
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read PostgreSQL's write settings"),
     }
 }
