@@ -390,6 +390,23 @@ async fn delete_expired_sessions(store: SessionStoreAny) {
     }
 }
 
+/// Logs a warning for each PostgreSQL setting that makes every span cost the disk more as
+/// the database grows (see `store::postgres_settings`); nothing on SQLite or when all are
+/// as advised.
+async fn advise_on_postgres_settings(db: &Db) {
+    match store::postgres_settings::read(db).await {
+        Ok(Some(settings)) => {
+            for line in store::postgres_settings::advice(&settings) {
+                tracing::warn!(
+                    "PostgreSQL: {line}; at the defaults each span writes more to the log as the database grows (docs/operations.md, \"PostgreSQL's settings\")"
+                );
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read PostgreSQL's write settings"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::stop_if_the_writer_ends;
@@ -427,22 +444,5 @@ mod tests {
         drop(alive);
         assert!(!watch.await.unwrap());
         assert!(!asked.load(Ordering::SeqCst), "shutdown was already under way");
-    }
-}
-
-/// Logs a warning for each PostgreSQL setting that makes every span cost the disk more as
-/// the database grows (see `store::postgres_settings`); nothing on SQLite or when all are
-/// as advised.
-async fn advise_on_postgres_settings(db: &Db) {
-    match store::postgres_settings::read(db).await {
-        Ok(Some(settings)) => {
-            for line in store::postgres_settings::advice(&settings) {
-                tracing::warn!(
-                    "PostgreSQL: {line}; at the defaults each span writes more to the log as the database grows (docs/operations.md, \"PostgreSQL's settings\")"
-                );
-            }
-        }
-        Ok(None) => {}
-        Err(e) => tracing::warn!(error = %e, "cannot read PostgreSQL's write settings"),
     }
 }
