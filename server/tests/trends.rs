@@ -26,10 +26,11 @@ struct Run {
 }
 
 async fn insert_run(db: &Db, r: &Run) {
-    let sql = "INSERT INTO runs (run_id, agent, run_trigger, terminal_reason, started_ns, cost, input_tokens, \
+    let sql = "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, cost, input_tokens, \
                output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
                completed_without_read, approval_violations, duplicates, updated_at) \
-               VALUES ($1, 'billing-agent', 'user', $2, $3, $4, 0, 0, 0, 1, $5, '[]', $6, $7, $8, 0, '[]', 0)";
+               VALUES ($1, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs), 'billing-agent', 'user', $2, $3, $4, \
+               0, 0, 0, 1, $5, '[]', $6, $7, $8, 0, '[]', 0)";
     db.execute(Sql::with_args(
         sql,
         vec![
@@ -45,6 +46,16 @@ async fn insert_run(db: &Db, r: &Run) {
     ))
     .await
     .unwrap();
+    name_run(db, r.id).await;
+}
+
+/// Lists a run inserted by hand under its id, as the write path does: PostgreSQL keeps
+/// the ids in `run_ids` (`runs` is partitioned by day); on SQLite that is a view.
+async fn name_run(db: &Db, id: &str) {
+    if db.backend() == store::dialect::Backend::Postgres {
+        let sql = "INSERT INTO run_ids (run_id, run_no) SELECT run_id, run_no FROM runs WHERE run_id = $1";
+        db.execute(Sql::with_args(sql, vec![id.into()])).await.unwrap();
+    }
 }
 
 async fn insert_escalation(db: &Db, id: &str, opened_at: i64, resolved_at: Option<i64>) {
@@ -223,16 +234,18 @@ fn mark_links(html: &str, testid: &str, series: &str) -> Vec<String> {
 }
 
 async fn insert_agent_run(db: &Db, id: &str, agent: &str, model: Option<&str>, reason: &str, at_ms: i64, cost: f64) {
-    let sql = "INSERT INTO runs (run_id, agent, model, run_trigger, terminal_reason, started_ns, cost, input_tokens, \
-               output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, deduped_calls, \
-               completed_without_read, approval_violations, duplicates, updated_at) \
-               VALUES ($1, $2, $3, 'user', $4, $5, $6, 0, 0, 0, 1, 1, '[]', 0, 0, FALSE, 0, '[]', 0)";
+    let sql = "INSERT INTO runs (run_id, run_no, agent, model, run_trigger, terminal_reason, started_ns, cost, \
+               input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, \
+               deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) \
+               VALUES ($1, (SELECT COALESCE(MAX(run_no), 0) + 1 FROM runs), $2, $3, 'user', $4, $5, $6, \
+               0, 0, 0, 1, 1, '[]', 0, 0, FALSE, 0, '[]', 0)";
     db.execute(Sql::with_args(
         sql,
         vec![id.into(), agent.into(), model.into(), reason.into(), (at_ms * MS).into(), cost.into()],
     ))
     .await
     .unwrap();
+    name_run(db, id).await;
 }
 
 #[tokio::test]

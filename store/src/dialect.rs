@@ -37,13 +37,14 @@ impl Backend {
         }
     }
 
-    /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting `run_id`.
+    /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting their
+    /// `run_no`.
     pub fn runs_with_term(self, placeholder: &str) -> String {
         match self {
-            Backend::Postgres => format!("SELECT run_id FROM run_terms WHERE term = {placeholder}"),
+            Backend::Postgres => format!("SELECT run_no FROM run_terms WHERE term = {placeholder}"),
             // The phrase quotes make FTS5 read the token literally; hex has no quote in it.
             Backend::Sqlite => format!(
-                "SELECT run_id FROM span_chunks WHERE id IN \
+                "SELECT run_no FROM span_chunks WHERE id IN \
                  (SELECT rowid FROM run_terms_fts WHERE run_terms_fts MATCH '\"' || hex({placeholder}) || '\"')"
             ),
         }
@@ -152,19 +153,18 @@ impl Tx {
     }
 
     /// The stored number and trends figures (reason included) of each run in `run_ids`
-    /// that has a row. On
-    /// PostgreSQL the rows stay locked until the commit, so retention deleting one
-    /// meanwhile is either seen here or waits for this transaction.
+    /// that has a row. On PostgreSQL each run's `run_ids` and `runs` rows stay locked
+    /// until the commit, taken in run id order as retention takes them, so retention
+    /// deleting one meanwhile is either seen here or waits for this transaction.
     pub async fn runs_locked(&mut self, run_ids: &[&str]) -> Result<Vec<LockedRun>, sqlx::Error> {
-        let lock = match self {
-            Tx::Postgres(_) => " FOR UPDATE",
-            Tx::Sqlite(..) => "",
-        };
+        let lock = self.lock_rows();
         let mut rows = Vec::new();
         for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
             let columns = crate::trends::POINT_COLUMNS;
-            let mut sql = Sql::new(format!("SELECT run_id, run_no, {columns} FROM runs WHERE run_id IN "));
-            sql.list(chunk.iter().copied()).push(lock);
+            let mut sql = Sql::new(format!(
+                "SELECT i.run_id, i.run_no, {columns} FROM run_ids i JOIN runs r ON r.run_no = i.run_no WHERE i.run_id IN "
+            ));
+            sql.list(chunk.iter().copied()).push(" ORDER BY i.run_id").push(lock);
             type Row = (String, i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
             let found: Vec<Row> = self.fetch_all(sql).await?;
             rows.extend(found.into_iter().map(
@@ -180,30 +180,68 @@ impl Tx {
         Ok(rows)
     }
 
+    /// Keeps the numbers of new runs under their ids. PostgreSQL: in `run_ids`, which
+    /// holds a run id once across all days (`runs` is partitioned by day). SQLite: `runs`
+    /// is keyed by id and `run_ids` is a view of it, so there is nothing to do.
+    pub async fn name_runs(&mut self, numbered: &[(&str, i64)]) -> Result<(), sqlx::Error> {
+        if matches!(self, Tx::Sqlite(..)) {
+            return Ok(());
+        }
+        for chunk in cacheable_chunks(numbered, ROWS_PER_INSERT) {
+            let mut sql = Sql::new("INSERT INTO run_ids (run_id, run_no) ");
+            sql.values(chunk, |row, (id, no)| {
+                row.bind(*id).bind(*no);
+            });
+            self.execute(sql).await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the ids of runs deleted in this transaction (see [`Tx::name_runs`]).
+    pub async fn forget_run_ids(&mut self, run_ids: &[&str]) -> Result<(), sqlx::Error> {
+        if matches!(self, Tx::Sqlite(..)) {
+            return Ok(());
+        }
+        for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
+            let mut sql = Sql::new("DELETE FROM run_ids WHERE run_id IN ");
+            sql.list(chunk.iter().copied());
+            self.execute(sql).await?;
+        }
+        Ok(())
+    }
+
     /// Up to `limit` runs that started before `started_before_ns`, as (id, number),
     /// locked like [`Tx::runs_locked`] (retention deletes them in this transaction).
     /// PostgreSQL: the lowest numbers past `after_run_no` (the highest of the previous
     /// batch), read down the number index, then locked in run id order as the write path
-    /// locks them. Picking them in id order instead walked the id index past every newer
-    /// run each batch, and slowed as the sweep went on. SQLite: any, as each batch's rows
-    /// are gone from its indexes at once.
+    /// locks them, and checked again once locked (a write may have moved a run's start).
+    /// Picking them in id order instead walked the id index past every newer run each
+    /// batch, and slowed as the sweep went on. SQLite: any, as each batch's rows are gone
+    /// from its indexes at once.
     pub async fn expired_runs_locked(
         &mut self,
         started_before_ns: i64,
         after_run_no: i64,
         limit: i64,
     ) -> Result<Vec<(String, i64)>, sqlx::Error> {
-        let mut sql = Sql::new("SELECT run_id, run_no FROM runs WHERE started_ns < ");
-        sql.bind(started_before_ns);
         match self {
             Tx::Postgres(_) => {
-                sql.push(" AND run_no IN (SELECT run_no FROM runs WHERE run_no > ").bind(after_run_no);
+                let mut sql = Sql::new(
+                    "SELECT i.run_id, i.run_no FROM run_ids i JOIN runs r ON r.run_no = i.run_no \
+                     WHERE r.started_ns < ",
+                );
+                sql.bind(started_before_ns);
+                sql.push(" AND r.run_no IN (SELECT run_no FROM runs WHERE run_no > ").bind(after_run_no);
                 sql.push(" AND started_ns < ").bind(started_before_ns);
-                sql.push(" ORDER BY run_no LIMIT ").bind(limit).push(") ORDER BY run_id FOR UPDATE")
+                sql.push(" ORDER BY run_no LIMIT ").bind(limit).push(") ORDER BY i.run_id FOR UPDATE");
+                self.fetch_all(sql).await
             }
-            Tx::Sqlite(..) => sql.push(" LIMIT ").bind(limit),
-        };
-        self.fetch_all(sql).await
+            Tx::Sqlite(..) => {
+                let mut sql = Sql::new("SELECT run_id, run_no FROM runs WHERE started_ns < ");
+                sql.bind(started_before_ns).push(" LIMIT ").bind(limit);
+                self.fetch_all(sql).await
+            }
+        }
     }
 
     /// Stores the search terms of new span chunks. SQLite: one FTS5 document per chunk,

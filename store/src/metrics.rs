@@ -89,7 +89,7 @@ pub async fn figures(db: &Db, cost_window_from_ms: i64) -> StoreResult<Figures> 
     // runs so the figure agrees with the run list's flag. Violations are rare, so the
     // per-row lookup of the run is cheap.
     let violations_sql = "SELECT v.kind, COUNT(*) FROM approval_violations v \
-        WHERE EXISTS (SELECT 1 FROM runs r WHERE r.run_id = v.run_id) GROUP BY v.kind";
+        WHERE EXISTS (SELECT 1 FROM run_ids i WHERE i.run_id = v.run_id) GROUP BY v.kind";
     let violations: Vec<(String, i64)> = db.fetch_all(Sql::new(violations_sql)).await?;
     let violations: BTreeMap<String, i64> = violations.into_iter().collect();
     let approval_violations =

@@ -1,14 +1,19 @@
-//! PostgreSQL's day partitions of the span-side tables (ADR 0016): a run that first
-//! arrives on day `d` is numbered in `[d << 40, (d + 1) << 40)`, and each table in
-//! [`TABLES`] has a partition per day holding those numbers. This module makes each
-//! day's partitions ahead of time and drops a whole day once retention is past it.
-//! SQLite keeps one table each; every function here does nothing there.
+//! PostgreSQL's day partitions of the span-side tables (ADR 0016) and of `runs` (ADR
+//! 0018): a run that first arrives on day `d` is numbered in `[d << 40, (d + 1) << 40)`,
+//! and each table in [`TABLES`] has a partition per day holding those numbers; `runs` has
+//! one for each day made since it was partitioned (the days before are in `runs_early`).
+//! This module makes each day's partitions ahead of time and drops a whole day once
+//! retention is past it. SQLite keeps one table each; every function here does nothing
+//! there.
 
 use super::sql::{Sql, Tx};
 use super::{tools, Db, StoreResult};
 
 /// The tables partitioned by their run's arrival day.
 pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_terms"];
+/// The runs themselves, partitioned the same way for the days made since migration 0048
+/// (`run_no_days.runs_partition`).
+pub const RUNS: &str = "runs";
 /// A day's numbers start at the day (days since 1970-01-01 UTC) shifted this far.
 pub const DAY_SHIFT: u32 = 40;
 const DAY_MS: i64 = 86_400_000;
@@ -75,7 +80,7 @@ pub async fn ensure_range(db: &Db, first: i64, last: i64, now_ms: i64) -> StoreR
     let listed = listed_days_tx(&mut tx).await?;
     let mut made = Vec::new();
     for day in missing.into_iter().filter(|d| !listed.contains(d)) {
-        for table in TABLES {
+        for table in std::iter::once(RUNS).chain(TABLES) {
             let name = partition_name(table, day);
             tx.execute(Sql::new(format!(
                 "CREATE TABLE {name} PARTITION OF {table} FOR VALUES FROM ({}) TO ({})",
@@ -84,8 +89,8 @@ pub async fn ensure_range(db: &Db, first: i64, last: i64, now_ms: i64) -> StoreR
             )))
             .await?;
         }
-        let mut sql = Sql::new("INSERT INTO run_no_days (day, created_at) VALUES (");
-        sql.bind(day).push(", ").bind(now_ms).push(")");
+        let mut sql = Sql::new("INSERT INTO run_no_days (day, created_at, runs_partition) VALUES (");
+        sql.bind(day).push(", ").bind(now_ms).push(", TRUE)");
         tx.execute(sql).await?;
         made.push(day);
     }
@@ -99,10 +104,10 @@ pub async fn ensure_range(db: &Db, first: i64, last: i64, now_ms: i64) -> StoreR
 /// long ago.
 #[cfg(feature = "test-support")]
 pub async fn arrive_on(db: &Db, day: i64, now_ms: i64) -> StoreResult<()> {
-    let mut later = Sql::new("SELECT day FROM run_no_days WHERE day > ");
+    let mut later = Sql::new("SELECT day, runs_partition FROM run_no_days WHERE day > ");
     later.bind(day);
-    for d in db.fetch_column::<i64>(later).await? {
-        let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, d)).collect();
+    for (d, with_runs) in db.fetch_all::<(i64, bool)>(later).await? {
+        let names = partitions_of(d, with_runs);
         db.execute(Sql::new(format!("DROP TABLE {}", names.join(", ")))).await?;
         let mut forget = Sql::new("DELETE FROM run_no_days WHERE day = ");
         forget.bind(d);
@@ -165,17 +170,21 @@ async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
     if runs_left > 0 {
         return Ok(None);
     }
+    let mut flag = Sql::new("SELECT runs_partition FROM run_no_days WHERE day = ");
+    flag.bind(day);
+    let (with_runs,): (bool,) = tx.fetch_one(flag).await?;
     // Dropping a partition takes its parent table's exclusive lock. Taken first, before
-    // any `tools` row below, in the order a writer first touches the tables (its span
-    // chunks before anything else): otherwise a writer holding a parent and waiting for
-    // a `tools` row this transaction updated would deadlock with it. Writers wait for
-    // this short transaction instead.
-    tx.execute(Sql::new(format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", TABLES.join(", ")))).await?;
+    // any `tools` row below, in the order a writer first touches the tables (its runs,
+    // then its span chunks): otherwise a writer holding a parent and waiting for a
+    // `tools` row this transaction updated would deadlock with it. Writers wait for this
+    // short transaction instead.
+    let parents: Vec<&str> = std::iter::once(RUNS).chain(TABLES).collect();
+    tx.execute(Sql::new(format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", parents.join(", ")))).await?;
     // The day's runs leave the tools' run counts by the counts kept for the day, so the
     // partitions are dropped without being read. No writer adds to the day meanwhile: its
     // runs are gone, and a new run is numbered into a later day.
     tools::forget_day(&mut tx, day).await?;
-    let names: Vec<String> = TABLES.iter().map(|t| partition_name(t, day)).collect();
+    let names = partitions_of(day, with_runs);
     let sizes = names.iter().map(|n| format!("pg_total_relation_size('{n}')")).collect::<Vec<_>>().join(" + ");
     let (bytes,): (i64,) = tx.fetch_one(Sql::new(format!("SELECT ({sizes})::BIGINT"))).await?;
     tx.execute(Sql::new(format!("DROP TABLE {}", names.join(", ")))).await?;
@@ -184,6 +193,12 @@ async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
     tx.execute(forget).await?;
     tx.commit().await?;
     Ok(Some(DroppedDay { day, bytes, took_ms: started.elapsed().as_millis() as u64 }))
+}
+
+/// The names of `day`'s partitions: the span-side tables' and, when it has one, `runs`'.
+fn partitions_of(day: i64, with_runs: bool) -> Vec<String> {
+    let runs = with_runs.then_some(RUNS);
+    runs.into_iter().chain(TABLES).map(|t| partition_name(t, day)).collect()
 }
 
 async fn take_lock(tx: &mut Tx) -> StoreResult<()> {

@@ -65,21 +65,21 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
         let mut changed = 0u64;
         let derived: Vec<_> = rows
             .into_iter()
-            .map(|(_, id, updated_at, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| {
+            .map(|(run_no, id, updated_at, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| {
                 let d = derive_run_with(&id, facts.get(&id).map(Vec::as_slice).unwrap_or(&[]), rules);
                 let stored = point((started_ns, reason, cost, calls, deduped, dups, no_read, agent, model));
-                (d, updated_at, stored)
+                (d, run_no, updated_at, stored)
             })
             .collect();
         let mut tx = Tx::begin_write(db).await?;
         let mut rollup = Rollup::default();
-        for (d, updated_at, stored) in &derived {
+        for (d, run_no, updated_at, stored) in &derived {
             let r = &d.run;
             let updated = tx
                 .execute(Sql::with_args(
                     "UPDATE runs SET cost = $1, cost_source = $2, unpriced_models = $3, duplicate_side_effects = $4, \
                      possible_duplicates = $5, completed_without_read = $6, duplicates = $7 \
-                     WHERE run_id = $8 AND updated_at = $9 AND (cost <> $1 OR cost_source <> $2 \
+                     WHERE run_no = $8 AND updated_at = $9 AND (cost <> $1 OR cost_source <> $2 \
                      OR COALESCE(unpriced_models, '') <> COALESCE($3, '') OR duplicate_side_effects <> $4 \
                      OR possible_duplicates <> $5 OR completed_without_read <> $6 OR duplicates <> $7)",
                     vec![
@@ -90,7 +90,7 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
                         r.possible_duplicates.into(),
                         r.completed_without_read.into(),
                         serde_json::to_string(&d.duplicates).unwrap_or_default().into(),
-                        (&r.run_id).into(),
+                        (*run_no).into(),
                         (*updated_at).into(),
                     ],
                 ))

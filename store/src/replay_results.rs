@@ -10,8 +10,10 @@ pub async fn record(db: &Db, r: &ValidResult) -> StoreResult<ReplayResult> {
     let agent = match (&r.agent, &r.run_id) {
         (Some(agent), _) => agent.clone(),
         (None, Some(run)) => {
-            let sql =
-                Sql::with_args("SELECT COALESCE(agent, '') FROM runs WHERE run_id = $1", vec![run.as_str().into()]);
+            let sql = Sql::with_args(
+                "SELECT COALESCE(agent, '') FROM runs WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)",
+                vec![run.as_str().into()],
+            );
             let found: Vec<(String,)> = db.fetch_all(sql).await?;
             match found.into_iter().next() {
                 Some((agent,)) if !agent.is_empty() => agent,

@@ -87,6 +87,7 @@ pub async fn apply(db: &Db, keep_runs_days: i64, keep_bodies_days: i64) -> Store
         let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
         sql.list(run_nos()).push(" RETURNING ").push(trends::POINT_COLUMNS);
         let gone: Vec<trends::PointRow> = tx.fetch_all(sql).await?;
+        tx.forget_run_ids(&old_runs.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>()).await?;
         runs += gone.len() as u64;
         let mut deltas: BTreeMap<String, i64> = BTreeMap::new();
         let mut rollup = Rollup::default();

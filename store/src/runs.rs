@@ -186,9 +186,10 @@ fn like_escape(text: &str) -> String {
     out
 }
 
-/// The runs a search term names by id: as run id, trace id, idempotency key or external
-/// resource id. Each arm is one indexed lookup. (Tool names are looked up in `run_tools`.)
-/// The term is tried as typed and in lower case (hex trace ids are stored in lower case).
+/// The numbers of the runs a search term names by id: as run id, trace id, idempotency
+/// key or external resource id. Each arm is one indexed lookup. (Tool names are looked up
+/// in `run_tools`.) The term is tried as typed and in lower case (hex trace ids are
+/// stored in lower case).
 fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
     let mut variants = vec![term.to_string()];
     if term.to_lowercase() != term {
@@ -200,8 +201,8 @@ fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
         }
         let t = sql.arg(variant);
         sql.push(&format!(
-            "SELECT run_id FROM runs WHERE run_id = {t} \
-             UNION SELECT run_id FROM trace_runs WHERE trace_id = {t} \
+            "SELECT run_no FROM run_ids WHERE run_id = {t} \
+             UNION SELECT run_no FROM trace_runs WHERE trace_id = {t} \
              UNION {}",
             backend.runs_with_term(&t)
         ));
@@ -259,16 +260,16 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
         page(&mut sql);
         return sql;
     };
-    sql.push("run_id IN (SELECT run_id FROM (SELECT run_id FROM runs WHERE run_id IN (");
+    sql.push("run_no IN (SELECT run_no FROM (SELECT run_no FROM runs WHERE run_no IN (");
     push_runs_named_by(&mut sql, term, backend);
     sql.push(")");
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
     sql.push(&order(&RUNS));
     page(&mut sql);
     let tools = if q.filters_on_runs() || q.sort != RunSort::Started { &TOOLS_JOINED } else { &TOOLS_ALONE };
-    sql.push(") AS by_id UNION SELECT run_id FROM (SELECT rt.run_id AS run_id FROM run_tools rt");
+    sql.push(") AS by_id UNION SELECT run_no FROM (SELECT rt.run_no AS run_no FROM run_tools rt");
     if tools.runs == "r." {
-        sql.push(" JOIN runs r ON r.run_id = rt.run_id");
+        sql.push(" JOIN runs r ON r.run_no = rt.run_no");
     }
     let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
     sql.push(&format!(" WHERE rt.tool_name = {t}"));
@@ -332,7 +333,7 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
     if q.filters_on_runs() {
         sql.push(&format!(
             "SELECT reason, COUNT(*) FROM (SELECT r.terminal_reason AS reason FROM run_tools rt \
-             JOIN runs r ON r.run_id = rt.run_id WHERE rt.tool_name = {t}"
+             JOIN runs r ON r.run_no = rt.run_no WHERE rt.tool_name = {t}"
         ));
         push_filters(&mut sql, q, None, None, &TOOLS_JOINED);
     } else {
@@ -342,7 +343,7 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
         push_filters(&mut sql, q, None, None, &TOOLS_ALONE);
     }
     up_to(&mut sql);
-    sql.push(" UNION ALL SELECT reason, COUNT(*) FROM (SELECT terminal_reason AS reason FROM runs WHERE run_id IN (");
+    sql.push(" UNION ALL SELECT reason, COUNT(*) FROM (SELECT terminal_reason AS reason FROM runs WHERE run_no IN (");
     push_runs_named_by(&mut sql, term, backend);
     sql.push(&format!(
         ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
@@ -351,6 +352,11 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
     up_to(&mut sql);
     sql
 }
+
+/// The condition on `runs` that picks the run whose id is `$1`, by its number read from
+/// `run_ids`: on PostgreSQL `runs` is partitioned by day, and the number names the one
+/// partition to read (ADR 0018).
+pub const RUN_BY_ID: &str = "run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)";
 
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let resolved = resolve_search(db, q).await?;
@@ -423,7 +429,7 @@ pub async fn get(db: &Db, run_id: &str) -> StoreResult<Option<RunDetail>> {
 /// One run: its stored figures, and its steps and tool calls derived again under `rules`
 /// (each step's cost, each call's class as the policies say now).
 pub async fn get_with(db: &Db, run_id: &str, rules: &Rules) -> StoreResult<Option<RunDetail>> {
-    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1");
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE {RUN_BY_ID}");
     let row: Option<RunRow> = db.fetch_optional(Sql::with_args(&sql, vec![run_id.into()])).await?;
     let Some(row) = row else { return Ok(None) };
     let facts = spans::facts_of_runs(db, &[run_id]).await?.remove(run_id).unwrap_or_default();
@@ -453,7 +459,7 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
 /// Every span's bodies stored for a run, in the order they were stored.
 async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
     let sql =
-        "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1) ORDER BY id";
+        "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1) ORDER BY id";
     let chunks: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     let mut out = Vec::new();
     for (bodies, packed) in chunks {
@@ -562,7 +568,7 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
     let n: i64 = db
         .fetch_one_value(Sql::with_args(
-            "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)",
+            "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)",
             vec![run_id.into()],
         ))
         .await?;
@@ -662,14 +668,14 @@ mod tests {
 /// The agent a run's spans named, if the run exists and one did (approval requests and
 /// escalations take it when the agent does not say).
 pub async fn agent_of(db: &Db, run_id: &str) -> StoreResult<Option<String>> {
-    let sql = "SELECT agent FROM runs WHERE run_id = $1";
+    let sql = format!("SELECT agent FROM runs WHERE {RUN_BY_ID}");
     let agent: Option<Option<String>> = db.fetch_value(Sql::with_args(sql, vec![run_id.into()])).await?;
     Ok(agent.flatten())
 }
 
 /// A run's agent and cost so far, if any of its spans arrived (what approval rules read).
 pub async fn agent_and_cost(db: &Db, run_id: &str) -> StoreResult<Option<(Option<String>, f64)>> {
-    let sql = "SELECT agent, cost FROM runs WHERE run_id = $1";
+    let sql = format!("SELECT agent, cost FROM runs WHERE {RUN_BY_ID}");
     let row: Option<(Option<String>, Option<f64>)> =
         db.fetch_optional(Sql::with_args(sql, vec![run_id.into()])).await?;
     Ok(row.map(|(agent, cost)| (agent, cost.unwrap_or(0.0))))

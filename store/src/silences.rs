@@ -124,8 +124,10 @@ pub async fn active_in(tx: &mut Tx, now_ms: i64) -> StoreResult<Vec<Silence>> {
 
 /// The statement for the agents of the runs `run_ids` (an unnamed agent reads as "").
 fn agents_sql(run_ids: &[&str]) -> Sql {
-    let mut sql = Sql::new("SELECT DISTINCT COALESCE(agent, '') FROM runs WHERE run_id IN ");
-    sql.list(run_ids.iter().copied());
+    let mut sql = Sql::new(
+        "SELECT DISTINCT COALESCE(agent, '') FROM runs WHERE run_no IN (SELECT run_no FROM run_ids WHERE run_id IN ",
+    );
+    sql.list(run_ids.iter().copied()).push(")");
     sql
 }
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// Every stored span of a run, whole, in no particular order (readers sort as they need).
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {
-    let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM runs WHERE run_id = $1)";
+    let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)";
     let rows: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     super::dictionaries::load_for(db, rows.iter().map(|(_, packed)| packed.as_deref())).await?;
     let mut spans = Vec::new();
@@ -30,7 +30,7 @@ pub async fn facts_of_runs(db: &Db, run_ids: &[&str]) -> StoreResult<BTreeMap<St
     let mut facts: BTreeMap<String, Vec<SpanFacts>> = BTreeMap::new();
     for chunk in cacheable_chunks(run_ids, IDS_PER_QUERY) {
         let mut sql = Sql::new(
-            "SELECT run_id, records, packed FROM span_chunks WHERE run_no IN (SELECT run_no FROM runs WHERE run_id IN ",
+            "SELECT run_id, records, packed FROM span_chunks WHERE run_no IN (SELECT run_no FROM run_ids WHERE run_id IN ",
         );
         sql.list(chunk.iter().copied()).push(")");
         let rows: Vec<(String, String, Option<Vec<u8>>)> = db.fetch_all(sql).await?;

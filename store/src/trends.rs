@@ -313,15 +313,15 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
     tx.execute(Sql::new("DELETE FROM trend_values")).await?;
     tx.execute(Sql::new("DELETE FROM trend_events")).await?;
     tx.execute(Sql::new(rebuild_events_sql())).await?;
-    let mut after = String::new();
+    let mut after = i64::MIN;
     let mut read = 0u64;
     loop {
-        let mut sql = Sql::new(format!("SELECT run_id, {POINT_COLUMNS} FROM runs WHERE run_id > "));
-        sql.bind(after.as_str()).push(" ORDER BY run_id LIMIT ").bind(REBUILD_PAGE);
-        type Row = (String, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+        let mut sql = Sql::new(format!("SELECT run_no, {POINT_COLUMNS} FROM runs WHERE run_no > "));
+        sql.bind(after).push(" ORDER BY run_no LIMIT ").bind(REBUILD_PAGE);
+        type Row = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
         let rows: Vec<Row> = tx.fetch_all(sql).await?;
         let Some(last) = rows.last() else { break };
-        after = last.0.clone();
+        after = last.0;
         read += rows.len() as u64;
         let mut page = Rollup::default();
         for (_, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model) in rows {

@@ -236,6 +236,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "ac28fb51559216319e563ea2903cde6a3f7a4ddc878f20df10ba0e26b936874d522365bc9d157811218a76eb24fde81c",
     ),
     (
+        "sqlite",
+        "0048_run_partitions.sql",
+        "7f65e923c1fb33dc7c42ac795d6ab24f764918b89a76a260491010aa37d09cd94b1bf014b3a5eb791722908a406f5911",
+    ),
+    (
         "postgres",
         "0001_foundation.sql",
         "d465a1576025ecc5f086b8163e63d062d5758fb665418feac6b7a325d61bff05c96e1145a547bcf6aab37fa04ebcc403",
@@ -464,6 +469,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "postgres",
         "0047_trend_fillfactor.sql",
         "8b4fdbcef1e35ba752fadbbb947618356812a09a8db2bbcc00558e7368e82dc529e3057d9879a5fd4471e03b9515d5b0",
+    ),
+    (
+        "postgres",
+        "0048_run_partitions.sql",
+        "f90ea26cb0e20891c0a81dd454e3f7f603e1405efe51778164aaf821873789f4424cf6d3d1460be0a077accb06b0c9c7",
     ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
@@ -727,6 +737,60 @@ async fn escalations_and_approvals_already_stored_are_counted_for_the_trends() {
         assert_eq!(migrated.0.get(&key(24 * HOUR, EventKind::ApprovalDecided, day + 26 * HOUR)), Some(&1));
         store::trends::rebuild_rollups(db).await.unwrap();
         assert_eq!(store::trends::all_event_rows(db).await.unwrap(), migrated, "{backend}: as a recount");
+        t.cleanup().await;
+    }
+}
+
+/// 0048 partitions `runs` by day on PostgreSQL without copying it: the runs stored so far,
+/// numbered before the day partitions or into a day that already had them, stay in
+/// `runs_early`, each id listed once in `run_ids`; a day made afterwards gets a `runs`
+/// partition of its own, the days made before do not.
+#[tokio::test]
+async fn runs_stored_before_runs_was_partitioned_stay_in_place_and_are_found_by_id() {
+    use store::partitions::{base, day_of, partition_name};
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        if db.backend() != Backend::Postgres {
+            t.cleanup().await;
+            continue;
+        }
+        db.run_migrations(&as_released(db.backend(), 47)).await.unwrap();
+        let now = store::now_ms();
+        let today = day_of(now);
+        db.execute(Sql::with_args("INSERT INTO run_no_days (day, created_at) VALUES ($1, 0)", vec![today.into()]))
+            .await
+            .unwrap();
+        let run = "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, cost, \
+                   input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, duplicate_side_effects, \
+                   deduped_calls, completed_without_read, approval_violations, duplicates, updated_at) \
+                   VALUES ($1, $2, 'billing', 'api', 'completed', $3, 0.5, 1, 1, 0, 1, 0, '[]', 0, 0, FALSE, 0, '[]', 0)";
+        let numbered = [("before-days", 7), ("on-a-day", base(today) + 3)];
+        for (id, no) in numbered {
+            db.execute(Sql::with_args(run, vec![id.into(), no.into(), (now * 1_000_000).into()])).await.unwrap();
+        }
+        db.migrate().await.unwrap();
+
+        for (id, no) in numbered {
+            let found = store::runs::get(db, id).await.unwrap().unwrap_or_else(|| panic!("{id} is found by id"));
+            assert_eq!((found.run.agent.as_deref(), found.run.cost), (Some("billing"), 0.5), "{id}");
+            let sql = Sql::with_args("SELECT tableoid::regclass::text FROM runs WHERE run_no = $1", vec![no.into()]);
+            assert_eq!(db.fetch_one_value::<String>(sql).await.unwrap(), "runs_early", "{id} was not moved");
+        }
+        let listed: Vec<(String, i64)> =
+            db.fetch_all(Sql::new("SELECT run_id, run_no FROM run_ids ORDER BY run_id")).await.unwrap();
+        assert_eq!(listed, [("before-days".to_string(), 7), ("on-a-day".to_string(), base(today) + 3)]);
+
+        store::partitions::ensure_days(db, now).await.unwrap();
+        let exists = |name: String| async move {
+            let sql = Sql::with_args("SELECT to_regclass($1)::text", vec![name.into()]);
+            db.fetch_value::<Option<String>>(sql).await.unwrap().flatten().is_some()
+        };
+        assert!(!exists(partition_name("runs", today)).await, "today's runs stay in runs_early");
+        assert!(exists(partition_name("runs", today + 1)).await, "a day made after 0048 has its own");
+        assert!(exists(partition_name("span_chunks", today + 1)).await);
+        let flags: Vec<(i64, bool)> =
+            db.fetch_all(Sql::new("SELECT day, runs_partition FROM run_no_days ORDER BY day")).await.unwrap();
+        assert_eq!(flags, [(today, false), (today + 1, true)]);
         t.cleanup().await;
     }
 }

@@ -416,6 +416,7 @@ mod ingest_storage {
     /// day's partitions subtracts) are the day's `run_tools` rows, counted.
     async fn tool_runs(db: &store::Db) -> Vec<String> {
         assert_day_counts_are_the_rows(db).await;
+        assert_run_ids_are_the_runs(db).await;
         let mut seen: Vec<String> = store::tools::list(db, 100)
             .await
             .unwrap()
@@ -439,6 +440,16 @@ mod ingest_storage {
             .await
             .unwrap();
         assert_eq!(kept, counted, "each day's tool counts are its rows");
+    }
+
+    /// Each stored run's id is listed once in `run_ids`, with the run's number, and no id
+    /// of a run that is gone is (on SQLite `run_ids` is a view of `runs`).
+    async fn assert_run_ids_are_the_runs(db: &store::Db) {
+        let listed: Vec<(String, i64)> =
+            db.fetch_all(Sql::new("SELECT run_id, run_no FROM run_ids ORDER BY run_id")).await.unwrap();
+        let stored: Vec<(String, i64)> =
+            db.fetch_all(Sql::new("SELECT run_id, run_no FROM runs ORDER BY run_id")).await.unwrap();
+        assert_eq!(listed, stored, "run_ids lists exactly the stored runs");
     }
 
     /// Every page of a query, following the cursors.
@@ -818,7 +829,7 @@ mod ingest_storage {
     /// the horizon (an agent's clock ahead of the server's).
     #[tokio::test]
     async fn retention_drops_a_day_s_partitions_once_every_run_of_it_is_gone() {
-        use store::partitions::{self, partition_name, TABLES};
+        use store::partitions::{self, partition_name, RUNS, TABLES};
         let Some(t) = TestDb::postgres().await else { return };
         let db = &t.db;
         let now = now_ms();
@@ -861,11 +872,13 @@ mod ingest_storage {
         partitions::ensure_days(db, now).await.unwrap();
         write(with_key(tool_run(5, "new", false, t0, "send"), "key-new")).await;
 
-        for table in TABLES {
+        for table in std::iter::once(RUNS).chain(TABLES) {
             assert_eq!(partition_of(table, "old-a").await, [partition_name(table, today - 40)], "{table}");
             assert_eq!(partition_of(table, "new").await, [partition_name(table, today)], "{table}");
         }
         assert_eq!(partition_of("span_chunks", "ahead").await, [partition_name("span_chunks", today - 39)]);
+        assert_eq!(partition_of(RUNS, "ahead").await, [partition_name(RUNS, today - 39)]);
+        assert_run_ids_are_the_runs(db).await;
         assert_eq!(found("key-old-a").await, ["old-a"]);
         assert_eq!(tool_runs().await, [("search".to_string(), 1), ("send".to_string(), 4)]);
         assert_day_counts_are_the_rows(db).await;
@@ -873,10 +886,11 @@ mod ingest_storage {
         let swept = retention::apply(db, 30, 7).await.unwrap();
         assert_eq!(swept.runs, 3, "old-a, old-b and old-c");
         assert_eq!(swept.days.iter().map(|d| d.day).collect::<Vec<_>>(), [today - 40]);
-        for table in TABLES {
+        for table in std::iter::once(RUNS).chain(TABLES) {
             assert!(!exists(partition_name(table, today - 40)).await, "{table}: the day went whole");
             assert!(exists(partition_name(table, today - 39)).await, "{table}: kept while `ahead` is stored");
         }
+        assert_run_ids_are_the_runs(db).await;
         assert!(found("key-old-a").await.is_empty());
         assert_eq!(found("key-ahead").await, ["ahead"]);
         let ahead = runs::get(db, "ahead").await.unwrap().expect("a run started inside the horizon stays");

@@ -113,7 +113,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         // A move's two runs are numbered first (moves are rare).
         let ids: Vec<&str> = moves.iter().flat_map(|m| [m.from.as_str(), m.to.as_str()]).collect();
         for chunk in cacheable_chunks(&ids, IDS_PER_QUERY) {
-            let mut sql = Sql::new("SELECT run_id, run_no FROM runs WHERE run_id IN ");
+            let mut sql = Sql::new("SELECT run_id, run_no FROM run_ids WHERE run_id IN ");
             sql.list(chunk.iter().copied());
             run_nos.extend(tx.fetch_all::<(String, i64)>(sql).await?);
         }
@@ -146,15 +146,24 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
     Ok(Assignment { run_of, touched, had_spans, run_nos, reason_deltas, tool_run_deltas, old_points })
 }
 
-/// Gives each of `runs` that has no number in `run_nos` yet the next arrival numbers.
+/// Gives each of `runs` that has no number in `run_nos` yet the next arrival numbers,
+/// and keeps them under the runs' ids.
 async fn number_new_runs<'a>(
     tx: &mut Tx,
     run_nos: &mut BTreeMap<String, i64>,
     runs: impl Iterator<Item = &'a String>,
 ) -> StoreResult<()> {
-    let missing: Vec<String> = runs.filter(|r| !run_nos.contains_key(r.as_str())).cloned().collect();
+    // Once each: two traces moving to the same new run name it twice.
+    let missing: Vec<String> = runs
+        .filter(|r| !run_nos.contains_key(r.as_str()))
+        .cloned()
+        .collect::<std::collections::BTreeSet<String>>()
+        .into_iter()
+        .collect();
     let given = run_nos.values().copied().max().unwrap_or(0);
     let numbers = tx.next_run_numbers(missing.len(), given).await?;
+    let numbered: Vec<(&str, i64)> = missing.iter().map(String::as_str).zip(numbers.iter().copied()).collect();
+    tx.name_runs(&numbered).await?;
     run_nos.extend(missing.into_iter().zip(numbers));
     Ok(())
 }

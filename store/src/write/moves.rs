@@ -42,6 +42,14 @@ pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i6
     tx.execute(sql).await?;
     // A run without a row has no number, and no stored rows to move.
     if let Some(&old_no) = run_nos.get(m.from.as_str()) {
+        // `runs` first, as every write touches it before the span-side tables (the order
+        // retention's drop of a day locks them in).
+        let mut sql =
+            Sql::new(format!("DELETE FROM runs WHERE run_no = $1 RETURNING {}", crate::trends::POINT_COLUMNS));
+        sql.arg(old_no);
+        let row: Option<crate::trends::PointRow> = tx.fetch_optional(sql).await?;
+        gone.point = row.map(crate::trends::point);
+        tx.forget_run_ids(&[m.from.as_str()]).await?;
         move_spans(tx, m, (old_no, new_no), now).await?;
         move_bodies(tx, m, (old_no, new_no)).await?;
         let mut sql = Sql::new("UPDATE irreversible_calls SET run_id = $1, run_no = $2 WHERE trace_id = $3");
@@ -55,10 +63,6 @@ pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i6
             gone.tools.add(partitions::day_of_run_no(old_no), &tool, -1);
         }
     }
-    let mut sql = Sql::new(format!("DELETE FROM runs WHERE run_id = $1 RETURNING {}", crate::trends::POINT_COLUMNS));
-    sql.arg(m.from.as_str());
-    let row: Option<crate::trends::PointRow> = tx.fetch_optional(sql).await?;
-    gone.point = row.map(crate::trends::point);
     Ok(gone)
 }
 

@@ -70,7 +70,7 @@ pub async fn store_runs(
                 .bind(now);
         });
         sql.push(
-            " ON CONFLICT (run_id) DO UPDATE SET agent = excluded.agent, run_trigger = excluded.run_trigger, \
+            " ON CONFLICT (run_no) DO UPDATE SET agent = excluded.agent, run_trigger = excluded.run_trigger, \
              terminal_reason = excluded.terminal_reason, started_ns = excluded.started_ns, \
              ended_ns = excluded.ended_ns, wall_clock_ms = excluded.wall_clock_ms, cost = excluded.cost, \
              cost_source = excluded.cost_source, unpriced_models = excluded.unpriced_models, \
