@@ -14,6 +14,10 @@ pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_t
 /// The runs themselves, partitioned the same way for the days made since migration 0048
 /// (`run_no_days.runs_partition`).
 pub const RUNS: &str = "runs";
+/// The condition that picks the rows of the run whose id is `$1` from `runs` or a
+/// span-side table, by its number read from `run_ids`: on PostgreSQL the number names the
+/// one day's partition to read (ADR 0018).
+pub const RUN_BY_ID: &str = "run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)";
 /// A day's numbers start at the day (days since 1970-01-01 UTC) shifted this far.
 pub const DAY_SHIFT: u32 = 40;
 const DAY_MS: i64 = 86_400_000;

@@ -11,7 +11,7 @@ pub async fn record(db: &Db, r: &ValidResult) -> StoreResult<ReplayResult> {
         (Some(agent), _) => agent.clone(),
         (None, Some(run)) => {
             let sql = Sql::with_args(
-                "SELECT COALESCE(agent, '') FROM runs WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)",
+                format!("SELECT COALESCE(agent, '') FROM runs WHERE {}", super::partitions::RUN_BY_ID),
                 vec![run.as_str().into()],
             );
             let found: Vec<(String,)> = db.fetch_all(sql).await?;

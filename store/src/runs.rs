@@ -1,6 +1,7 @@
 //! Reading runs: the filtered, keyset-paginated list and one run in full.
 
 use super::dialect::Backend;
+use super::partitions::RUN_BY_ID;
 use super::spans;
 use super::sql::{Arg, Sql};
 use super::{corrupt, from_ms, Db, StoreResult};
@@ -353,11 +354,6 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
     sql
 }
 
-/// The condition on `runs` that picks the run whose id is `$1`, by its number read from
-/// `run_ids`: on PostgreSQL `runs` is partitioned by day, and the number names the one
-/// partition to read (ADR 0018).
-pub const RUN_BY_ID: &str = "run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)";
-
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let resolved = resolve_search(db, q).await?;
     let q = &resolved;
@@ -458,8 +454,7 @@ pub async fn bodies(db: &Db, run_id: &str) -> StoreResult<Vec<(String, serde_jso
 
 /// Every span's bodies stored for a run, in the order they were stored.
 async fn stored_bodies(db: &Db, run_id: &str) -> StoreResult<Vec<span_record::StoredBodies>> {
-    let sql =
-        "SELECT bodies, packed FROM body_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1) ORDER BY id";
+    let sql = format!("SELECT bodies, packed FROM body_chunks WHERE {RUN_BY_ID} ORDER BY id");
     let chunks: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     let mut out = Vec::new();
     for (bodies, packed) in chunks {
@@ -568,7 +563,7 @@ pub async fn span_panel(db: &Db, run_id: &str, trace_id: &str, span_id: &str) ->
 pub async fn has_bodies(db: &Db, run_id: &str) -> StoreResult<bool> {
     let n: i64 = db
         .fetch_one_value(Sql::with_args(
-            "SELECT COUNT(*) FROM body_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)",
+            format!("SELECT COUNT(*) FROM body_chunks WHERE {RUN_BY_ID}"),
             vec![run_id.into()],
         ))
         .await?;

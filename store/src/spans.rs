@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 /// Every stored span of a run, whole, in no particular order (readers sort as they need).
 pub async fn of_run(db: &Db, run_id: &str) -> StoreResult<Vec<StoredSpan>> {
-    let sql = "SELECT records, packed FROM span_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = $1)";
+    let sql = format!("SELECT records, packed FROM span_chunks WHERE {}", super::partitions::RUN_BY_ID);
     let rows: Vec<(String, Option<Vec<u8>>)> = db.fetch_all(Sql::with_args(sql, vec![run_id.into()])).await?;
     super::dictionaries::load_for(db, rows.iter().map(|(_, packed)| packed.as_deref())).await?;
     let mut spans = Vec::new();
