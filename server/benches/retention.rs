@@ -1,9 +1,9 @@
 //! Retention benchmark on PostgreSQL (not a test): a day's partitions filled with runs
 //! that arrived 40 days ago (`FLIGHTDECK_BENCH_RUNS`, default 1,000,000 runs, about
 //! 8 million spans), then one pass of retention at 30 days while a writer keeps storing
-//! new runs, as ingest would. Prints the day's size, how long the pass took and how long
-//! dropping the day's partitions took, and the writer's commit times before and during
-//! the pass. Asserts nothing.
+//! new runs, as ingest would. Prints the day's size, how long the pass took, how long
+//! dropping the day took and how long of it the tables were locked, and the writer's
+//! commit times before and during the pass. Asserts nothing.
 //!
 //!   FLIGHTDECK_TEST_PG_URL=postgres:///postgres?host=/var/run/postgresql \
 //!     cargo bench -p flightdeck --bench retention
@@ -126,10 +126,13 @@ async fn main() {
             .days
             .iter()
             .map(|d| format!(
-                "{} ({:.2} GiB) in {} ms",
+                "{} ({} runs, {:.2} GiB) in {} ms: waited {} ms for the tables' lock, held it {} ms",
                 partitions::date_label(d.day),
+                d.runs,
                 d.bytes as f64 / (1u64 << 30) as f64,
-                d.took_ms
+                d.took_ms,
+                d.waited_ms,
+                d.locked_ms
             ))
             .collect::<Vec<_>>()
             .join(", ")

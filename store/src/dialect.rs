@@ -212,16 +212,17 @@ impl Tx {
 
     /// Up to `limit` runs that started before `started_before_ns`, as (id, number),
     /// locked like [`Tx::runs_locked`] (retention deletes them in this transaction).
-    /// PostgreSQL: the lowest numbers past `after_run_no` (the highest of the previous
-    /// batch), read down the number index, then locked in run id order as the write path
-    /// locks them, and checked again once locked (a write may have moved a run's start).
-    /// Picking them in id order instead walked the id index past every newer run each
-    /// batch, and slowed as the sweep went on. SQLite: any, as each batch's rows are gone
-    /// from its indexes at once.
+    /// PostgreSQL: the lowest numbers in `(after_run_no, before_run_no)` (after the highest
+    /// of the previous batch, before a day that goes whole), read down the number index,
+    /// then locked in run id order as the write path locks them, and checked again once
+    /// locked (a write may have moved a run's start). Picking them in id order instead
+    /// walked the id index past every newer run each batch, and slowed as the sweep went
+    /// on. SQLite: any, as each batch's rows are gone from its indexes at once (it has no
+    /// days).
     pub async fn expired_runs_locked(
         &mut self,
         started_before_ns: i64,
-        after_run_no: i64,
+        (after_run_no, before_run_no): (i64, i64),
         limit: i64,
     ) -> Result<Vec<(String, i64)>, sqlx::Error> {
         match self {
@@ -232,6 +233,7 @@ impl Tx {
                 );
                 sql.bind(started_before_ns);
                 sql.push(" AND r.run_no IN (SELECT run_no FROM runs WHERE run_no > ").bind(after_run_no);
+                sql.push(" AND run_no < ").bind(before_run_no);
                 sql.push(" AND started_ns < ").bind(started_before_ns);
                 sql.push(" ORDER BY run_no LIMIT ").bind(limit).push(") ORDER BY i.run_id FOR UPDATE");
                 self.fetch_all(sql).await

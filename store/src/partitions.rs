@@ -2,12 +2,12 @@
 //! 0018): a run that first arrives on day `d` is numbered in `[d << 40, (d + 1) << 40)`,
 //! and each table in [`TABLES`] has a partition per day holding those numbers; `runs` has
 //! one for each day made since it was partitioned (the days before are in `runs_early`).
-//! This module makes each day's partitions ahead of time and drops a whole day once
-//! retention is past it. SQLite keeps one table each; every function here does nothing
-//! there.
+//! This module makes each day's partitions ahead of time, and gives retention
+//! (`retention::days`) what it needs to drop a whole day. SQLite keeps one table each;
+//! every function here does nothing there.
 
 use super::sql::{Sql, Tx};
-use super::{tools, Db, StoreResult};
+use super::{Db, StoreResult};
 
 /// The tables partitioned by their run's arrival day.
 pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_terms"];
@@ -121,82 +121,72 @@ pub async fn arrive_on(db: &Db, day: i64, now_ms: i64) -> StoreResult<()> {
     Ok(())
 }
 
-/// What dropping one day's partitions did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DroppedDay {
+/// A day listed in `run_no_days`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListedDay {
     pub day: i64,
-    /// Bytes the day's partitions held, indexes included.
-    pub bytes: i64,
-    pub took_ms: u64,
+    /// Whether the day has a `runs` partition (made since migration 0048); its runs are in
+    /// `runs_early` otherwise.
+    pub with_runs: bool,
 }
 
-/// The number ranges `[from, to)` of the days retention may drop under `horizon_ms`
-/// (see [`droppable`]): their runs' span-side rows go with the partitions, so the
-/// retention batches leave them alone.
-pub async fn droppable_ranges(db: &Db, horizon_ms: i64) -> StoreResult<Vec<(i64, i64)>> {
+impl ListedDay {
+    /// The day's run numbers, `[from, to)`.
+    pub fn range(&self) -> (i64, i64) {
+        (base(self.day), base(self.day + 1))
+    }
+
+    /// Whether run number `run_no` is the day's.
+    pub fn holds(&self, run_no: i64) -> bool {
+        let (from, to) = self.range();
+        (from..to).contains(&run_no)
+    }
+}
+
+/// The days retention may drop under `horizon_ms` (see [`droppable`]), oldest first. None
+/// on SQLite.
+pub async fn droppable_days(db: &Db, horizon_ms: i64) -> StoreResult<Vec<ListedDay>> {
     if !matches!(db, Db::Postgres(_)) {
         return Ok(Vec::new());
     }
-    let days = listed_days(db).await?;
-    Ok(days.into_iter().filter(|d| droppable(*d, horizon_ms)).map(|d| (base(d), base(d + 1))).collect())
+    let sql = Sql::new("SELECT day, runs_partition FROM run_no_days ORDER BY day");
+    let days: Vec<(i64, bool)> = db.fetch_all(sql).await?;
+    Ok(days
+        .into_iter()
+        .filter(|(day, _)| droppable(*day, horizon_ms))
+        .map(|(day, with_runs)| ListedDay { day, with_runs })
+        .collect())
 }
 
-/// Drops the partitions of each droppable day that no run in `runs` still belongs to,
-/// counting its tools' runs down first. A day with a run left (its start after the
-/// horizon) is kept for a later hour.
-pub async fn drop_expired_days(db: &Db, horizon_ms: i64) -> StoreResult<Vec<DroppedDay>> {
-    let mut dropped = Vec::new();
-    for (from, _) in droppable_ranges(db, horizon_ms).await? {
-        let day = day_of_run_no(from);
-        match drop_day(db, day).await {
-            Ok(Some(gone)) => dropped.push(gone),
-            Ok(None) => {}
-            // Writers kept the tables past the lock timeout, or PostgreSQL broke a
-            // deadlock against this transaction: nothing was dropped, and the day is
-            // tried again with the next pass.
-            Err(e) if e.is_write_conflict() || e.is_lock_timeout() => {
-                tracing::warn!(day = date_label(day), error = %e, "retention: a day's partitions wait for the next pass");
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(dropped)
-}
-
-/// Drops `day`'s partitions unless a run of that day is still stored.
-async fn drop_day(db: &Db, day: i64) -> StoreResult<Option<DroppedDay>> {
-    let started = std::time::Instant::now();
+/// A transaction that may change partitions: it holds the lock that serializes such
+/// changes between instances, and waits at most [`LOCK_TIMEOUT`] for a table's lock.
+pub async fn begin_change(db: &Db) -> StoreResult<Tx> {
     let mut tx = Tx::begin_write(db).await?;
     take_lock(&mut tx).await?;
-    let mut left = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE run_no >= ");
-    left.bind(base(day)).push(" AND run_no < ").bind(base(day + 1)).push(" LIMIT 1) AS t");
-    let (runs_left,): (i64,) = tx.fetch_one(left).await?;
-    if runs_left > 0 {
-        return Ok(None);
-    }
-    let mut flag = Sql::new("SELECT runs_partition FROM run_no_days WHERE day = ");
-    flag.bind(day);
-    let (with_runs,): (bool,) = tx.fetch_one(flag).await?;
-    // Dropping a partition takes its parent table's exclusive lock. Taken first, before
-    // any `tools` row below, in the order a writer first touches the tables (its runs,
-    // then its span chunks): otherwise a writer holding a parent and waiting for a
-    // `tools` row this transaction updated would deadlock with it. Writers wait for this
-    // short transaction instead.
+    Ok(tx)
+}
+
+/// Locks every partitioned table whole, as dropping a partition must. Writers take them
+/// before any count they update, so a transaction that takes them before touching a count
+/// waits for the writers in progress instead of deadlocking with one; writers arriving
+/// meanwhile wait for its commit.
+pub async fn lock_parents(tx: &mut Tx) -> StoreResult<()> {
     let parents: Vec<&str> = std::iter::once(RUNS).chain(TABLES).collect();
     tx.execute(Sql::new(format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", parents.join(", ")))).await?;
-    // The day's runs leave the tools' run counts by the counts kept for the day, so the
-    // partitions are dropped without being read. No writer adds to the day meanwhile: its
-    // runs are gone, and a new run is numbered into a later day.
-    tools::forget_day(&mut tx, day).await?;
-    let names = partitions_of(day, with_runs);
+    Ok(())
+}
+
+/// Drops `day`'s partitions and forgets the day; the parents must be locked
+/// ([`lock_parents`]). Returns the bytes they held, indexes included.
+pub async fn drop_partitions(tx: &mut Tx, day: ListedDay) -> StoreResult<i64> {
+    let names = partitions_of(day.day, day.with_runs);
     let sizes = names.iter().map(|n| format!("pg_total_relation_size('{n}')")).collect::<Vec<_>>().join(" + ");
     let (bytes,): (i64,) = tx.fetch_one(Sql::new(format!("SELECT ({sizes})::BIGINT"))).await?;
     tx.execute(Sql::new(format!("DROP TABLE {}", names.join(", ")))).await?;
     let mut forget = Sql::new("DELETE FROM run_no_days WHERE day = ");
-    forget.bind(day);
+    forget.bind(day.day);
     tx.execute(forget).await?;
-    tx.commit().await?;
-    Ok(Some(DroppedDay { day, bytes, took_ms: started.elapsed().as_millis() as u64 }))
+    Ok(bytes)
 }
 
 /// The names of `day`'s partitions: the span-side tables' and, when it has one, `runs`'.

@@ -442,6 +442,17 @@ mod ingest_storage {
         assert_eq!(kept, counted, "each day's tool counts are its rows");
     }
 
+    /// The counts kept of the runs (the trends' rollups, the per-reason totals) are what a
+    /// count of the stored runs makes of them.
+    async fn assert_kept_counts_are_the_runs(db: &store::Db) {
+        let kept = store::trends::all_rows(db).await.unwrap();
+        store::trends::rebuild_rollups(db).await.unwrap();
+        assert_eq!(kept, store::trends::all_rows(db).await.unwrap(), "the rollups are a count of the runs");
+        let totals = runs::count_by_reason(db, &runs::RunQuery::default()).await.unwrap().by_reason;
+        let all = runs::RunQuery { since_ns: Some(i64::MIN), ..Default::default() };
+        assert_eq!(totals, runs::count_by_reason(db, &all).await.unwrap().by_reason, "per-reason totals");
+    }
+
     /// Each stored run's id is listed once in `run_ids`, with the run's number, and no id
     /// of a run that is gone is (on SQLite `run_ids` is a view of `runs`).
     async fn assert_run_ids_are_the_runs(db: &store::Db) {
@@ -824,11 +835,12 @@ mod ingest_storage {
     }
 
     /// PostgreSQL keeps a run's span-side rows in the partitions of the day it first
-    /// arrived (ADR 0016). Retention drops a day whole once every run of it is gone,
-    /// counting its tools' runs down, and keeps a day one of whose runs started inside
-    /// the horizon (an agent's clock ahead of the server's).
+    /// arrived (ADR 0016, 0018). Retention drops a day whole, its runs with it, once none
+    /// of them started inside the horizon, taking them out of every count kept; a day one
+    /// of whose runs did (an agent's clock ahead of the server's) is kept, and its other
+    /// runs go one by one.
     #[tokio::test]
-    async fn retention_drops_a_day_s_partitions_once_every_run_of_it_is_gone() {
+    async fn retention_drops_a_day_whole_with_its_runs_once_none_started_inside_the_horizon() {
         use store::partitions::{self, partition_name, RUNS, TABLES};
         let Some(t) = TestDb::postgres().await else { return };
         let db = &t.db;
@@ -883,9 +895,18 @@ mod ingest_storage {
         assert_eq!(tool_runs().await, [("search".to_string(), 1), ("send".to_string(), 4)]);
         assert_day_counts_are_the_rows(db).await;
 
+        assert_kept_counts_are_the_runs(db).await;
+        let trace_runs = || async move {
+            db.fetch_column::<String>(Sql::new("SELECT run_id FROM trace_runs ORDER BY run_id")).await.unwrap()
+        };
+        assert_eq!(trace_runs().await, ["ahead", "new", "old-a", "old-b", "old-c"]);
+
         let swept = retention::apply(db, 30, 7).await.unwrap();
         assert_eq!(swept.runs, 3, "old-a, old-b and old-c");
         assert_eq!(swept.days.iter().map(|d| d.day).collect::<Vec<_>>(), [today - 40]);
+        assert_eq!(swept.days[0].runs, 2, "old-a and old-b went with their day, old-c in a batch");
+        assert_kept_counts_are_the_runs(db).await;
+        assert_eq!(trace_runs().await, ["ahead", "new"], "the traces of the runs gone went with them");
         for table in std::iter::once(RUNS).chain(TABLES) {
             assert!(!exists(partition_name(table, today - 40)).await, "{table}: the day went whole");
             assert!(exists(partition_name(table, today - 39)).await, "{table}: kept while `ahead` is stored");
@@ -916,6 +937,10 @@ mod ingest_storage {
         let swept = retention::apply(db, -1, -1).await.unwrap();
         assert_eq!(swept.runs, 2);
         assert_eq!(swept.days.iter().map(|d| d.day).collect::<Vec<_>>(), [today - 39]);
+        assert_eq!(swept.days[0].runs, 1, "ahead went with its day");
+        assert_run_ids_are_the_runs(db).await;
+        assert_kept_counts_are_the_runs(db).await;
+        assert!(trace_runs().await.is_empty());
         for table in TABLES {
             assert!(!exists(partition_name(table, today - 39)).await, "{table}");
             assert!(exists(partition_name(table, today)).await, "{table}: today's is never dropped");

@@ -242,7 +242,15 @@ async fn apply_retention(db: store::Db, run_days: u32, body_days: u32) {
             Ok(swept) => {
                 for day in &swept.days {
                     let date = store::partitions::date_label(day.day);
-                    tracing::info!(day = %date, bytes = day.bytes, took_ms = day.took_ms, "retention: dropped a day's partitions");
+                    tracing::info!(
+                        day = %date,
+                        runs = day.runs,
+                        bytes = day.bytes,
+                        took_ms = day.took_ms,
+                        waited_ms = day.waited_ms,
+                        locked_ms = day.locked_ms,
+                        "retention: dropped a day's partitions"
+                    );
                 }
                 if swept.runs > 0 || swept.bodies > 0 {
                     tracing::info!(runs = swept.runs, bodies = swept.bodies, "retention: deleted old runs and bodies");
