@@ -479,6 +479,16 @@ async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason
         assert!(backlog.value >= 119.0 * 60.0, "the longest wait: {}", backlog.value);
         let (count, oldest) = store::escalations::backlog(db).await.unwrap();
         assert_eq!((count, oldest), (3, Some(open[0].needed_at.timestamp_millis())));
+        // Past its limit a count stops one over it (the pages then say "10,000+"),
+        // filtered or not; the oldest is still the oldest.
+        use store::escalations::{backlog_up_to, count_up_to};
+        assert_eq!(backlog_up_to(db, 1).await.unwrap(), (2, Some(open[0].needed_at.timestamp_millis())));
+        assert_eq!(backlog_up_to(db, 3).await.unwrap().0, 3);
+        use domain::escalations::QueueFilter;
+        let billing = QueueFilter { agent: Some("billing-bot".into()), ..Default::default() };
+        assert_eq!(count_up_to(db, true, &billing, 1).await.unwrap(), 2);
+        assert_eq!(count_up_to(db, true, &billing, 2).await.unwrap(), 2);
+        assert_eq!(count_up_to(db, true, &QueueFilter::default(), 2).await.unwrap(), 3);
         t.cleanup().await;
     }
 }

@@ -8,7 +8,7 @@ use domain::canonical::{RunDetail, RunSummary};
 use domain::escalations::from_traces::{self, Decision, Latest, ToOpen};
 use domain::escalations::request::ValidEscalation;
 use domain::escalations::{
-    ClaimFilter, Escalation, EscalationReason, QueueFilter, RemainingItem, Resolution, TimelineEntry,
+    ClaimFilter, Escalation, EscalationReason, QueueFilter, RemainingItem, Resolution, TimelineEntry, COUNT_LIMIT,
 };
 use domain::span::NormalizedSpan;
 use domain::trends::events::{EventCounts, EventKind};
@@ -297,10 +297,17 @@ pub async fn page(
     Ok(rows.into_iter().map(Escalation::try_from).collect::<Result<_, _>>()?)
 }
 
-/// How many escalations are open, or resolved, and pass `filter`.
+/// How many escalations are open, or resolved, and pass `filter`, counted up to one past
+/// [`COUNT_LIMIT`]: more than it reads "10,000+".
 pub async fn count(db: &Db, open: bool, filter: &QueueFilter) -> StoreResult<i64> {
-    let mut sql = Sql::new("SELECT COUNT(*) FROM escalations");
+    count_up_to(db, open, filter, COUNT_LIMIT).await
+}
+
+/// [`count`] with its limit given (tests count to a handful).
+pub async fn count_up_to(db: &Db, open: bool, filter: &QueueFilter, limit: i64) -> StoreResult<i64> {
+    let mut sql = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM escalations");
     filtered(&mut sql, open, filter);
+    sql.push(" LIMIT ").bind(limit + 1).push(") AS t");
     let rows: Vec<(i64,)> = db.fetch_all(sql).await?;
     Ok(rows.first().map_or(0, |(n,)| *n))
 }
@@ -321,11 +328,17 @@ pub async fn agents(db: &Db, open: bool) -> StoreResult<Vec<String>> {
     Ok(rows.into_iter().map(|(a,)| a).collect())
 }
 
-/// How many are open and when the longest-waiting one's run needed a person (ms), for
-/// the navigation.
+/// How many are open (up to one past [`COUNT_LIMIT`], as [`count`]) and when the
+/// longest-waiting one's run needed a person (ms), for the navigation.
 pub async fn backlog(db: &Db) -> StoreResult<(i64, Option<i64>)> {
-    let sql = "SELECT COUNT(*), MIN(needed_at) FROM escalations WHERE status = 'open'";
-    Ok(db.fetch_one(Sql::new(sql)).await?)
+    backlog_up_to(db, COUNT_LIMIT).await
+}
+
+/// [`backlog`] with its limit given (tests count to a handful).
+pub async fn backlog_up_to(db: &Db, limit: i64) -> StoreResult<(i64, Option<i64>)> {
+    let mut sql = Sql::new("SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM escalations WHERE status = 'open' LIMIT ");
+    sql.bind(limit + 1).push(") AS t), (SELECT MIN(needed_at) FROM escalations WHERE status = 'open')");
+    Ok(db.fetch_one(sql).await?)
 }
 
 pub async fn timeline(db: &Db, id: &str) -> StoreResult<Vec<TimelineEntry>> {

@@ -134,6 +134,7 @@ fn NavBar(me: CurrentUser) -> impl IntoView {
                     {move || match backlog.get() {
                         Some((n, Some(oldest), now)) if n > 0 => {
                             let age = crate::components::time::backlog_age(&oldest, &now);
+                            let n = crate::components::numbers::counted(n, domain::escalations::COUNT_LIMIT);
                             Some(view! {
                                 <span class="nav-count" data-testid="nav-escalations"
                                     title=format!("{n} open escalations; the oldest has waited {age}")>

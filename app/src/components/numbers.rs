@@ -10,6 +10,15 @@ pub fn money(usd: f64) -> String {
     }
 }
 
+/// A count taken up to `limit` and one past it: "10\u{202f}000+" once past.
+pub fn counted(n: i64, limit: i64) -> String {
+    if n > limit {
+        format!("{}+", thousands(limit))
+    } else {
+        thousands(n)
+    }
+}
+
 /// An integer with thin spaces between thousands, so token counts read at a glance.
 pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
@@ -24,5 +33,18 @@ pub fn thousands(n: i64) -> String {
         format!("-{out}")
     } else {
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_past_its_limit_reads_as_the_limit_and_more() {
+        assert_eq!(counted(9_999, 10_000), "9\u{202f}999");
+        assert_eq!(counted(10_000, 10_000), "10\u{202f}000");
+        assert_eq!(counted(10_001, 10_000), "10\u{202f}000+");
+        assert_eq!(counted(3, 10_000), "3");
     }
 }

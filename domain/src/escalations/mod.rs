@@ -15,6 +15,10 @@ pub mod from_traces;
 #[cfg(feature = "server")]
 pub mod request;
 
+/// Where the queue and the navigation stop counting escalations: past it they say
+/// "10,000+", as counting every one of a large backlog takes time in proportion to it.
+pub const COUNT_LIMIT: i64 = 10_000;
+
 vocabulary! {
     /// Why the agent stopped and asked for a person.
     EscalationReason {

@@ -9,10 +9,11 @@
 pub mod page;
 
 use crate::components::empty_state::EmptyState;
+use crate::components::numbers::counted;
 use crate::components::status::ErrorBox;
 use crate::components::time::format_utc;
 use crate::functions::escalations::{load_escalations, QueueView};
-use domain::escalations::{Escalation, EscalationReason, AGES};
+use domain::escalations::{Escalation, EscalationReason, AGES, COUNT_LIMIT};
 use domain::url::{encode, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -214,7 +215,7 @@ fn Queue(view: QueueView, query: QueueQuery) -> impl IntoView {
         let text = match (filtered, resolved) {
             (true, _) => format!(
                 "None of the {} {} escalations match these filters.",
-                view.unfiltered,
+                counted(view.unfiltered, COUNT_LIMIT),
                 if resolved { "resolved" } else { "open" }
             ),
             (false, _) => "No resolved escalations yet.".to_string(),
@@ -227,10 +228,11 @@ fn Queue(view: QueueView, query: QueueQuery) -> impl IntoView {
     let shown = view.escalations.len();
     let kind = if resolved { "resolved" } else { "open" };
     let order = if resolved { "newest first" } else { "longest waiting first" };
+    let (total, unfiltered) = (counted(view.total, COUNT_LIMIT), counted(view.unfiltered, COUNT_LIMIT));
     let summary = if filtered {
-        format!("{shown} of {} {kind} matching the filters ({} {kind} in all), {order}", view.total, view.unfiltered)
+        format!("{shown} of {total} {kind} matching the filters ({unfiltered} {kind} in all), {order}")
     } else {
-        format!("{shown} of {} {kind}, {order}", view.total)
+        format!("{shown} of {total} {kind}, {order}")
     };
     view! {
         <p class="muted small" data-testid="queue-count">{summary}</p>
