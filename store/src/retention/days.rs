@@ -35,7 +35,8 @@ pub struct DroppedDay {
     pub took_ms: u64,
     /// Of which waiting for the parent tables' lock (for the writers in progress).
     pub waited_ms: u64,
-    /// Of which holding it, up to the commit: ingest waits for this.
+    /// Of which from taking it to the end of the commit. Ingest waits for this, less the
+    /// end of the commit: PostgreSQL removes the dropped files after releasing the locks.
     pub locked_ms: u64,
 }
 
