@@ -236,7 +236,8 @@ pub async fn agents(db: &Db) -> StoreResult<Vec<String>> {
     let sql = "WITH RECURSIVE a(agent) AS (SELECT MIN(agent) FROM runs \
                UNION ALL SELECT (SELECT MIN(agent) FROM runs WHERE agent > a.agent) FROM a WHERE a.agent IS NOT NULL) \
                SELECT agent FROM a WHERE agent IS NOT NULL";
-    Ok(db.fetch_column(Sql::new(sql)).await?)
+    let rows: Vec<(String,)> = db.fetch_all_planned_once(Sql::new(sql)).await?;
+    Ok(rows.into_iter().map(|(a,)| a).collect())
 }
 
 /// The list statement. Without a search term: `runs` filtered and walked in sort order.
@@ -358,7 +359,11 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let resolved = resolve_search(db, q).await?;
     let q = &resolved;
     let limit = q.limit.clamp(1, 500);
-    let rows: Vec<RunRow> = db.fetch_all(list_sql(q, limit + 1, db.backend())).await?;
+    let sql = list_sql(q, limit + 1, db.backend());
+    let rows: Vec<RunRow> = match q.term() {
+        None => db.fetch_all_planned_once(sql).await?,
+        Some(_) => db.fetch_all(sql).await?,
+    };
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
     let next = if more {
@@ -400,7 +405,10 @@ pub async fn count_by_reason_up_to(db: &Db, q: &RunQuery, limit: i64) -> StoreRe
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
     } else {
-        db.fetch_all(counts_sql(q, db.backend(), limit + 1)).await?
+        match q.term() {
+            None => db.fetch_all_planned_once(counts_sql(q, db.backend(), limit + 1)).await?,
+            Some(_) => db.fetch_all(counts_sql(q, db.backend(), limit + 1)).await?,
+        }
     };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
