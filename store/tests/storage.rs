@@ -996,6 +996,69 @@ mod ingest_storage {
         t.cleanup().await;
     }
 
+    /// A late span of a run whose day is being dropped whole (ADR 0019): the writer has
+    /// locked the run and comes to update it while retention, holding the day's `runs`
+    /// partition against writes, comes to delete the run's id. PostgreSQL aborts one of the
+    /// two. Either the day goes and the writer, trying again, stores the span as a new
+    /// run, or the writer's update stands and the day waits for the next pass; the counts
+    /// kept are a count of the runs either way.
+    #[tokio::test]
+    async fn a_late_span_meeting_its_day_s_drop_leaves_one_of_the_two_to_try_again() {
+        use store::partitions;
+        let Some(t) = TestDb::postgres().await else { return };
+        let db = &t.db;
+        let store::Db::Postgres(pool) = db else { unreachable!() };
+        let now = now_ms();
+        let today = partitions::day_of(now);
+        let long_ago = (now as u64) * 1_000_000 - 40 * 86_400 * 1_000_000_000;
+        partitions::arrive_on(db, today - 40, now).await.unwrap();
+        write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
+        partitions::ensure_days(db, now).await.unwrap();
+
+        // The writer locks the run as the write path does, then updates it.
+        let mut writer = pool.begin().await.unwrap();
+        sqlx::query(
+            "SELECT r.run_no FROM run_ids i JOIN runs r ON r.run_no = i.run_no WHERE i.run_id = 'old' FOR UPDATE",
+        )
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+        let sweep = tokio::spawn({
+            let db = db.clone();
+            async move { retention::apply(&db, 30, 7).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let update =
+            sqlx::query("UPDATE runs SET ended_ns = ended_ns WHERE run_id = 'old'").execute(&mut *writer).await;
+        let writer_won = match update {
+            Ok(_) => {
+                writer.commit().await.unwrap();
+                true
+            }
+            Err(e) => {
+                let e = store::StoreError::Database(e);
+                assert!(e.is_write_conflict(), "the writer lost to a deadlock, nothing else: {e}");
+                false
+            }
+        };
+        let swept = sweep.await.unwrap().expect("retention never fails for a deadlock");
+        let dropped = swept.days.iter().map(|d| d.day).collect::<Vec<_>>();
+        if writer_won {
+            assert!(dropped.is_empty(), "retention lost: the day waits for the next pass");
+            assert!(runs::get(db, "old").await.unwrap().is_some());
+        } else {
+            assert_eq!(dropped, [today - 40], "the writer lost: the day went");
+            // The writer's next attempt finds the run gone and stores it anew, today.
+            write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
+            let run_no: i64 =
+                db.fetch_one_value(Sql::new("SELECT run_no FROM run_ids WHERE run_id = 'old'")).await.unwrap();
+            assert_eq!(partitions::day_of_run_no(run_no), today);
+        }
+        assert_run_ids_are_the_runs(db).await;
+        assert_kept_counts_are_the_runs(db).await;
+        t.cleanup().await;
+    }
+
     /// Migrations 0013 and 0014 moved spans and bodies from one row each into per-run
     /// chunks: those stored before read back the same through every reader, and spans are
     /// still not stored twice.
