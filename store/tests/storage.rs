@@ -951,22 +951,30 @@ mod ingest_storage {
         t.cleanup().await;
     }
 
+    /// Stores one run, "old", started 40 days before `now` and numbered into that day's
+    /// partitions, then makes today's; returns today and the run's start.
+    async fn one_old_run(db: &store::Db, now: i64) -> (i64, u64) {
+        use store::partitions;
+        let today = partitions::day_of(now);
+        let long_ago = (now as u64) * 1_000_000 - 40 * 86_400 * 1_000_000_000;
+        partitions::arrive_on(db, today - 40, now).await.unwrap();
+        write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
+        partitions::ensure_days(db, now).await.unwrap();
+        (today, long_ago)
+    }
+
     /// A day's drop waits for a writer that is using the span-side tables, instead of
     /// holding a `tools` row that writer comes to next: the two once deadlocked (the drop
     /// had updated the counts and waited for the parent table's lock, the writer held the
     /// table and waited for the counts' row), and PostgreSQL aborted one of them.
     #[tokio::test]
     async fn a_day_s_drop_waits_for_a_writer_instead_of_deadlocking_with_it() {
-        use store::partitions::{self, partition_name};
+        use store::partitions::partition_name;
         let Some(t) = TestDb::postgres().await else { return };
         let db = &t.db;
         let store::Db::Postgres(pool) = db else { unreachable!() };
         let now = now_ms();
-        let today = partitions::day_of(now);
-        let long_ago = (now as u64) * 1_000_000 - 40 * 86_400 * 1_000_000_000;
-        partitions::arrive_on(db, today - 40, now).await.unwrap();
-        write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
-        partitions::ensure_days(db, now).await.unwrap();
+        let (today, _) = one_old_run(db, now).await;
         write::commit(db, &tool_run(2, "new", false, (now as u64) * 1_000_000, "send"), BodyPolicy::All).await.unwrap();
 
         // A writer mid-commit: it has read the span chunks, and updates a tool's row next.
@@ -1009,11 +1017,7 @@ mod ingest_storage {
         let db = &t.db;
         let store::Db::Postgres(pool) = db else { unreachable!() };
         let now = now_ms();
-        let today = partitions::day_of(now);
-        let long_ago = (now as u64) * 1_000_000 - 40 * 86_400 * 1_000_000_000;
-        partitions::arrive_on(db, today - 40, now).await.unwrap();
-        write::commit(db, &tool_run(1, "old", false, long_ago, "send"), BodyPolicy::All).await.unwrap();
-        partitions::ensure_days(db, now).await.unwrap();
+        let (today, long_ago) = one_old_run(db, now).await;
 
         // The writer locks the run as the write path does, then updates it.
         let mut writer = pool.begin().await.unwrap();

@@ -110,7 +110,8 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         // so does autovacuum of the partition, which would be wasted on it.
         let partition = partitions::partition_name(RUNS, day.day);
         tx.execute(Sql::new(format!("LOCK TABLE {partition} IN SHARE MODE"))).await?;
-        // Checked again under the lock: a run may have moved out since (see [`whole`]).
+        // A day that is not whole (a run started inside the horizon) waits for a later
+        // pass; checked under the lock, so no write changes the answer meanwhile.
         let (inside,): (i64,) = tx.fetch_one(started_inside(day, horizon_ms)).await?;
         if inside > 0 {
             return Ok(None);
