@@ -299,6 +299,21 @@ pub async fn build_rollups_if_new(db: &Db) -> StoreResult<Option<u64>> {
     Ok(Some(rebuild_rollups(db).await?))
 }
 
+/// Up to `limit` runs numbered in `(after, before)`, lowest first, as (number,
+/// [`PointRow`]): a page of the runs read in number order to add them up.
+pub async fn points_page(tx: &mut Tx, (after, before): (i64, i64), limit: i64) -> StoreResult<Vec<(i64, PointRow)>> {
+    let mut sql = Sql::new(format!("SELECT run_no, {POINT_COLUMNS} FROM runs WHERE run_no > "));
+    sql.bind(after).push(" AND run_no < ").bind(before).push(" ORDER BY run_no LIMIT ").bind(limit);
+    type Row = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+    let rows: Vec<Row> = tx.fetch_all(sql).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(no, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| {
+            (no, (started_ns, reason, cost, calls, deduped, dups, no_read, agent, model))
+        })
+        .collect())
+}
+
 /// Empties the rollups and adds up every stored run again, and counts every escalation
 /// and approval into the event rows again, in one write transaction (on PostgreSQL with
 /// the three tables locked against writers, so no write lands in between); returns how
@@ -316,16 +331,13 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
     let mut after = i64::MIN;
     let mut read = 0u64;
     loop {
-        let mut sql = Sql::new(format!("SELECT run_no, {POINT_COLUMNS} FROM runs WHERE run_no > "));
-        sql.bind(after).push(" ORDER BY run_no LIMIT ").bind(REBUILD_PAGE);
-        type Row = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
-        let rows: Vec<Row> = tx.fetch_all(sql).await?;
-        let Some(last) = rows.last() else { break };
-        after = last.0;
-        read += rows.len() as u64;
+        let points = points_page(&mut tx, (after, i64::MAX), REBUILD_PAGE).await?;
+        let Some((last, _)) = points.last() else { break };
+        after = *last;
+        read += points.len() as u64;
         let mut page = Rollup::default();
-        for (_, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model) in rows {
-            page.add(&point((started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)), 1);
+        for (_, row) in points {
+            page.add(&point(row), 1);
         }
         apply(&mut tx, &page).await?;
     }

@@ -10,18 +10,16 @@
 //! read, their figures taken out of the trends' rollups, and the rows outside the
 //! partitions deleted. Then the parent tables are locked for as long as subtracting the
 //! per-reason and tool counts (rows every writer updates) and dropping the partitions
-//! takes: ingest waits only for that. A day listed before `runs` was partitioned keeps its runs in
-//! `runs_early`: the batches delete them, and the day goes once none is left.
+//! takes: ingest waits only for that. A day listed before `runs` was partitioned keeps
+//! its runs in `runs_early`: the batches delete them, and the day goes once none is left.
 
-use super::Departed;
+use super::{Departed, RUN_TABLES};
 use crate::partitions::{self, ListedDay, RUNS};
 use crate::sql::{Sql, Tx};
-use crate::{tools, Db, StoreResult};
+use crate::{tools, trends, Db, StoreResult};
 
 /// Runs read from a day's `runs` partition per statement.
 const RUNS_PER_READ: i64 = 20_000;
-/// The tables holding rows of a run outside its day's partitions, by run number.
-const OUTSIDE: [&str; 2] = ["trace_runs", "irreversible_calls"];
 
 /// What dropping one day did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +44,7 @@ pub struct DroppedDay {
 pub async fn whole(db: &Db, dropping: &[ListedDay], horizon_ms: i64) -> StoreResult<Vec<ListedDay>> {
     let mut whole = Vec::new();
     for day in dropping.iter().filter(|d| d.with_runs) {
-        let (inside,): (i64,) = db.fetch_one(started_inside(*day, horizon_ms)).await?;
+        let (inside,): (i64,) = db.fetch_one(any_run(*day, horizon_ms)).await?;
         if inside == 0 {
             whole.push(*day);
         }
@@ -54,12 +52,16 @@ pub async fn whole(db: &Db, dropping: &[ListedDay], horizon_ms: i64) -> StoreRes
     Ok(whole)
 }
 
-/// Counts 1 if a run of `day` started at or after `horizon_ms`, else 0.
-fn started_inside(day: ListedDay, horizon_ms: i64) -> Sql {
+/// Counts 1 if a run of `day` is stored that started at or after `started_from_ms`
+/// (any run, with `i64::MIN`), else 0.
+fn any_run(day: ListedDay, started_from_ms: i64) -> Sql {
     let (from, to) = day.range();
     let mut sql = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE run_no >= ");
     sql.bind(from).push(" AND run_no < ").bind(to);
-    sql.push(" AND started_ns >= ").bind(horizon_ms.saturating_mul(1_000_000)).push(" LIMIT 1) AS t");
+    if started_from_ms > i64::MIN {
+        sql.push(" AND started_ns >= ").bind(started_from_ms.saturating_mul(1_000_000));
+    }
+    sql.push(" LIMIT 1) AS t");
     sql
 }
 
@@ -112,7 +114,7 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         tx.execute(Sql::new(format!("LOCK TABLE {partition} IN SHARE MODE"))).await?;
         // A day that is not whole (a run started inside the horizon) waits for a later
         // pass; checked under the lock, so no write changes the answer meanwhile.
-        let (inside,): (i64,) = tx.fetch_one(started_inside(day, horizon_ms)).await?;
+        let (inside,): (i64,) = tx.fetch_one(any_run(day, horizon_ms)).await?;
         if inside > 0 {
             return Ok(None);
         }
@@ -122,8 +124,11 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         // seconds).
         departed.subtract_from_trends(&mut tx).await?;
         forget_outside(&mut tx, &partition, from, to).await?;
-    } else if runs_left(&mut tx, from, to).await? {
-        return Ok(None);
+    } else {
+        let (left,): (i64,) = tx.fetch_one(any_run(day, i64::MIN)).await?;
+        if left > 0 {
+            return Ok(None);
+        }
     }
     let waiting = std::time::Instant::now();
     partitions::lock_parents(&mut tx).await?;
@@ -148,16 +153,10 @@ async fn read_runs(tx: &mut Tx, from: i64, to: i64) -> StoreResult<Departed> {
     let mut departed = Departed::default();
     let mut after = from - 1;
     loop {
-        let columns = crate::trends::POINT_COLUMNS;
-        let mut sql = Sql::new(format!("SELECT run_no, {columns} FROM runs WHERE run_no > "));
-        sql.bind(after).push(" AND run_no < ").bind(to).push(" ORDER BY run_no LIMIT ").bind(RUNS_PER_READ);
-        type Row = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
-        let rows: Vec<Row> = tx.fetch_all(sql).await?;
-        let Some(last) = rows.last() else { break };
-        after = last.0;
-        for (_, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model) in rows {
-            departed.add((started_ns, reason, cost, calls, deduped, dups, no_read, agent, model));
-        }
+        let points = trends::points_page(tx, (after, to), RUNS_PER_READ).await?;
+        let Some((last, _)) = points.last() else { break };
+        after = *last;
+        points.into_iter().for_each(|(_, row)| departed.add(row));
     }
     Ok(departed)
 }
@@ -167,20 +166,12 @@ async fn read_runs(tx: &mut Tx, from: i64, to: i64) -> StoreResult<Departed> {
 /// has no index by number), their traces and their irreversible calls.
 async fn forget_outside(tx: &mut Tx, runs_partition: &str, from: i64, to: i64) -> StoreResult<()> {
     tx.execute(Sql::new(format!("DELETE FROM run_ids WHERE run_id IN (SELECT run_id FROM {runs_partition})"))).await?;
-    for table in OUTSIDE {
+    for table in RUN_TABLES {
         let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no >= "));
         sql.bind(from).push(" AND run_no < ").bind(to);
         tx.execute(sql).await?;
     }
     Ok(())
-}
-
-/// Whether a run numbered in `[from, to)` is still stored.
-async fn runs_left(tx: &mut Tx, from: i64, to: i64) -> StoreResult<bool> {
-    let mut sql = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE run_no >= ");
-    sql.bind(from).push(" AND run_no < ").bind(to).push(" LIMIT 1) AS t");
-    let (left,): (i64,) = tx.fetch_one(sql).await?;
-    Ok(left > 0)
 }
 
 #[cfg(test)]
