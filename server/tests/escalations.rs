@@ -489,6 +489,13 @@ async fn the_queue_waits_from_when_the_run_needed_a_person_and_filters_by_reason
         assert_eq!(count_up_to(db, true, &billing, 1).await.unwrap(), 2);
         assert_eq!(count_up_to(db, true, &billing, 2).await.unwrap(), 2);
         assert_eq!(count_up_to(db, true, &QueueFilter::default(), 2).await.unwrap(), 3);
+        // So do the backlog alert's counts (all three late, two of them unclaimed), and the
+        // oldest it reads are still every late one.
+        use store::alerts::escalation_backlog_up_to;
+        let late = escalation_backlog_up_to(db, store::now_ms(), false, 1).await.unwrap();
+        assert_eq!((late.late, late.late_unclaimed, late.oldest.len()), (2, 2, 3));
+        let late = escalation_backlog_up_to(db, store::now_ms(), false, 5).await.unwrap();
+        assert_eq!((late.late, late.late_unclaimed, late.oldest.len()), (3, 2, 3));
         t.cleanup().await;
     }
 }

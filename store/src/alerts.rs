@@ -14,6 +14,7 @@ use domain::alerts::rules::{
 use domain::alerts::settings::RuleSettings;
 use domain::alerts::silences::Silence;
 use domain::alerts::{Alert, AlertEvent, AlertItem, AlertRule, AlertState, ItemKind, Severity, Unit};
+use domain::escalations::COUNT_LIMIT;
 use domain::notify::{EventKind, Notifications};
 use domain::trends::rollup::whole_hours;
 
@@ -132,11 +133,21 @@ pub async fn deduped_counts(db: &Db, baseline_start_ms: i64, window_start_ms: i6
 }
 
 /// The open escalations needed before `late_before_ms` (rule 4's late ones): counted on
-/// the indexes `escalations_status_needed` and `escalations_open_unclaimed`, and the
-/// oldest [`ITEMS_READ`] of them (unclaimed only, when `only_unclaimed`) read in the
-/// first one's order.
+/// the indexes `escalations_status_needed` and `escalations_open_unclaimed`, each up to
+/// one past [`COUNT_LIMIT`], and the oldest [`ITEMS_READ`] of them (unclaimed only, when
+/// `only_unclaimed`) read in the first one's order.
 pub async fn escalation_backlog(db: &Db, late_before_ms: i64, only_unclaimed: bool) -> StoreResult<Backlog> {
-    let [late, unclaimed, oldest] = backlog_sql(db.backend(), late_before_ms, only_unclaimed);
+    escalation_backlog_up_to(db, late_before_ms, only_unclaimed, COUNT_LIMIT).await
+}
+
+/// [`escalation_backlog`] with the count limit given (tests count to a handful).
+pub async fn escalation_backlog_up_to(
+    db: &Db,
+    late_before_ms: i64,
+    only_unclaimed: bool,
+    limit: i64,
+) -> StoreResult<Backlog> {
+    let [late, unclaimed, oldest] = backlog_sql(db.backend(), late_before_ms, only_unclaimed, limit);
     let rows: Vec<(String, String, i64, Option<String>)> = db.fetch_all(oldest).await?;
     Ok(Backlog {
         late: db.fetch_one_value(late).await?,
@@ -148,13 +159,14 @@ pub async fn escalation_backlog(db: &Db, late_before_ms: i64, only_unclaimed: bo
     })
 }
 
-/// The backlog's statements: the late ones counted, the unclaimed late ones counted, the
-/// oldest read.
-fn backlog_sql(backend: Backend, late_before_ms: i64, only_unclaimed: bool) -> [Sql; 3] {
-    let late = "SELECT COUNT(*) FROM escalations WHERE status = 'open' AND needed_at < $1";
+/// The backlog's statements: the late ones counted (to one past `limit`), the unclaimed
+/// late ones counted (the same), the oldest read.
+fn backlog_sql(backend: Backend, late_before_ms: i64, only_unclaimed: bool, limit: i64) -> [Sql; 3] {
+    let late = "SELECT COUNT(*) FROM (SELECT 1 FROM escalations WHERE status = 'open' AND needed_at < $1 LIMIT $2) AS t";
     let unclaimed_index = backend.indexed_by("escalations", "escalations_open_unclaimed");
     let unclaimed = format!(
-        "SELECT COUNT(*) FROM {unclaimed_index} WHERE status = 'open' AND claimed_by IS NULL AND needed_at < $1"
+        "SELECT COUNT(*) FROM (SELECT 1 FROM {unclaimed_index} \
+         WHERE status = 'open' AND claimed_by IS NULL AND needed_at < $1 LIMIT $2) AS t"
     );
     let from = if only_unclaimed { unclaimed_index.as_str() } else { "escalations" };
     let mut oldest = format!("SELECT id, run_id, needed_at, claimed_by FROM {from} WHERE status = 'open'");
@@ -163,8 +175,8 @@ fn backlog_sql(backend: Backend, late_before_ms: i64, only_unclaimed: bool) -> [
     }
     oldest.push_str(" AND needed_at < $1 ORDER BY needed_at, id LIMIT $2");
     [
-        Sql::with_args(late, vec![late_before_ms.into()]),
-        Sql::with_args(unclaimed, vec![late_before_ms.into()]),
+        Sql::with_args(late, vec![late_before_ms.into(), (limit + 1).into()]),
+        Sql::with_args(unclaimed, vec![late_before_ms.into(), (limit + 1).into()]),
         Sql::with_args(oldest, vec![late_before_ms.into(), (ITEMS_READ as i64).into()]),
     ]
 }
@@ -831,7 +843,7 @@ mod tests {
             }
         };
         for only_unclaimed in [false, true] {
-            let [late, unclaimed, oldest] = backlog_sql(Backend::Sqlite, now_ms(), only_unclaimed);
+            let [late, unclaimed, oldest] = backlog_sql(Backend::Sqlite, now_ms(), only_unclaimed, COUNT_LIMIT);
             for (sql, index) in [
                 (late, "escalations_status_needed"),
                 (unclaimed, "escalations_open_unclaimed"),
@@ -840,7 +852,7 @@ mod tests {
                 let steps = plan(sql).await;
                 assert!(steps.iter().all(|s| !s.contains("TEMP B-TREE")), "{steps:?}");
                 assert!(
-                    steps[0].contains(index) && steps[0].contains("needed_at<?"),
+                    steps.iter().any(|s| s.contains(index) && s.contains("needed_at<?")),
                     "not a range of {index}: {steps:?}"
                 );
             }

@@ -8,6 +8,7 @@
 
 use super::settings::RuleSettings;
 use super::{window_text, AlertItem, ItemKind, Unit};
+use crate::escalations::COUNT_LIMIT;
 use std::collections::BTreeMap;
 
 /// The most items an alert keeps and lists; the rules hand over all they found, storage
@@ -219,8 +220,9 @@ fn older_than<'a, T>(
 
 /// The open escalations rule 4 finds late: how many (and how many of those nobody has
 /// claimed), and the oldest of them (only unclaimed ones when the rule asks for those),
-/// oldest first, at most [`ITEMS_READ`]. Storage counts them on an index and reads only
-/// the oldest, so a queue of tens of thousands costs an evaluation the same.
+/// oldest first, at most [`ITEMS_READ`]. Storage counts them on an index up to one past
+/// [`COUNT_LIMIT`] (as the queue does) and reads only the oldest, so a queue of hundreds
+/// of thousands costs an evaluation the same as one of ten thousand.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Backlog {
     pub late: i64,
@@ -234,9 +236,10 @@ impl Backlog {
         let before = late_before_ms(s, now_ms);
         let mut late: Vec<&OpenEscalation> = open.iter().filter(|e| e.needed_at_ms < before).collect();
         late.sort_by(|a, b| a.needed_at_ms.cmp(&b.needed_at_ms).then_with(|| a.id.cmp(&b.id)));
+        let up_to = |n: usize| (n as i64).min(COUNT_LIMIT + 1);
         Backlog {
-            late: late.len() as i64,
-            late_unclaimed: late.iter().filter(|e| e.claimed_by.is_none()).count() as i64,
+            late: up_to(late.len()),
+            late_unclaimed: up_to(late.iter().filter(|e| e.claimed_by.is_none()).count()),
             oldest: late
                 .into_iter()
                 .filter(|e| !s.only_unclaimed || e.claimed_by.is_none())
@@ -244,6 +247,15 @@ impl Backlog {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+/// A backlog count as the alert says it: "10000+" once past [`COUNT_LIMIT`].
+fn counted(n: i64) -> String {
+    if n > COUNT_LIMIT {
+        format!("{COUNT_LIMIT}+")
+    } else {
+        n.to_string()
     }
 }
 
@@ -267,9 +279,10 @@ pub fn escalation_backlog(s: &RuleSettings, now_ms: i64, backlog: &Backlog) -> V
     vec![Finding {
         subject: String::new(),
         title: format!(
-            "{count} escalation(s) waiting longer than {} ({} unclaimed); the oldest for {}",
+            "{} escalation(s) waiting longer than {} ({} unclaimed); the oldest for {}",
+            counted(count),
             Unit::Seconds.format(s.threshold),
-            backlog.late_unclaimed,
+            counted(backlog.late_unclaimed),
             Unit::Seconds.format(oldest)
         ),
         value: oldest,
@@ -684,6 +697,12 @@ mod tests {
         let read = backlog(&s, &many);
         assert_eq!((read.late, read.oldest.len(), read.oldest[0].id.as_str()), (1500, ITEMS_READ, "e1499"));
         assert!(escalation_backlog(&s, NOW, &read)[0].title.starts_with("1500 escalation(s)"));
+        // Past the queue's count limit the counts stop one past it and the title says so.
+        let past: Vec<OpenEscalation> = (0..COUNT_LIMIT + 5).map(|i| escalation(&format!("p{i:05}"), 1000 + i, None)).collect();
+        let read = backlog(&s, &past);
+        assert_eq!((read.late, read.late_unclaimed), (COUNT_LIMIT + 1, COUNT_LIMIT + 1));
+        let title = &escalation_backlog(&s, NOW, &read)[0].title;
+        assert!(title.starts_with("10000+ escalation(s)") && title.contains("(10000+ unclaimed)"), "{title}");
         s.only_unclaimed = true;
         let claimed = [escalation("a", 5000, Some("bob"))];
         let f = escalation_backlog(&s, NOW, &backlog(&s, &claimed));
