@@ -244,12 +244,16 @@ pub async fn agents(db: &Db) -> StoreResult<Vec<String>> {
 /// With one: the first page of the runs it names by id and the first page of the runs
 /// that called it as a tool (walking `run_tools` newest first), each filtered, then the
 /// page of their union in sort order; both arms stop after one page.
+///
+/// Every statement here is planned once per connection ([`Db::fetch_all_planned_once`]),
+/// so its limits are written into it, not bound: a plan made without knowing its limit
+/// expects a tenth of the rows, and for the search that was a hash join over every run
+/// instead of a page read by number (ADR 0020).
 fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
     let mut sql = Sql::new("");
     let order = |c: &Cols| format!(" ORDER BY {} DESC, {} DESC", key_sql(q.sort, c), c.run_id);
     let page = |sql: &mut Sql| {
-        let p = sql.arg(limit);
-        sql.push(&format!(" LIMIT {p}"));
+        sql.push(&format!(" LIMIT {limit}"));
     };
     sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
     let Some(term) = q.term() else {
@@ -301,11 +305,9 @@ fn duplicates_first_sql(q: &RunQuery, limit: i64) -> Sql {
         }
         sql.push(&format!("SELECT * FROM (SELECT {RUN_COLUMNS} FROM runs WHERE {only}"));
         push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
-        let p = sql.arg(limit);
-        sql.push(&format!("{order} LIMIT {p}) AS arm{n}"));
+        sql.push(&format!("{order} LIMIT {limit}) AS arm{n}"));
     }
-    let p = sql.arg(limit);
-    sql.push(&format!(" ORDER BY duplicate_side_effects DESC, run_id DESC LIMIT {p}"));
+    sql.push(&format!(" ORDER BY duplicate_side_effects DESC, run_id DESC LIMIT {limit}"));
     sql
 }
 
@@ -319,8 +321,7 @@ fn duplicates_first_sql(q: &RunQuery, limit: i64) -> Sql {
 fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
     let mut sql = Sql::new("");
     let up_to = |sql: &mut Sql| {
-        let p = sql.arg(limit);
-        sql.push(&format!(" LIMIT {p}) AS matched GROUP BY reason"));
+        sql.push(&format!(" LIMIT {limit}) AS matched GROUP BY reason"));
     };
     let Some(term) = q.term() else {
         // The reason as an expression, not the column: SQLite would otherwise walk every
@@ -360,10 +361,7 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let q = &resolved;
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1, db.backend());
-    let rows: Vec<RunRow> = match q.term() {
-        None => db.fetch_all_planned_once(sql).await?,
-        Some(_) => db.fetch_all(sql).await?,
-    };
+    let rows: Vec<RunRow> = db.fetch_all_planned_once(sql).await?;
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
     let next = if more {
@@ -405,10 +403,7 @@ pub async fn count_by_reason_up_to(db: &Db, q: &RunQuery, limit: i64) -> StoreRe
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
     } else {
-        match q.term() {
-            None => db.fetch_all_planned_once(counts_sql(q, db.backend(), limit + 1)).await?,
-            Some(_) => db.fetch_all(counts_sql(q, db.backend(), limit + 1)).await?,
-        }
+        db.fetch_all_planned_once(counts_sql(q, db.backend(), limit + 1)).await?
     };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
@@ -656,6 +651,30 @@ mod tests {
                     !reads.is_empty() && reads.iter().all(|step| step.contains("COVERING INDEX")),
                     "{name} visits run rows: {plan:?}"
                 );
+            }
+        }
+    }
+
+    /// The run list's statements are planned once per connection on PostgreSQL, so the
+    /// planner must see their limits: a bound one is planned as a tenth of the rows, and
+    /// the search's plan then hashed every run (390 ms at 10 million spans, not 2).
+    #[test]
+    fn run_list_statements_carry_their_limits_in_their_text() {
+        let search = || RunQuery { search: Some("send_email".into()), ..Default::default() };
+        let queries = [
+            RunQuery::default(),
+            RunQuery { sort: RunSort::Duplicates, ..Default::default() },
+            RunQuery { sort: RunSort::Cost, agent_names: Some(vec!["billing".into()]), ..search() },
+            search(),
+        ];
+        for q in queries {
+            let statements = [list_sql(&q, 51, Backend::Postgres), counts_sql(&q, Backend::Postgres, COUNT_LIMIT + 1)];
+            for sql in statements {
+                let limits: Vec<&str> = sql.text().split("LIMIT ").skip(1).collect();
+                assert!(!limits.is_empty(), "{}", sql.text());
+                for rest in limits {
+                    assert!(rest.starts_with("51") || rest.starts_with("10001"), "a bound limit: {}", sql.text());
+                }
             }
         }
     }

@@ -496,11 +496,11 @@ impl Db {
 
     /// As [`Db::fetch_all`], planned once per connection on PostgreSQL: a generic plan,
     /// which prunes partitions as it runs, instead of a plan made for each execution's
-    /// values. For the run list's statements: they read every day's partitions whatever
-    /// their values, and planning one against 30 days' partitions took longer than running
-    /// it. Not for a statement whose best plan depends on its values: the search's generic
-    /// plan probes every partition's index for the term (ten times slower at 10 million
-    /// spans).
+    /// values. For the run list's statements and its search: they read every day's
+    /// partitions whatever their values, and planning one against 30 days' partitions took
+    /// longer than running it. Not for a statement whose best plan depends on its values;
+    /// a `LIMIT` is such a value (planned as a tenth of the rows when bound), so these
+    /// statements write theirs into the text.
     pub async fn fetch_all_planned_once<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
         match self {
             Db::Sqlite { .. } => self.fetch_all(sql).await,
