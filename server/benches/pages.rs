@@ -217,6 +217,8 @@ async fn measure(db: &Db, runs: usize) {
         ("run list, flag duplicates", "/runs?flag=duplicates"),
         ("run list, search by tool name", "/runs?q=send_email"),
         ("run list, search by external id", "/runs?q=msg_000001"),
+        // A filter that none of the tool's runs pass: the search reads all of them.
+        ("run list, search and agent", "/runs?q=send_email&agent=billing"),
         ("run page, 500 spans", "/runs/bench-big-run"),
         ("approvals, pending", "/approvals"),
         ("approvals, decided", "/approvals?view=decided"),
