@@ -162,7 +162,8 @@ pub async fn escalation_backlog_up_to(
 /// The backlog's statements: the late ones counted (to one past `limit`), the unclaimed
 /// late ones counted (the same), the oldest read.
 fn backlog_sql(backend: Backend, late_before_ms: i64, only_unclaimed: bool, limit: i64) -> [Sql; 3] {
-    let late = "SELECT COUNT(*) FROM (SELECT 1 FROM escalations WHERE status = 'open' AND needed_at < $1 LIMIT $2) AS t";
+    let late =
+        "SELECT COUNT(*) FROM (SELECT 1 FROM escalations WHERE status = 'open' AND needed_at < $1 LIMIT $2) AS t";
     let unclaimed_index = backend.indexed_by("escalations", "escalations_open_unclaimed");
     let unclaimed = format!(
         "SELECT COUNT(*) FROM (SELECT 1 FROM {unclaimed_index} \

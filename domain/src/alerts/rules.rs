@@ -698,7 +698,8 @@ mod tests {
         assert_eq!((read.late, read.oldest.len(), read.oldest[0].id.as_str()), (1500, ITEMS_READ, "e1499"));
         assert!(escalation_backlog(&s, NOW, &read)[0].title.starts_with("1500 escalation(s)"));
         // Past the queue's count limit the counts stop one past it and the title says so.
-        let past: Vec<OpenEscalation> = (0..COUNT_LIMIT + 5).map(|i| escalation(&format!("p{i:05}"), 1000 + i, None)).collect();
+        let past: Vec<OpenEscalation> =
+            (0..COUNT_LIMIT + 5).map(|i| escalation(&format!("p{i:05}"), 1000 + i, None)).collect();
         let read = backlog(&s, &past);
         assert_eq!((read.late, read.late_unclaimed), (COUNT_LIMIT + 1, COUNT_LIMIT + 1));
         let title = &escalation_backlog(&s, NOW, &read)[0].title;
