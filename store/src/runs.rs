@@ -657,14 +657,19 @@ mod tests {
 
     /// The run list's statements are planned once per connection on PostgreSQL, so the
     /// planner must see their limits: a bound one is planned as a tenth of the rows, and
-    /// the search's plan then hashed every run (390 ms at 10 million spans, not 2).
+    /// the search's plan then hashed every run (390 ms at 10 million spans instead of 2).
     #[test]
     fn run_list_statements_carry_their_limits_in_their_text() {
         let search = || RunQuery { search: Some("send_email".into()), ..Default::default() };
         let queries = [
             RunQuery::default(),
             RunQuery { sort: RunSort::Duplicates, ..Default::default() },
-            RunQuery { sort: RunSort::Cost, agent_names: Some(vec!["billing".into()]), ..search() },
+            RunQuery {
+                sort: RunSort::Cost,
+                agent: Some("billing".into()),
+                agent_names: Some(vec!["billing-bot".into()]),
+                ..search()
+            },
             search(),
         ];
         for q in queries {
