@@ -133,8 +133,12 @@ impl Db {
     /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // JIT off: its compiling pays off in scans that run for seconds, and Flightdeck
+            // reads pages that stop early. A generic plan's estimates are high enough to
+            // pass `jit_above_cost`, and compiling one took 600 ms of a 50 ms search page.
             let options = PgConnectOptions::from_str(url)
-                .map_err(|e| anyhow::anyhow!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?;
+                .map_err(|e| anyhow::anyhow!("DATABASE_URL is not a valid PostgreSQL URL: {e}"))?
+                .options([("jit", "off")]);
             // Connections are kept, not replaced after 30 minutes or closed after 10 idle
             // (sqlx's defaults): a new connection plans its first statements against every
             // day's partitions with nothing of them cached yet (the search's first plan
