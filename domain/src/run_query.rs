@@ -57,6 +57,20 @@ impl std::str::FromStr for RunSort {
     }
 }
 
+/// How many of a tool's runs a search for it reads, newest first, when every one must be
+/// tested against a filter or the sort is not by start: the filter may match none of them,
+/// and a tool most runs call has millions. The page says where the search stopped and
+/// links to the runs before (`until`), so nothing is out of reach.
+pub const SEARCH_WINDOW: i64 = 5_000;
+
+/// The newest `runs` of the searched tool's runs (within the query's time range), which
+/// start at `since_ns` or later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchWindow {
+    pub since_ns: i64,
+    pub runs: i64,
+}
+
 /// A run-list query. Times are Unix nanoseconds on the run's start.
 #[derive(Debug, Clone, Default)]
 pub struct RunQuery {
@@ -76,6 +90,9 @@ pub struct RunQuery {
     /// The stored agent names `agent` matches (part of the name, any case), found by
     /// `storage::runs::resolve_search` so the filter is an indexed equality, not a scan.
     pub agent_names: Option<Vec<String>>,
+    /// The tool's runs a search reads when it reads only the newest of them (found by
+    /// `storage::runs::resolve_search`).
+    pub search_window: Option<SearchWindow>,
     pub sort: RunSort,
     /// The cursor of the previous page's last run.
     pub after: Option<Cursor>,
@@ -175,6 +192,7 @@ impl QueryParams {
             search: given(&self.q).map(str::to_string),
             search_tool: None,
             agent_names: None,
+            search_window: None,
             sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
             after: given(&self.cursor).map(Cursor::decode).transpose()?,
             limit,
@@ -186,6 +204,14 @@ impl RunQuery {
     /// Whether a filter needs a column that only `runs` has.
     pub fn filters_on_runs(&self) -> bool {
         self.agent.is_some() || self.trigger.is_some() || self.flag.is_some() || self.model.is_some()
+    }
+
+    /// Whether a search for a tool must test each of its runs rather than read a page of
+    /// them newest first: a filter other than time, or another sort. Such a search reads
+    /// only the newest [`SEARCH_WINDOW`] of the tool's runs.
+    pub fn tests_each_tool_run(&self) -> bool {
+        self.term().is_some()
+            && (self.filters_on_runs() || self.terminal_reason.is_some() || self.sort != RunSort::Started)
     }
 
     /// The trimmed search term, if any.

@@ -37,6 +37,23 @@ impl Backend {
         }
     }
 
+    /// Joins `runs r` to each row of `rt` by its `run_no`, one lookup per row, with the
+    /// columns the run list filters and sorts on. PostgreSQL costs a lookup in the
+    /// day-partitioned `runs` as one in every partition (it prunes them only as it runs),
+    /// so a plain join there reads every run a filter passes and hashes them; `LATERAL ...
+    /// LIMIT 1` cannot be turned into such a join. SQLite looks each row up by the index
+    /// anyway.
+    pub fn join_run_of_each(self) -> &'static str {
+        match self {
+            Backend::Postgres => {
+                " CROSS JOIN LATERAL (SELECT r.run_no, r.terminal_reason, r.agent, r.run_trigger, r.model, r.cost, \
+                 r.wall_clock_ms, r.duplicate_side_effects, r.completed_without_read, r.approval_violations \
+                 FROM runs r WHERE r.run_no = rt.run_no LIMIT 1) AS r"
+            }
+            Backend::Sqlite => " JOIN runs r ON r.run_no = rt.run_no",
+        }
+    }
+
     /// The runs whose spans carry the term bound at `placeholder`, as SQL selecting their
     /// `run_no`.
     pub fn runs_with_term(self, placeholder: &str) -> String {

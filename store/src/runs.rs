@@ -12,15 +12,17 @@ use domain::canonical::{
 use domain::derive::{derive_run_with, Rules};
 use domain::failure::{failure_of, SpanOutcome};
 use domain::record as span_record;
-pub use domain::run_query::{Cursor, RunFlag, RunQuery, RunSort, SortKey};
+pub use domain::run_query::{Cursor, RunFlag, RunQuery, RunSort, SearchWindow, SortKey, SEARCH_WINDOW};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// One page of runs, the cursor for the next, and how many runs of each terminal reason
-/// match the filters (reason and paging aside).
+/// One page of runs and the cursor for the next.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunPage {
     pub runs: Vec<RunSummary>,
     pub next: Option<Cursor>,
+    /// When the search read only the newest [`SEARCH_WINDOW`] runs that called the tool:
+    /// the start of the oldest of them (Unix ns). The runs it names by id are all read.
+    pub searched_since: Option<i64>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -216,6 +218,12 @@ fn push_runs_named_by(sql: &mut Sql, term: &str, backend: Backend) {
 /// read the agent index for those names instead of testing every run (200 ms at 150,000
 /// runs on SQLite).
 pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
+    resolve_search_within(db, q, SEARCH_WINDOW).await
+}
+
+/// [`resolve_search`] reading at most `window` of the tool's runs, and finding where
+/// those start when the search must test each one ([`RunQuery::tests_each_tool_run`]).
+pub async fn resolve_search_within(db: &Db, q: &RunQuery, window: i64) -> StoreResult<RunQuery> {
     let mut q = q.clone();
     if let Some(agent) = &q.agent {
         let wanted = agent.to_lowercase();
@@ -227,7 +235,72 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
         let found: Option<String> = db.fetch_value(Sql::with_args(sql, vec![(&term).into()])).await?;
         q.search_tool = found.filter(|t| *t != term);
     }
+    q.search_window = None;
+    if q.tests_each_tool_run() {
+        let since: Option<i64> = db.fetch_value(window_start_sql(&q, window)).await?;
+        q.search_window = since.map(|since_ns| SearchWindow { since_ns, runs: window });
+    }
     Ok(q)
+}
+
+/// The start of the `window`-th newest run that called the searched tool within the
+/// query's time range, if it has that many: an index-only walk of `run_tools_search` that
+/// stops there.
+fn window_start_sql(q: &RunQuery, window: i64) -> Sql {
+    let mut sql = Sql::new("SELECT rt.started_ns FROM run_tools rt WHERE rt.tool_name = ");
+    sql.bind(searched_tool(q, q.term().unwrap_or_default()));
+    push_filters(&mut sql, &time_range(q), None, None, &TOOLS_ALONE);
+    let skip = window.max(1) - 1;
+    sql.push(&format!(" ORDER BY rt.started_ns DESC LIMIT 1 OFFSET {skip}"));
+    sql
+}
+
+/// The query's time range alone.
+fn time_range(q: &RunQuery) -> RunQuery {
+    RunQuery { since_ns: q.since_ns, until_ns: q.until_ns, ..Default::default() }
+}
+
+/// The tool name a search term names, as stored.
+fn searched_tool(q: &RunQuery, term: &str) -> String {
+    q.search_tool.clone().unwrap_or_else(|| term.to_string())
+}
+
+/// Appends ` AND rt.started_ns >= <the window's start>` if the query has a window.
+fn push_window_start(sql: &mut Sql, q: &RunQuery) {
+    if let Some(window) = q.search_window {
+        let p = sql.arg(window.since_ns);
+        sql.push(&format!(" AND rt.started_ns >= {p}"));
+    }
+}
+
+/// Appends `FROM <the searched tool's runs> rt [JOIN runs r] WHERE ...`, for filters to
+/// follow. With a window, `rt` is the window's rows, newest first, under a limit written
+/// into the text: without it PostgreSQL's plan made for any window start expects a third
+/// of the tool's runs and reads every run the filter passes instead (a merge join over
+/// all of an agent's runs). The limit is twice the window so runs that started in the
+/// same nanosecond as its oldest are not cut off; the start bounds the rows.
+fn push_tool_runs(sql: &mut Sql, q: &RunQuery, tool: &str, c: &Cols, backend: Backend) {
+    let t = sql.arg(tool.to_string());
+    let condition = match q.search_window {
+        None => {
+            sql.push(" FROM run_tools rt");
+            format!(" WHERE rt.tool_name = {t}")
+        }
+        Some(window) => {
+            sql.push(&format!(
+                " FROM (SELECT rt.run_no, rt.run_id, rt.started_ns, rt.terminal_reason FROM run_tools rt \
+                 WHERE rt.tool_name = {t}"
+            ));
+            push_window_start(sql, q);
+            push_filters(sql, &time_range(q), None, None, &TOOLS_ALONE);
+            sql.push(&format!(" ORDER BY rt.started_ns DESC LIMIT {}) AS rt", 2 * window.runs));
+            " WHERE 1 = 1".to_string()
+        }
+    };
+    if c.runs == "r." {
+        sql.push(backend.join_run_of_each());
+    }
+    sql.push(&condition);
 }
 
 /// Every agent name runs carry, by a loose index scan: one `runs_agent_started` seek per
@@ -273,12 +346,8 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
     sql.push(&order(&RUNS));
     page(&mut sql);
     let tools = if q.filters_on_runs() || q.sort != RunSort::Started { &TOOLS_JOINED } else { &TOOLS_ALONE };
-    sql.push(") AS by_id UNION SELECT run_no FROM (SELECT rt.run_no AS run_no FROM run_tools rt");
-    if tools.runs == "r." {
-        sql.push(" JOIN runs r ON r.run_no = rt.run_no");
-    }
-    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
-    sql.push(&format!(" WHERE rt.tool_name = {t}"));
+    sql.push(") AS by_id UNION SELECT run_no FROM (SELECT rt.run_no AS run_no");
+    push_tool_runs(&mut sql, q, &searched_tool(q, term), tools, backend);
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), tools);
     sql.push(&order(tools));
     page(&mut sql);
@@ -332,33 +401,52 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
         up_to(&mut sql);
         return sql;
     };
-    let t = sql.arg(q.search_tool.clone().unwrap_or_else(|| term.to_string()));
-    if q.filters_on_runs() {
-        sql.push(&format!(
-            "SELECT reason, COUNT(*) FROM (SELECT r.terminal_reason AS reason FROM run_tools rt \
-             JOIN runs r ON r.run_no = rt.run_no WHERE rt.tool_name = {t}"
-        ));
-        push_filters(&mut sql, q, None, None, &TOOLS_JOINED);
-    } else {
-        sql.push(&format!(
-            "SELECT reason, COUNT(*) FROM (SELECT rt.terminal_reason AS reason FROM run_tools rt WHERE rt.tool_name = {t}"
-        ));
-        push_filters(&mut sql, q, None, None, &TOOLS_ALONE);
-    }
+    let tool = searched_tool(q, term);
+    let tools = if q.filters_on_runs() { &TOOLS_JOINED } else { &TOOLS_ALONE };
+    sql.push(&format!(
+        "SELECT reason, COUNT(*) FROM (SELECT {}terminal_reason AS reason",
+        if q.filters_on_runs() { "r." } else { "rt." }
+    ));
+    push_tool_runs(&mut sql, q, &tool, tools, backend);
+    push_filters(&mut sql, q, None, None, tools);
     up_to(&mut sql);
+    let t = sql.arg(tool);
     sql.push(" UNION ALL SELECT reason, COUNT(*) FROM (SELECT terminal_reason AS reason FROM runs WHERE run_no IN (");
     push_runs_named_by(&mut sql, term, backend);
     sql.push(&format!(
-        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t})"
+        ") AND NOT EXISTS (SELECT 1 FROM run_tools rt WHERE rt.run_no = runs.run_no AND rt.tool_name = {t}"
     ));
+    push_window_start(&mut sql, q);
+    sql.push(")");
     push_filters(&mut sql, q, None, None, &RUNS);
     up_to(&mut sql);
     sql
 }
 
 pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
-    let resolved = resolve_search(db, q).await?;
-    let q = &resolved;
+    list_resolved(db, &resolve_search(db, q).await?).await
+}
+
+/// A page of runs and the counts per reason for one query, its search resolved once
+/// (the run list page shows both). The two statements run at once, on two connections:
+/// where a filter must test each run of a search window, each costs about the same.
+pub async fn list_and_counts(db: &Db, q: &RunQuery) -> StoreResult<(RunPage, RunCounts)> {
+    list_and_counts_within(db, q, SEARCH_WINDOW, COUNT_LIMIT).await
+}
+
+/// [`list_and_counts`] with the search window and the counting limit given (tests use a
+/// handful of runs).
+pub async fn list_and_counts_within(
+    db: &Db,
+    q: &RunQuery,
+    window: i64,
+    count_limit: i64,
+) -> StoreResult<(RunPage, RunCounts)> {
+    let q = resolve_search_within(db, q, window).await?;
+    tokio::try_join!(list_resolved(db, &q), counts_resolved(db, &q, count_limit))
+}
+
+async fn list_resolved(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1, db.backend());
     let rows: Vec<RunRow> = db.fetch_all_planned_once(sql).await?;
@@ -377,7 +465,7 @@ pub async fn list(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     } else {
         None
     };
-    Ok(RunPage { runs, next })
+    Ok(RunPage { runs, next, searched_since: q.search_window.map(|w| w.since_ns) })
 }
 
 /// Where the run list stops counting: beyond it the page says "10,000+", as counting
@@ -397,8 +485,10 @@ pub async fn count_by_reason(db: &Db, q: &RunQuery) -> StoreResult<RunCounts> {
 
 /// [`count_by_reason`] with its limit given (tests count to a handful).
 pub async fn count_by_reason_up_to(db: &Db, q: &RunQuery, limit: i64) -> StoreResult<RunCounts> {
-    let resolved = resolve_search(db, q).await?;
-    let q = &resolved;
+    counts_resolved(db, &resolve_search(db, q).await?, limit).await
+}
+
+async fn counts_resolved(db: &Db, q: &RunQuery, limit: i64) -> StoreResult<RunCounts> {
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
@@ -623,26 +713,53 @@ mod tests {
     #[tokio::test]
     async fn filtered_counts_read_an_index_and_stop_at_their_limit() {
         let t = crate::testing::TestDb::sqlite().await;
-        let filters: [(&str, RunQuery); 6] = [
+        let window = Some(SearchWindow { since_ns: 1, runs: 100 });
+        let filters: [(&str, RunQuery); 8] = [
             ("duplicates", RunQuery { flag: Some(RunFlag::Duplicates), ..Default::default() }),
             ("no read", RunQuery { flag: Some(RunFlag::NoRead), ..Default::default() }),
             ("violations", RunQuery { flag: Some(RunFlag::ApprovalViolation), ..Default::default() }),
             ("trigger", RunQuery { trigger: Some(Trigger::User), ..Default::default() }),
             ("agent", RunQuery { agent_names: Some(vec!["billing".into()]), ..Default::default() }),
             ("search", RunQuery { search: Some("send_email".into()), ..Default::default() }),
+            (
+                "search in a window, agent",
+                RunQuery {
+                    search: Some("send_email".into()),
+                    agent: Some("billing".into()),
+                    agent_names: Some(vec!["billing".into()]),
+                    search_window: window,
+                    ..Default::default()
+                },
+            ),
+            (
+                "search in a window, reason",
+                RunQuery {
+                    search: Some("send_email".into()),
+                    terminal_reason: Some(TerminalReason::Error),
+                    search_window: window,
+                    ..Default::default()
+                },
+            ),
         ];
         for (name, q) in filters {
             let sql = counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1);
             assert!(sql.text().contains("LIMIT"), "{name} stops at the limit: {}", sql.text());
             let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
             let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+            // A window's runs are a subquery (`CO-ROUTINE rt`): scanning what it gave is
+            // not scanning the table.
+            let subquery = plan.contains(&"CO-ROUTINE rt");
             assert!(
-                !plan
-                    .iter()
-                    .any(|step| (step.starts_with("SCAN runs") || step.starts_with("SCAN rt"))
-                        && !step.contains("INDEX")),
+                !plan.iter().any(|step| (step.starts_with("SCAN runs") || (step.starts_with("SCAN rt") && !subquery))
+                    && !step.contains("INDEX")),
                 "{name} reads every run: {plan:?}"
             );
+            if q.search_window.is_some() {
+                assert!(
+                    plan.contains(&"SEARCH rt USING INDEX run_tools_search (tool_name=? AND started_ns>?)"),
+                    "{name} reads the window's runs by their index: {plan:?}"
+                );
+            }
             // Without a search term the counted rows come from the index alone: up to
             // 10,001 visits to run rows cost more than the page's whole budget.
             if q.search.is_none() {
@@ -671,6 +788,12 @@ mod tests {
                 ..search()
             },
             search(),
+            RunQuery {
+                agent: Some("billing".into()),
+                agent_names: Some(vec!["billing-bot".into()]),
+                search_window: Some(SearchWindow { since_ns: 1, runs: 10_000 }),
+                ..search()
+            },
         ];
         for q in queries {
             let statements = [list_sql(&q, 51, Backend::Postgres), counts_sql(&q, Backend::Postgres, COUNT_LIMIT + 1)];
@@ -678,7 +801,9 @@ mod tests {
                 let limits: Vec<&str> = sql.text().split("LIMIT ").skip(1).collect();
                 assert!(!limits.is_empty(), "{}", sql.text());
                 for rest in limits {
-                    assert!(rest.starts_with("51") || rest.starts_with("10001"), "a bound limit: {}", sql.text());
+                    // A page, the counting limit, twice the window, one run per lookup.
+                    let known = ["51", "10001", "20000", "1) AS r"];
+                    assert!(known.iter().any(|l| rest.starts_with(l)), "a bound limit: {}", sql.text());
                 }
             }
         }

@@ -614,6 +614,78 @@ mod ingest_storage {
         }
     }
 
+    /// Every page of a query read as the run list page reads it, with the search window
+    /// given: the runs, the counts of the first page, and where the search stopped.
+    async fn windowed(
+        db: &store::Db,
+        mut q: runs::RunQuery,
+        window: i64,
+    ) -> (Vec<String>, Vec<(domain::canonical::TerminalReason, i64)>, Option<i64>) {
+        let (mut ids, mut counts, mut since) = (Vec::new(), None, None);
+        loop {
+            let (page, page_counts) = runs::list_and_counts_within(db, &q, window, 100).await.unwrap();
+            counts.get_or_insert(page_counts.by_reason);
+            since = since.or(page.searched_since);
+            assert_eq!(since, page.searched_since, "every page has the first page's window");
+            ids.extend(page.runs.into_iter().map(|r| r.run_id));
+            match page.next {
+                Some(cursor) => q.after = Some(cursor),
+                None => return (ids, counts.unwrap_or_default(), since),
+            }
+        }
+    }
+
+    /// A search with a filter that must test each of the tool's runs reads only the newest
+    /// few (the window) and says where it stopped; a search before that point reads the
+    /// next few, so every run is reachable. Runs named by id are found outside the window.
+    #[tokio::test]
+    async fn a_filtered_search_reads_a_window_of_the_tools_runs_and_says_where_it_stopped() {
+        use domain::canonical::TerminalReason::Completed;
+        use runs::{RunQuery, RunSort};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let t0 = (now_ms() as u64) * 1_000_000;
+            let start = |trace: u8| t0 + trace as u64 * 1_000_000;
+            // Oldest first: two docs runs (one whose id is the tool's name), then billing.
+            let runs = [(1, "send", "docs"), (2, "d2", "docs"), (3, "b3", "billing"), (4, "b4", "billing")];
+            for (trace, run, agent) in runs.into_iter().chain([(5, "b5", "billing"), (6, "b6", "billing")]) {
+                let mut spans = tool_run(trace, run, false, start(trace), "send");
+                spans[0].agent = Some(agent.into());
+                write::commit(db, &spans, BodyPolicy::None).await.unwrap();
+            }
+            let search = RunQuery { search: Some("send".into()), limit: 1, ..Default::default() };
+            let docs = RunQuery { agent: Some("docs".into()), ..search.clone() };
+
+            // Three runs back: none of the tool's runs is the docs agent's, but the run
+            // named by id is found and counted all the same.
+            let (ids, counts, since) = windowed(db, docs.clone(), 3).await;
+            assert_eq!(since, Some(start(4) as i64), "{}", t.backend());
+            assert_eq!((ids, counts), (vec!["send".to_string()], vec![(Completed, 1)]), "{}", t.backend());
+            // Before that point: the next three, where the docs runs are.
+            let before = RunQuery { until_ns: since, ..docs.clone() };
+            let (ids, counts, since) = windowed(db, before, 3).await;
+            assert_eq!(since, Some(start(1) as i64), "{}", t.backend());
+            assert_eq!((ids, counts), (vec!["d2".into(), "send".into()], vec![(Completed, 2)]));
+            // Fewer runs than the window: no window.
+            assert_eq!(
+                windowed(db, docs.clone(), 7).await,
+                (vec!["d2".into(), "send".into()], vec![(Completed, 2)], None)
+            );
+            // Another sort tests each run too: the window's runs by cost (all zero, so by id).
+            let by_cost = RunQuery { sort: RunSort::Cost, ..search.clone() };
+            let (ids, counts, since) = windowed(db, by_cost, 3).await;
+            assert_eq!(
+                (ids, since),
+                (vec!["send".into(), "b6".into(), "b5".into(), "b4".into()], Some(start(4) as i64))
+            );
+            assert_eq!(counts, vec![(Completed, 4)], "the window's three and the run named by id");
+            // Newest first without a filter pages by index through every run: no window.
+            let (ids, _, since) = windowed(db, search.clone(), 3).await;
+            assert_eq!((ids.len(), since), (6, None), "{}", t.backend());
+            t.cleanup().await;
+        }
+    }
+
     /// Sorted by duplicates the list reads two indexes (runs with duplicates, then the rest
     /// by id) and by duration an index on the expression it orders by (migration 0035):
     /// every run comes once, in order, whatever the page size, filters included.
