@@ -277,6 +277,10 @@ pub struct RunListView {
     /// Runs per terminal reason for the current filters (the reason filter aside).
     pub counts: RunCounts,
     pub next_cursor: Option<String>,
+    /// When the search read only the newest [`crate::run_query::SEARCH_WINDOW`] runs that
+    /// called the tool: the start of the oldest of them. The list and the counts cover the
+    /// runs from then on (and every run the term names by id).
+    pub searched_since: Option<DateTime<Utc>>,
     /// The server's clock when the page was made, for "5 min ago" that hydrates cleanly.
     pub now: DateTime<Utc>,
 }

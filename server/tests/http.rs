@@ -780,3 +780,97 @@ async fn cookies_are_secure_when_the_public_url_is_https() {
     assert!(r.headers[header::STRICT_TRANSPORT_SECURITY].to_str().unwrap().contains("max-age="));
     t.cleanup().await;
 }
+
+/// Stores `count` runs of `agent` that each called `send_email` once, a second apart,
+/// the first starting at `first_ns`; run ids are `{prefix}-{n}`.
+async fn store_email_runs(db: &store::Db, prefix: &str, agent: &str, count: u64, first_ns: u64) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value as V, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+    let kv = |k: &str, v: &str| KeyValue {
+        key: k.into(),
+        value: Some(AnyValue { value: Some(V::StringValue(v.into())) }),
+        ..Default::default()
+    };
+    let settings = ingest::pipeline::IngestSettings::default();
+    for batch in (0..count).collect::<Vec<_>>().chunks(2_000) {
+        let mut spans = Vec::new();
+        for &n in batch {
+            let mut trace_id = format!("{prefix}-{n}").into_bytes();
+            trace_id.resize(16, 0);
+            let start = first_ns + n * 1_000_000_000;
+            let span = |id: u8, parent: Option<u8>, name: &str, attributes| Span {
+                trace_id: trace_id.clone(),
+                span_id: vec![id; 8],
+                parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+                name: name.into(),
+                start_time_unix_nano: start + u64::from(id),
+                end_time_unix_nano: start + 1_000_000,
+                attributes,
+                ..Default::default()
+            };
+            let run_id = format!("{prefix}-{n}");
+            spans.push(span(1, None, "agent.run", vec![kv("run.id", &run_id), kv("gen_ai.agent.name", agent)]));
+            spans.push(span(2, Some(1), "tool send_email", vec![kv("tool.name", "send_email")]));
+        }
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+                ..Default::default()
+            }],
+        };
+        let prepared = ingest::pipeline::prepare(&request, &settings, &[]);
+        store::write::commit(db, &prepared.spans, settings.body_policy).await.unwrap();
+    }
+}
+
+/// A search for a tool most runs call, with a filter none of its newest runs pass, reads
+/// the newest 5,000 of them, says so, and links to the runs before, where the match is;
+/// the API gives the same point to pass as `until`.
+#[tokio::test]
+async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    let now_ns = store::now_ms() as u64 * 1_000_000;
+    let window = domain::run_query::SEARCH_WINDOW as u64;
+    store_email_runs(&t.db, "docs", "docs-bot", 1, now_ns - (window + 100) * 1_000_000_000).await;
+    store_email_runs(&t.db, "bill", "billing-bot", window, now_ns - window * 1_000_000_000).await;
+    let mut b = Browser::new(&app);
+    b.login("victor", VICTOR_PASSWORD).await;
+
+    let page = b.get("/runs?q=send_email&agent=docs").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("No runs match these filters."), "{}", page.body);
+    assert!(!page.body.contains("href=\"/runs/docs-0\""));
+    let note = page.body.split("data-testid=\"search-window\"").nth(1).expect("the page says where it stopped");
+    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    // The oldest of the newest 5,000: the first billing run.
+    let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
+    let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
+    let said = "Searched the newest 5\u{202f}000 runs that called <code>send_email</code>";
+    assert!(note.contains(said), "{note}");
+    assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
+    let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");
+    let until = oldest.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true).replace(':', "%3A");
+    assert!(href.contains(&format!("until={until}")) && href.contains("agent=docs"), "{href}");
+
+    let before = b.get(&href).await;
+    assert!(before.body.contains("href=\"/runs/docs-0\""), "the docs run is before that point");
+    assert!(!before.body.contains("data-testid=\"search-window\""), "one run before it: no window");
+
+    let (secret, prefix) = app::auth::secrets::generate_token();
+    let new = tokens::NewToken {
+        name: "reader",
+        prefix: &prefix,
+        secret_sha256: &app::auth::secrets::sha256_hex(&secret),
+        scopes: &[domain::access::Scope::Read],
+        created_by: None,
+    };
+    tokens::create(&t.db, new).await.unwrap();
+    let api = api_get(&app, "/api/v1/runs?q=send_email&agent=docs", Some(&secret)).await;
+    let body: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    assert_eq!(body["runs"], serde_json::json!([]), "{body}");
+    let since = body["searched_since"].as_str().expect("the API says where the search stopped");
+    assert_eq!(chrono::DateTime::parse_from_rfc3339(since).unwrap(), oldest);
+    t.cleanup().await;
+}

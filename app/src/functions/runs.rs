@@ -22,9 +22,14 @@ pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
         Ok(q) => q,
         Err(message) => return ssr::fail(AppError::Invalid(message)),
     };
-    let page = runs::list(&db, &query).await?;
-    let counts = runs::count_by_reason(&db, &query).await?;
-    Ok(RunListView { runs: page.runs, counts, next_cursor: page.next.map(|c| c.encode()), now })
+    let (page, counts) = runs::list_and_counts(&db, &query).await?;
+    Ok(RunListView {
+        runs: page.runs,
+        counts,
+        next_cursor: page.next.map(|c| c.encode()),
+        searched_since: page.searched_since.map(chrono::DateTime::from_timestamp_nanos),
+        now,
+    })
 }
 
 /// One run's page: its detail and one page of its waterfall. `focus` (`trace:span`) opens

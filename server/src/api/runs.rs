@@ -18,6 +18,11 @@ pub struct RunList {
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Present when a search that filters or sorts read only the newest 5,000 runs that
+    /// called the tool: the start of the oldest of them. Pass it as `until` to search the
+    /// runs before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub searched_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// `GET /api/v1/runs`: a page of runs matching the filters, with the cursor of the next.
@@ -41,7 +46,11 @@ pub async fn list(
     let Query(params) = params.map_err(|e| ApiError::BadRequest(format!("invalid query: {}", e.body_text())))?;
     let query = params.into_query(chrono::Utc::now()).map_err(ApiError::BadRequest)?;
     let page = runs::list(&db, &query).await?;
-    Ok(Json(RunList { runs: page.runs, next_cursor: page.next.map(|c| c.encode()) }))
+    Ok(Json(RunList {
+        runs: page.runs,
+        next_cursor: page.next.map(|c| c.encode()),
+        searched_since: page.searched_since.map(chrono::DateTime::from_timestamp_nanos),
+    }))
 }
 
 /// `GET /api/v1/runs/{run_id}`: one run with its steps, tool calls and duplicate side effects.

@@ -234,6 +234,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         .into_any();
     }
     let now = view.now;
+    let window = view.searched_since.map(|since| view! { <SearchWindow since params=params.clone()/> });
     let sort_href = |by: &str| href_with(&params, |p| p.sort = Some(by.to_string()));
     view! {
         {paged.then(|| view! {
@@ -246,6 +247,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
             </span>
             {counts}
         </div>
+        {window}
         {if view.runs.is_empty() {
             view! { <p class="muted">"No runs match these filters."</p> }.into_any()
         } else {
@@ -270,6 +272,23 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         <nav class="pagers">{newest()}" "{next}</nav>
     }
     .into_any()
+}
+
+/// Where a search that tests each of the tool's runs stopped, and the way to the runs
+/// before: the same search with `until` at that point.
+#[component]
+fn SearchWindow(since: chrono::DateTime<chrono::Utc>, params: QueryParams) -> impl IntoView {
+    let until = since.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    let older = href_with(&params, |p| p.until = Some(until));
+    let tool = params.q.clone().unwrap_or_default();
+    view! {
+        <p class="search-window small" data-testid="search-window">
+            "Searched the newest " {thousands(domain::run_query::SEARCH_WINDOW)} " runs that called "
+            <code>{tool}</code> ", back to " <time datetime=since.to_rfc3339()>{format_utc(&since)}</time>
+            ": the counts and the list cover those, and any run the search names by id. "
+            <a href=older data-testid="search-older">"Search the runs before →"</a>
+        </p>
+    }
 }
 
 /// Duplicate side effects, with possible ones (unclassified tools) in brackets.
