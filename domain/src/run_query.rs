@@ -61,7 +61,7 @@ impl std::str::FromStr for RunSort {
 /// tested against a filter or the sort is not by start: the filter may match none of them,
 /// and a tool most runs call has millions. The page says where the search stopped and
 /// links to the runs before (`until`), so nothing is out of reach.
-pub const SEARCH_WINDOW: i64 = 5_000;
+pub const SEARCH_WINDOW: i64 = 2_500;
 
 /// The newest `runs` of the searched tool's runs (within the query's time range), which
 /// start at `since_ns` or later.

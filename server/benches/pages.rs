@@ -218,7 +218,7 @@ async fn measure(db: &Db, runs: usize) {
         ("run list, search by tool name", "/runs?q=send_email"),
         ("run list, search by external id", "/runs?q=msg_000001"),
         // A filter that none of the tool's runs pass, a flag, another sort: each tests the
-        // newest 5,000 of the tool's runs (the search window).
+        // newest 2,500 of the tool's runs (the search window).
         ("run list, search and agent", "/runs?q=send_email&agent=billing"),
         ("run list, search and flag no_read", "/runs?q=send_email&flag=no_read"),
         ("run list, search sorted by cost", "/runs?q=send_email&sort=cost"),

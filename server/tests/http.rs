@@ -825,7 +825,7 @@ async fn store_email_runs(db: &store::Db, prefix: &str, agent: &str, count: u64,
 }
 
 /// A search for a tool most runs call, with a filter none of its newest runs pass, reads
-/// the newest 5,000 of them, says so, and links to the runs before, where the match is;
+/// the newest 2,500 of them, says so, and links to the runs before, where the match is;
 /// the API gives the same point to pass as `until`.
 #[tokio::test]
 async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() {
@@ -844,10 +844,10 @@ async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() 
     assert!(!page.body.contains("href=\"/runs/docs-0\""));
     let note = page.body.split("data-testid=\"search-window\"").nth(1).expect("the page says where it stopped");
     let note = note.split("</p>").next().unwrap().replace("<!>", "");
-    // The oldest of the newest 5,000: the first billing run.
+    // The oldest of the newest 2,500: the first billing run.
     let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
     let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
-    let said = "Searched the newest 5\u{202f}000 runs that called <code>send_email</code>";
+    let said = "Searched the newest 2\u{202f}500 runs that called <code>send_email</code>";
     assert!(note.contains(said), "{note}");
     assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
     let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");

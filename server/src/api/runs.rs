@@ -18,7 +18,7 @@ pub struct RunList {
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
-    /// Present when a search that filters or sorts read only the newest 5,000 runs that
+    /// Present when a search that filters or sorts read only the newest 2,500 runs that
     /// called the tool: the start of the oldest of them. Pass it as `until` to search the
     /// runs before.
     #[serde(skip_serializing_if = "Option::is_none")]
