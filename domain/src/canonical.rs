@@ -270,6 +270,14 @@ impl RunCounts {
     }
 }
 
+/// The runs a filtered tool search read: the newest `runs` that called the tool, the
+/// oldest of them started at `since`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchedWindow {
+    pub since: DateTime<Utc>,
+    pub runs: i64,
+}
+
 /// A page of the run list as the runs page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunListView {
@@ -277,10 +285,10 @@ pub struct RunListView {
     /// Runs per terminal reason for the current filters (the reason filter aside).
     pub counts: RunCounts,
     pub next_cursor: Option<String>,
-    /// When the search read only the newest [`crate::run_query::SEARCH_WINDOW`] runs that
-    /// called the tool: the start of the oldest of them. The list and the counts cover the
-    /// runs from then on (and every run the term names by id).
-    pub searched_since: Option<DateTime<Utc>>,
+    /// Where the search stopped, when it read only the newest of the runs that called the
+    /// tool. The list and the counts cover the runs from then on (and every run the term
+    /// names by id).
+    pub searched: Option<SearchedWindow>,
     /// The server's clock when the page was made, for "5 min ago" that hydrates cleanly.
     pub now: DateTime<Utc>,
 }

@@ -27,7 +27,10 @@ pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
         runs: page.runs,
         counts,
         next_cursor: page.next.map(|c| c.encode()),
-        searched_since: page.searched_since.map(chrono::DateTime::from_timestamp_nanos),
+        searched: page.searched_since.map(|since| domain::canonical::SearchedWindow {
+            since: chrono::DateTime::from_timestamp_nanos(since),
+            runs: runs::SEARCH_WINDOW,
+        }),
         now,
     })
 }

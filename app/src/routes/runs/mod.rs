@@ -13,7 +13,7 @@ use crate::components::numbers::thousands;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, duration_ms, format_utc};
 use crate::functions::runs::load_runs;
-use domain::canonical::{QueryParams, RunListView, RunSummary, TerminalReason, Trigger};
+use domain::canonical::{QueryParams, RunListView, RunSummary, SearchedWindow, TerminalReason, Trigger};
 use domain::url::{query, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -234,7 +234,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         .into_any();
     }
     let now = view.now;
-    let window = view.searched_since.map(|since| view! { <SearchWindow since params=params.clone()/> });
+    let window = view.searched.map(|searched| view! { <SearchWindow searched params=params.clone()/> });
     let sort_href = |by: &str| href_with(&params, |p| p.sort = Some(by.to_string()));
     view! {
         {paged.then(|| view! {
@@ -277,13 +277,14 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
 /// Where a search that tests each of the tool's runs stopped, and the way to the runs
 /// before: the same search with `until` at that point.
 #[component]
-fn SearchWindow(since: chrono::DateTime<chrono::Utc>, params: QueryParams) -> impl IntoView {
+fn SearchWindow(searched: SearchedWindow, params: QueryParams) -> impl IntoView {
+    let since = searched.since;
     let until = since.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
     let older = href_with(&params, |p| p.until = Some(until));
     let tool = params.q.clone().unwrap_or_default();
     view! {
         <p class="search-window small" data-testid="search-window">
-            "Searched the newest " {thousands(domain::run_query::SEARCH_WINDOW)} " runs that called "
+            "Searched the newest " {thousands(searched.runs)} " runs that called "
             <code>{tool}</code> ", back to " <time datetime=since.to_rfc3339()>{format_utc(&since)}</time>
             ": the counts and the list cover those, and any run the search names by id. "
             <a href=older data-testid="search-older">"Search the runs before →"</a>
