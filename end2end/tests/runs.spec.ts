@@ -81,6 +81,31 @@ test('filter by reason and find a run by external id', async ({ page }) => {
   expect(errors).toEqual([]);
 });
 
+test('a link followed in the page leaves the form with the filters the list shows', async ({ page }) => {
+  const errors = failOnConsoleErrors(page);
+  await signIn(page, VICTOR);
+  await page.goto('/runs?q=send_email&until=2099-01-01T00%3A00%3A00Z');
+  await waitForHydration(page);
+  const filters = page.getByTestId('run-filters');
+  await expect(page.getByTestId('time-filter')).toContainText('until 2099-01-01T00:00:00Z');
+  await expect(filters.locator('input[name=until]')).toHaveValue('2099-01-01T00:00:00Z');
+
+  // "any time" drops the limit in the page, without a reload: the form follows.
+  await page.getByTestId('time-filter').getByRole('link', { name: 'any time' }).click();
+  await expect(page).toHaveURL(/\/runs\?q=send_email$/);
+  await expect(page.getByTestId('time-filter')).toHaveCount(0);
+  await expect(filters.locator('input[name=until]')).toHaveCount(0);
+  await expect(filters.getByLabel('Search')).toHaveValue('send_email');
+
+  // Applying the form now keeps the search and adds no time limit back.
+  await filters.getByLabel('Reason').selectOption('budget');
+  await filters.getByRole('button', { name: 'Apply' }).click();
+  await expect(page).toHaveURL(/terminal_reason=budget/);
+  expect(page.url()).not.toContain('until=');
+  await expect(page.getByTestId('run-table').locator('tbody tr').first()).toContainText('run-e2e-hostile');
+  expect(errors).toEqual([]);
+});
+
 test('open a run: reason, duplicate callout, waterfall, tool span, agent text stays text', async ({ page }) => {
   let dialogs = 0;
   page.on('dialog', (d) => { dialogs += 1; d.dismiss(); });

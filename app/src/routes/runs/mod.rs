@@ -82,7 +82,10 @@ pub fn RunsPage() -> impl IntoView {
     view! {
         <Title text="Runs"/>
         <h1>"Runs"</h1>
-        <Filters params/>
+        // Made again whenever the URL changes, so a link followed in the page (a sort, a
+        // reason, "Search the runs before") leaves the form showing, and submitting, the
+        // filters the list shows, hidden time limits included.
+        {move || view! { <Filters p=params.get()/> }}
         <Transition fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
             {move || Suspend::new(async move {
                 let p = params.get_untracked();
@@ -96,8 +99,7 @@ pub fn RunsPage() -> impl IntoView {
 }
 
 #[component]
-fn Filters(params: Memo<QueryParams>) -> impl IntoView {
-    let p = params.get_untracked();
+fn Filters(p: QueryParams) -> impl IntoView {
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
     view! {
         <form method="get" action="/runs" class="filters" data-testid="run-filters">
