@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub struct RunPage {
     pub runs: Vec<RunSummary>,
     pub next: Option<Cursor>,
-    /// When the search read only the newest [`SEARCH_WINDOW`] runs that called the tool:
-    /// the start of the oldest of them (Unix ns). The runs it names by id are all read.
-    pub searched_since: Option<i64>,
+    /// When the search read only the newest runs that called the tool: where they start
+    /// and how many they are. The runs it names by id are all read.
+    pub searched: Option<SearchWindow>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -476,7 +476,7 @@ async fn list_resolved(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     } else {
         None
     };
-    Ok(RunPage { runs, next, searched_since: q.search_window.map(|w| w.since_ns) })
+    Ok(RunPage { runs, next, searched: q.search_window })
 }
 
 /// Where the run list stops counting: beyond it the page says "10,000+", as counting

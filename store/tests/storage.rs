@@ -625,8 +625,9 @@ mod ingest_storage {
         loop {
             let (page, page_counts) = runs::list_and_counts_within(db, &q, window, 100).await.unwrap();
             counts.get_or_insert(page_counts.by_reason);
-            since = since.or(page.searched_since);
-            assert_eq!(since, page.searched_since, "every page has the first page's window");
+            let searched = page.searched.map(|w| w.since_ns);
+            since = since.or(searched);
+            assert_eq!(since, searched, "every page has the first page's window");
             ids.extend(page.runs.into_iter().map(|r| r.run_id));
             match page.next {
                 Some(cursor) => q.after = Some(cursor),

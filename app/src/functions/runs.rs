@@ -27,9 +27,9 @@ pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
         runs: page.runs,
         counts,
         next_cursor: page.next.map(|c| c.encode()),
-        searched: page.searched_since.map(|since| domain::canonical::SearchedWindow {
-            since: chrono::DateTime::from_timestamp_nanos(since),
-            runs: runs::SEARCH_WINDOW,
+        searched: page.searched.map(|w| domain::canonical::SearchedWindow {
+            since: chrono::DateTime::from_timestamp_nanos(w.since_ns),
+            runs: w.runs,
         }),
         now,
     })

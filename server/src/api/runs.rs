@@ -49,7 +49,7 @@ pub async fn list(
     Ok(Json(RunList {
         runs: page.runs,
         next_cursor: page.next.map(|c| c.encode()),
-        searched_since: page.searched_since.map(chrono::DateTime::from_timestamp_nanos),
+        searched_since: page.searched.map(|w| chrono::DateTime::from_timestamp_nanos(w.since_ns)),
     }))
 }
 

@@ -236,7 +236,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
         .into_any();
     }
     let now = view.now;
-    let window = view.searched.map(|searched| view! { <SearchWindow searched params=params.clone()/> });
+    let window = view.searched.map(|searched| view! { <SearchWindowNote searched params=params.clone()/> });
     let sort_href = |by: &str| href_with(&params, |p| p.sort = Some(by.to_string()));
     view! {
         {paged.then(|| view! {
@@ -279,7 +279,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
 /// Where a search that tests each of the tool's runs stopped, and the way to the runs
 /// before: the same search with `until` at that point.
 #[component]
-fn SearchWindow(searched: SearchedWindow, params: QueryParams) -> impl IntoView {
+fn SearchWindowNote(searched: SearchedWindow, params: QueryParams) -> impl IntoView {
     let since = searched.since;
     let until = since.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
     let older = href_with(&params, |p| p.until = Some(until));
