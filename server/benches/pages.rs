@@ -215,6 +215,17 @@ async fn measure(db: &Db, runs: usize) {
         ("run list, flag approval_violation", "/runs?flag=approval_violation"),
         ("run list, flag no_read", "/runs?flag=no_read"),
         ("run list, flag duplicates", "/runs?flag=duplicates"),
+        // Two conditions at once, no search term: an agent with a flag, a trigger, a
+        // reason or a sort, and the model (which has no index of its own).
+        ("run list, agent and flag duplicates", "/runs?agent=billing&flag=duplicates"),
+        ("run list, agent and flag violation", "/runs?agent=docs&flag=approval_violation"),
+        ("run list, agent and trigger retry", "/runs?agent=billing&trigger=retry"),
+        ("run list, agent and reason budget", "/runs?agent=repo&terminal_reason=budget"),
+        ("run list, agent sorted by cost", "/runs?agent=billing&sort=cost"),
+        ("run list, flag sorted by cost", "/runs?flag=no_read&sort=cost"),
+        ("run list, model", "/runs?model=gpt-4.1"),
+        ("run list, a model no run used", "/runs?model=no-such-model"),
+        ("run list, agent and model", "/runs?agent=docs&model=claude-haiku-4-5"),
         ("run list, search by tool name", "/runs?q=send_email"),
         ("run list, search by external id", "/runs?q=msg_000001"),
         // A filter that none of the tool's runs pass, a flag, another sort: each tests the

@@ -41,6 +41,7 @@ pub mod tools;
 pub mod trends;
 pub mod users;
 pub mod wal;
+pub mod warm_up;
 pub mod webhooks;
 pub mod write;
 
@@ -144,12 +145,20 @@ impl Db {
             // day's partitions with nothing of them cached yet (the search's first plan
             // took 50-70 ms at 10 million spans, later ones under 1 ms), and a console
             // opened after a quiet hour would meet only new ones. At most
-            // `max_connections` stay open.
+            // `max_connections` stay open. Each is readied as it opens, and the first
+            // `WARM_CONNECTIONS` open now, before the server serves (see `warm_up`).
             let pool = PgPoolOptions::new()
                 .max_connections(16)
+                .min_connections(warm_up::WARM_CONNECTIONS)
                 .idle_timeout(None)
                 .max_lifetime(None)
                 .acquire_timeout(Duration::from_secs(10))
+                .after_connect(|conn, _| {
+                    Box::pin(async move {
+                        warm_up::ready(conn).await;
+                        Ok(())
+                    })
+                })
                 .connect_with(options)
                 .await
                 .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;

@@ -1556,6 +1556,22 @@ async fn postgresql_connections_are_kept_and_compile_no_query() {
     t.cleanup().await;
 }
 
+/// PostgreSQL connections open ready: `Db::connect` opens `WARM_CONNECTIONS` before it
+/// returns, and each new one plans a statement on every partitioned table, each of which
+/// must plan against the schema the migrations made (one that names a column no longer
+/// there would fail, and the first view after a start would pay for the catalog again).
+#[tokio::test]
+async fn postgresql_connections_open_ready_for_the_partitioned_tables() {
+    use store::{warm_up, Db};
+    let Some(t) = TestDb::postgres().await else { return };
+    let Db::Postgres(pool) = &t.db else { unreachable!("a PostgreSQL test database") };
+    assert!(pool.size() >= warm_up::WARM_CONNECTIONS, "{} connections open", pool.size());
+    let mut conn = pool.acquire().await.unwrap();
+    assert_eq!(warm_up::ready(&mut conn).await, warm_up::STATEMENTS.len());
+    drop(conn);
+    t.cleanup().await;
+}
+
 /// The ledger's file (SQLite) has no ingest writer to restart its log: the server's loop
 /// copies it and, once it is long, restarts it.
 #[tokio::test]
