@@ -278,6 +278,29 @@ pub struct SearchedWindow {
     pub runs: i64,
 }
 
+/// The runs a list without a search term read when no one index answered its filters:
+/// the newest `runs` that pass one of its conditions (`lead`), the oldest of them started
+/// at `since`. The other conditions were tested on those alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilteredWindow {
+    pub since: DateTime<Utc>,
+    pub runs: i64,
+    pub lead: WindowLead,
+}
+
+/// The condition whose runs a windowed list read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowLead {
+    /// One agent's runs (its name as stored).
+    Agent(String),
+    Trigger(Trigger),
+    /// The runs with a flag (`duplicates`, `no_read`, `approval_violation`).
+    Flag(String),
+    /// Every run.
+    Newest,
+}
+
 /// A page of the run list as the runs page shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunListView {
@@ -289,6 +312,9 @@ pub struct RunListView {
     /// tool. The list and the counts cover the runs from then on (and every run the term
     /// names by id).
     pub searched: Option<SearchedWindow>,
+    /// Where a list without a search term stopped, when it read only the newest runs of
+    /// one of its conditions. The list and the counts cover those.
+    pub filtered: Option<FilteredWindow>,
     /// The server's clock when the page was made, for "5 min ago" that hydrates cleanly.
     pub now: DateTime<Utc>,
 }

@@ -17,14 +17,25 @@ pub enum RunFlag {
     ApprovalViolation,
 }
 
+impl RunFlag {
+    pub const ALL: [RunFlag; 3] = [RunFlag::Duplicates, RunFlag::NoRead, RunFlag::ApprovalViolation];
+
+    /// As the `flag` parameter spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunFlag::Duplicates => "duplicates",
+            RunFlag::NoRead => "no_read",
+            RunFlag::ApprovalViolation => "approval_violation",
+        }
+    }
+}
+
 impl std::str::FromStr for RunFlag {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "duplicates" => Ok(RunFlag::Duplicates),
-            "no_read" => Ok(RunFlag::NoRead),
-            "approval_violation" => Ok(RunFlag::ApprovalViolation),
-            other => Err(format!("unknown flag `{other}` (expected duplicates, no_read or approval_violation)")),
+        match RunFlag::ALL.into_iter().find(|f| f.as_str() == s) {
+            Some(flag) => Ok(flag),
+            None => Err(format!("unknown flag `{s}` (expected duplicates, no_read or approval_violation)")),
         }
     }
 }
@@ -71,6 +82,56 @@ pub struct SearchWindow {
     pub runs: i64,
 }
 
+/// How many runs a list without a search term reads, newest first, from the index of one
+/// of its conditions when it must test each against the others or sort them
+/// ([`RunQuery::tests_each_run`]): two conditions may have few runs in common or none, so
+/// reading one's runs until a page of both is found reads all of them. As with a search,
+/// the page says where it stopped and links to the runs before. The same number as a
+/// search reads, so either page costs about the same (storage takes one window for both).
+pub const FILTER_WINDOW: i64 = SEARCH_WINDOW;
+
+/// The condition whose runs a windowed list reads, newest first, by its own index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lead {
+    /// The runs of one agent (its stored name).
+    Agent(String),
+    Trigger(Trigger),
+    Flag(RunFlag),
+    /// Every run: no condition of the query has an index of its own (the model).
+    Newest,
+}
+
+/// The runs a list without a search term read: those that pass `lead`, from `since_ns`
+/// on when it has more than `runs` of them (within the time range); all of them when
+/// `since_ns` is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterWindow {
+    pub lead: Lead,
+    pub since_ns: Option<i64>,
+    pub runs: i64,
+}
+
+/// The lead a windowed list reads from, given where each candidate's window would start
+/// (`None`: it has fewer runs than the window). The one with the fewest runs reaches
+/// furthest back for the same number read, so it covers the most time: one whose runs
+/// all fit, else the one whose window starts earliest. Candidates come in the order of
+/// [`RunQuery::leads`]; ties keep the earlier.
+pub fn choose_lead(probed: Vec<(Lead, Option<i64>)>) -> Option<(Lead, Option<i64>)> {
+    let mut best: Option<(Lead, Option<i64>)> = None;
+    for (lead, since) in probed {
+        let better = match (&best, since) {
+            (None, _) => true,
+            (Some((_, Some(_))), None) => true,
+            (Some((_, Some(b))), Some(s)) => s < *b,
+            (Some((_, None)), _) => false,
+        };
+        if better {
+            best = Some((lead, since));
+        }
+    }
+    best
+}
+
 /// A run-list query. Times are Unix nanoseconds on the run's start.
 #[derive(Debug, Clone, Default)]
 pub struct RunQuery {
@@ -93,6 +154,9 @@ pub struct RunQuery {
     /// The tool's runs a search reads when it reads only the newest of them (found by
     /// `storage::runs::resolve_search`).
     pub search_window: Option<SearchWindow>,
+    /// The runs a list without a search term reads when it must test each
+    /// ([`RunQuery::tests_each_run`]; found by `storage::runs::resolve_search`).
+    pub filter_window: Option<FilterWindow>,
     pub sort: RunSort,
     /// The cursor of the previous page's last run.
     pub after: Option<Cursor>,
@@ -193,6 +257,7 @@ impl QueryParams {
             search_tool: None,
             agent_names: None,
             search_window: None,
+            filter_window: None,
             sort: given(&self.sort).map(|s| s.parse::<RunSort>()).transpose()?.unwrap_or_default(),
             after: given(&self.cursor).map(Cursor::decode).transpose()?,
             limit,
@@ -214,6 +279,42 @@ impl RunQuery {
             && (self.filters_on_runs() || self.terminal_reason.is_some() || self.sort != RunSort::Started)
     }
 
+    /// Whether a list without a search term must test each run one index gives against
+    /// conditions other indexes answer, or sort what it reads: two of agent, trigger,
+    /// flag and model; the model (it has no index); or one of them with a reason or
+    /// another sort. Such a list reads a window of the runs of one condition
+    /// ([`FILTER_WINDOW`], [`RunQuery::leads`]). The reason is never the lead: the counts
+    /// leave it out and must read the same runs as the list.
+    pub fn tests_each_run(&self) -> bool {
+        if self.term().is_some() || self.agent_names.as_ref().is_some_and(Vec::is_empty) {
+            return false;
+        }
+        let conditions = [self.agent.is_some(), self.trigger.is_some(), self.flag.is_some(), self.model.is_some()];
+        let n = conditions.iter().filter(|c| **c).count();
+        n > 0 && (n > 1 || self.model.is_some() || self.terminal_reason.is_some() || self.sort != RunSort::Started)
+    }
+
+    /// The conditions a windowed list may read its runs from, each by an index ordered by
+    /// start: the agent when the filter names one stored agent (several would need a
+    /// merge of their ranges), the trigger, the flag; every run when none of these is
+    /// given.
+    pub fn leads(&self) -> Vec<Lead> {
+        let mut leads = Vec::new();
+        if let Some([name]) = self.agent_names.as_deref() {
+            leads.push(Lead::Agent(name.clone()));
+        }
+        if let Some(t) = self.trigger {
+            leads.push(Lead::Trigger(t));
+        }
+        if let Some(f) = self.flag {
+            leads.push(Lead::Flag(f));
+        }
+        if leads.is_empty() {
+            leads.push(Lead::Newest);
+        }
+        leads
+    }
+
     /// The trimmed search term, if any.
     pub fn term(&self) -> Option<&str> {
         self.search.as_deref().map(str::trim).filter(|s| !s.is_empty())
@@ -232,6 +333,91 @@ mod tests {
         assert_eq!(Cursor::decode(&c.encode()), Ok(c));
         assert!(Cursor::decode("nonsense").unwrap_err().contains("invalid cursor"));
         assert!(Cursor::decode("12.zz").is_err());
+    }
+
+    #[test]
+    fn a_list_tests_each_run_when_no_one_index_answers_it() {
+        let q = |f: fn(&mut RunQuery)| {
+            let mut q = RunQuery { limit: 50, ..Default::default() };
+            f(&mut q);
+            q
+        };
+        fn agent(q: &mut RunQuery) {
+            q.agent = Some("bill".into());
+            q.agent_names = Some(vec!["billing".into()]);
+        }
+        // One condition with an index, newest first: that index alone.
+        assert!(!q(|_| {}).tests_each_run());
+        assert!(!q(|q| q.terminal_reason = Some(TerminalReason::Error)).tests_each_run());
+        assert!(!q(|q| q.sort = RunSort::Cost).tests_each_run());
+        assert!(!q(agent).tests_each_run());
+        assert!(!q(|q| q.flag = Some(RunFlag::NoRead)).tests_each_run());
+        assert!(!q(|q| q.since_ns = Some(1)).tests_each_run(), "a time range is every index's");
+        // Two conditions, the model, a condition with a reason or another sort.
+        assert!(q(|q| {
+            q.trigger = Some(Trigger::Retry);
+            q.flag = Some(RunFlag::Duplicates);
+        })
+        .tests_each_run());
+        assert!(q(|q| q.model = Some("gpt-4.1".into())).tests_each_run());
+        assert!(q(|q| {
+            q.flag = Some(RunFlag::Duplicates);
+            q.terminal_reason = Some(TerminalReason::Budget);
+        })
+        .tests_each_run());
+        assert!(q(|q| {
+            q.flag = Some(RunFlag::Duplicates);
+            q.sort = RunSort::Duration;
+        })
+        .tests_each_run());
+        // A search has a window of its own; an agent filter that names no agent, nothing to read.
+        assert!(!q(|q| {
+            q.model = Some("m".into());
+            q.search = Some("send_email".into());
+        })
+        .tests_each_run());
+        assert!(!q(|q| {
+            q.model = Some("m".into());
+            q.agent = Some("nobody".into());
+            q.agent_names = Some(vec![]);
+        })
+        .tests_each_run());
+
+        let leads = q(|q| {
+            agent(q);
+            q.trigger = Some(Trigger::Schedule);
+            q.flag = Some(RunFlag::ApprovalViolation);
+            q.model = Some("m".into());
+        })
+        .leads();
+        assert_eq!(
+            leads,
+            vec![
+                Lead::Agent("billing".into()),
+                Lead::Trigger(Trigger::Schedule),
+                Lead::Flag(RunFlag::ApprovalViolation)
+            ]
+        );
+        let two_agents = q(|q| {
+            q.agent = Some("a".into());
+            q.agent_names = Some(vec!["billing".into(), "janitor".into()]);
+            q.model = Some("m".into());
+        });
+        assert_eq!(two_agents.leads(), vec![Lead::Newest]);
+    }
+
+    #[test]
+    fn the_lead_is_the_condition_with_the_fewest_runs() {
+        let agent = || Lead::Agent("billing".into());
+        let flag = || Lead::Flag(RunFlag::Duplicates);
+        // Both have more runs than the window: the one whose window reaches further back.
+        assert_eq!(choose_lead(vec![(agent(), Some(500)), (flag(), Some(100))]), Some((flag(), Some(100))));
+        assert_eq!(choose_lead(vec![(agent(), Some(100)), (flag(), Some(500))]), Some((agent(), Some(100))));
+        // One has fewer runs than the window: all of them are read, whatever the other.
+        assert_eq!(choose_lead(vec![(agent(), Some(100)), (flag(), None)]), Some((flag(), None)));
+        assert_eq!(choose_lead(vec![(agent(), None), (flag(), None)]), Some((agent(), None)));
+        assert_eq!(choose_lead(vec![(agent(), Some(7)), (flag(), Some(7))]), Some((agent(), Some(7))));
+        assert_eq!(choose_lead(vec![]), None);
     }
 
     #[test]

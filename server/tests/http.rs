@@ -874,3 +874,59 @@ async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() 
     assert_eq!(chrono::DateTime::parse_from_rfc3339(since).unwrap(), oldest);
     t.cleanup().await;
 }
+
+/// A list whose filters no one index answers (here two agents sorted by cost) reads the
+/// newest 2,500 runs, says so, and links to the runs before; the API gives the same
+/// point as `filtered_since`.
+#[tokio::test]
+async fn a_list_no_one_index_answers_says_where_it_stopped_and_links_to_the_runs_before() {
+    let t = TestDb::sqlite().await;
+    let app = setup(&t).await;
+    let now_ns = store::now_ms() as u64 * 1_000_000;
+    let window = domain::run_query::FILTER_WINDOW as u64;
+    store_email_runs(&t.db, "docs", "docs-bot", 1, now_ns - (window + 100) * 1_000_000_000).await;
+    store_email_runs(&t.db, "bill", "billing-bot", window, now_ns - window * 1_000_000_000).await;
+    let mut b = Browser::new(&app);
+    b.login("victor", VICTOR_PASSWORD).await;
+
+    let page = b.get("/runs?agent=bot&sort=cost").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("href=\"/runs/bill-"), "{}", page.body);
+    assert!(!page.body.contains("href=\"/runs/docs-0\""), "the docs run is before the window");
+    assert!(!page.body.contains("data-testid=\"search-window\""), "no search term");
+    let note = page.body.split("data-testid=\"filter-window\"").nth(1).expect("the page says where it stopped");
+    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
+    let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
+    assert!(note.contains("These filters were tested on the newest 2\u{202f}500 runs, back to"), "{note}");
+    assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
+    let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");
+    let until = oldest.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true).replace(':', "%3A");
+    assert!(href.contains(&format!("until={until}")) && href.contains("sort=cost"), "{href}");
+
+    let before = b.get(&href).await;
+    assert!(before.body.contains("href=\"/runs/docs-0\""), "the docs run is before that point");
+    assert!(!before.body.contains("data-testid=\"filter-window\""), "one run before it: no window");
+
+    // One agent's runs, more than the window: the note names the agent.
+    let billing = b.get("/runs?agent=billing&sort=cost").await;
+    let note = billing.body.split("data-testid=\"filter-window\"").nth(1).expect("a window of billing's runs");
+    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    assert!(note.contains("runs of the agent <code>billing-bot</code>"), "{note}");
+
+    let (secret, prefix) = app::auth::secrets::generate_token();
+    let new = tokens::NewToken {
+        name: "reader",
+        prefix: &prefix,
+        secret_sha256: &app::auth::secrets::sha256_hex(&secret),
+        scopes: &[domain::access::Scope::Read],
+        created_by: None,
+    };
+    tokens::create(&t.db, new).await.unwrap();
+    let api = api_get(&app, "/api/v1/runs?agent=bot&sort=cost&limit=500", Some(&secret)).await;
+    let body: serde_json::Value = serde_json::from_str(&api.body).unwrap();
+    let since = body["filtered_since"].as_str().expect("the API says where the list stopped");
+    assert_eq!(chrono::DateTime::parse_from_rfc3339(since).unwrap(), oldest);
+    assert!(body.get("searched_since").is_none(), "{body}");
+    t.cleanup().await;
+}

@@ -12,7 +12,10 @@ use domain::canonical::{
 use domain::derive::{derive_run_with, Rules};
 use domain::failure::{failure_of, SpanOutcome};
 use domain::record as span_record;
-pub use domain::run_query::{Cursor, RunFlag, RunQuery, RunSort, SearchWindow, SortKey, SEARCH_WINDOW};
+pub use domain::run_query::{
+    choose_lead, Cursor, FilterWindow, Lead, RunFlag, RunQuery, RunSort, SearchWindow, SortKey, FILTER_WINDOW,
+    SEARCH_WINDOW,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One page of runs and the cursor for the next.
@@ -23,6 +26,10 @@ pub struct RunPage {
     /// When the search read only the newest runs that called the tool: where they start
     /// and how many they are. The runs it names by id are all read.
     pub searched: Option<SearchWindow>,
+    /// When a list without a search term read only the newest runs of one of its
+    /// conditions ([`FilterWindow`], `since_ns` given): which, where they start and how
+    /// many they are.
+    pub filtered: Option<FilterWindow>,
 }
 
 #[derive(Debug, sqlx::FromRow)]
@@ -248,7 +255,63 @@ pub async fn resolve_search_within(db: &Db, q: &RunQuery, window: i64) -> StoreR
         let since: Option<i64> = db.fetch_value(window_start_sql(&q, window)).await?;
         q.search_window = since.map(|since_ns| SearchWindow { since_ns, runs: window });
     }
+    q.filter_window = None;
+    if q.tests_each_run() {
+        let mut probed = Vec::new();
+        for lead in q.leads() {
+            let since: Option<i64> = db.fetch_value(lead_window_start_sql(&q, &lead, window, db.backend())).await?;
+            let all_fit = since.is_none();
+            probed.push((lead, since));
+            if all_fit {
+                // No lead can have fewer runs than this one's (fewer than the window).
+                break;
+            }
+        }
+        q.filter_window = choose_lead(probed).map(|(lead, since_ns)| FilterWindow { lead, since_ns, runs: window });
+    }
     Ok(q)
+}
+
+/// `FROM runs` as a lead's runs are read, newest first, by its own index, and the
+/// condition that picks them: `(from, condition)`.
+fn lead_sql(sql: &mut Sql, lead: &Lead, backend: Backend) -> (String, String) {
+    let (index, condition) = match lead {
+        Lead::Agent(name) => ("runs_agent_started", format!("agent = {}", sql.arg(name.clone()))),
+        Lead::Trigger(t) => ("runs_trigger_started", format!("run_trigger = {}", sql.arg(t.as_str()))),
+        Lead::Flag(RunFlag::Duplicates) => ("runs_flag_duplicates", "duplicate_side_effects > 0".to_string()),
+        Lead::Flag(RunFlag::NoRead) => ("runs_flag_no_read", "completed_without_read = TRUE".to_string()),
+        Lead::Flag(RunFlag::ApprovalViolation) => ("runs_flag_violations", "approval_violations > 0".to_string()),
+        Lead::Newest => ("runs_started", "1 = 1".to_string()),
+    };
+    (backend.indexed_by("runs", index), condition)
+}
+
+/// The start of `lead`'s `window`-th newest run within the query's time range, if it
+/// has that many: a walk of its index that stops there.
+fn lead_window_start_sql(q: &RunQuery, lead: &Lead, window: i64, backend: Backend) -> Sql {
+    let mut sql = Sql::new("");
+    let (from, condition) = lead_sql(&mut sql, lead, backend);
+    sql.push(&format!("SELECT started_ns FROM {from} WHERE {condition}"));
+    push_filters(&mut sql, &time_range(q), None, None, &RUNS);
+    let skip = window.max(1) - 1;
+    sql.push(&format!(" ORDER BY started_ns DESC LIMIT 1 OFFSET {skip}"));
+    sql
+}
+
+/// Appends `FROM <the window's runs>`: the lead's runs from the window's start on, within
+/// the time range, newest first, read by the lead's index and cut at a limit written into
+/// the text (twice the window, so runs that started in the same nanosecond as its oldest
+/// are not cut off; the start bounds the rows). The other conditions, the sort and the
+/// page follow, over these rows alone.
+fn push_window_runs(sql: &mut Sql, q: &RunQuery, window: &FilterWindow, backend: Backend) {
+    let (from, condition) = lead_sql(sql, &window.lead, backend);
+    sql.push(&format!(" FROM (SELECT * FROM {from} WHERE {condition}"));
+    if let Some(since) = window.since_ns {
+        let p = sql.arg(since);
+        sql.push(&format!(" AND started_ns >= {p}"));
+    }
+    push_filters(sql, &time_range(q), None, None, &RUNS);
+    sql.push(&format!(" ORDER BY started_ns DESC LIMIT {}) AS windowed", 2 * window.runs));
 }
 
 /// The start of the `window`-th newest run that called the searched tool within the
@@ -336,18 +399,29 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
     let page = |sql: &mut Sql| {
         sql.push(&format!(" LIMIT {limit}"));
     };
-    sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE "));
     let Some(term) = q.term() else {
+        if let Some(window) = &q.filter_window {
+            sql.push(&format!("SELECT {RUN_COLUMNS}"));
+            push_window_runs(&mut sql, q, window, backend);
+            sql.push(" WHERE 1 = 1");
+            push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
+            sql.push(&order(&RUNS));
+            page(&mut sql);
+            return sql;
+        }
         if q.sort == RunSort::Duplicates {
             return duplicates_first_sql(q, limit);
         }
-        sql.push("1 = 1");
+        sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1"));
         push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
         sql.push(&order(&RUNS));
         page(&mut sql);
         return sql;
     };
-    sql.push(&format!("run_no IN (SELECT run_no FROM (SELECT run_no FROM {} WHERE run_no IN (", runs_named(backend)));
+    sql.push(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE run_no IN (SELECT run_no FROM (SELECT run_no FROM {} WHERE run_no IN (",
+        runs_named(backend)
+    ));
     push_runs_named_by(&mut sql, term, backend);
     sql.push(")");
     push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
@@ -404,7 +478,14 @@ fn counts_sql(q: &RunQuery, backend: Backend, limit: i64) -> Sql {
         // The reason as an expression, not the column: SQLite would otherwise walk every
         // run in `runs_reason_started` order instead of reading the few the filter's
         // index names (a flagged run's partial index, a trigger's range).
-        sql.push("SELECT reason, COUNT(*) FROM (SELECT terminal_reason || '' AS reason FROM runs WHERE 1 = 1");
+        sql.push("SELECT reason, COUNT(*) FROM (SELECT terminal_reason || '' AS reason");
+        match &q.filter_window {
+            Some(window) => push_window_runs(&mut sql, q, window, backend),
+            None => {
+                sql.push(" FROM runs");
+            }
+        }
+        sql.push(" WHERE 1 = 1");
         push_filters(&mut sql, q, None, None, &RUNS);
         up_to(&mut sql);
         return sql;
@@ -476,7 +557,8 @@ async fn list_resolved(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     } else {
         None
     };
-    Ok(RunPage { runs, next, searched: q.search_window })
+    let filtered = q.filter_window.clone().filter(|w| w.since_ns.is_some());
+    Ok(RunPage { runs, next, searched: q.search_window, filtered })
 }
 
 /// Where the run list stops counting: beyond it the page says "10,000+", as counting
@@ -803,6 +885,56 @@ mod tests {
         }
     }
 
+    /// A list whose filters no one index answers reads its window by the lead's index,
+    /// newest first and cut at its limit, and finds where the window starts by the same
+    /// index: never every run, however the other filters and the sort are set.
+    #[tokio::test]
+    async fn a_windowed_list_reads_its_leads_index() {
+        let t = crate::testing::TestDb::sqlite().await;
+        let others = RunQuery {
+            model: Some("m".into()),
+            agent: Some("bill".into()),
+            agent_names: Some(vec!["billing".into(), "billing-2".into()]),
+            terminal_reason: Some(TerminalReason::Error),
+            since_ns: Some(1),
+            ..Default::default()
+        };
+        let leads = [
+            (Lead::Agent("billing".into()), "runs_agent_started"),
+            (Lead::Trigger(Trigger::User), "runs_trigger_started"),
+            (Lead::Flag(RunFlag::Duplicates), "runs_flag_duplicates"),
+            (Lead::Flag(RunFlag::NoRead), "runs_flag_no_read"),
+            (Lead::Flag(RunFlag::ApprovalViolation), "runs_flag_violations"),
+            (Lead::Newest, "runs_started"),
+        ];
+        let plan_of = |sql: Sql| {
+            let db = t.db.clone();
+            async move {
+                let plan: Vec<(i64, i64, i64, String)> = db.fetch_all(sql.query_plan()).await.unwrap();
+                plan.into_iter().map(|row| row.3).collect::<Vec<String>>()
+            }
+        };
+        for (lead, index) in leads {
+            let probe = plan_of(lead_window_start_sql(&others, &lead, 100, Backend::Sqlite)).await;
+            assert!(probe.iter().any(|s| s.contains(index)), "{lead:?} probes by {index}: {probe:?}");
+            assert!(!probe.iter().any(|s| s.contains("TEMP B-TREE")), "{lead:?} sorts to probe: {probe:?}");
+            for (sort, since_ns) in [(RunSort::Started, None), (RunSort::Cost, Some(1)), (RunSort::Duplicates, Some(1))]
+            {
+                let window = FilterWindow { lead: lead.clone(), since_ns, runs: 100 };
+                let q = RunQuery { sort, filter_window: Some(window), ..others.clone() };
+                for sql in [list_sql(&q, 51, Backend::Sqlite), counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1)] {
+                    assert!(sql.text().contains("LIMIT 200) AS windowed"), "{}", sql.text());
+                    let plan = plan_of(sql).await;
+                    assert!(plan.iter().any(|s| s.contains(index)), "{lead:?} reads {index}: {plan:?}");
+                    assert!(
+                        !plan.iter().any(|s| s.starts_with("SCAN runs") && !s.contains("INDEX")),
+                        "{lead:?} reads every run: {plan:?}"
+                    );
+                }
+            }
+        }
+    }
+
     /// The run list's statements are planned once per connection on PostgreSQL, so the
     /// planner must see their limits: a bound one is planned as a tenth of the rows, and
     /// the search's plan then hashed every run (390 ms at 10 million spans instead of 2).
@@ -824,6 +956,12 @@ mod tests {
                 agent_names: Some(vec!["billing-bot".into()]),
                 search_window: Some(SearchWindow { since_ns: 1, runs: 10_000 }),
                 ..search()
+            },
+            RunQuery {
+                model: Some("m".into()),
+                sort: RunSort::Duplicates,
+                filter_window: Some(FilterWindow { lead: Lead::Newest, since_ns: Some(1), runs: 10_000 }),
+                ..Default::default()
             },
         ];
         for q in queries {

@@ -687,6 +687,109 @@ mod ingest_storage {
         }
     }
 
+    /// Every page of a list without a search term, its first page's counts, and the lead
+    /// and start of the window it read (the same on every page).
+    async fn filter_windowed(
+        db: &store::Db,
+        mut q: runs::RunQuery,
+        window: i64,
+    ) -> (Vec<String>, Vec<(domain::canonical::TerminalReason, i64)>, Option<(runs::Lead, i64)>) {
+        let (mut ids, mut counts, mut read) = (Vec::new(), None, None);
+        loop {
+            let (page, page_counts) = runs::list_and_counts_within(db, &q, window, 100).await.unwrap();
+            counts.get_or_insert(page_counts.by_reason);
+            assert_eq!(page.searched, None, "no search term, no search window");
+            let filtered = page.filtered.map(|w| (w.lead, w.since_ns.expect("a window the page reports has a start")));
+            read = read.or(filtered.clone());
+            assert_eq!(read, filtered, "every page has the first page's window");
+            ids.extend(page.runs.into_iter().map(|r| r.run_id));
+            match page.next {
+                Some(cursor) => q.after = Some(cursor),
+                None => return (ids, counts.unwrap_or_default(), read),
+            }
+        }
+    }
+
+    /// A list whose filters no one index answers reads the newest few runs (the window) of
+    /// the condition with the fewest, tests the others on those alone, and says where it
+    /// stopped; a list before that point reads the next few, so every run is reachable.
+    /// The counts cover the same runs as the list.
+    #[tokio::test]
+    async fn a_list_no_one_index_answers_reads_a_window_of_its_rarest_conditions_runs() {
+        use domain::canonical::TerminalReason::Completed;
+        use runs::{Lead, RunFlag, RunQuery, RunSort};
+        for t in TestDb::each_backend().await {
+            let db = &t.db;
+            let b = t.backend();
+            let t0 = (now_ms() as u64) * 1_000_000;
+            let start = |trace: u8| (t0 + trace as u64 * 1_000_000) as i64;
+            // Oldest first: agent, duplicate side effects, model, cost.
+            let runs = [
+                (1, "docs", 1, "m0", 0.0),
+                (2, "billing", 0, "m1", 9.0),
+                (3, "billing", 2, "m0", 1.0),
+                (4, "docs", 1, "m1", 0.0),
+                (5, "billing", 0, "m0", 3.0),
+                (6, "billing", 0, "m0", 2.0),
+            ];
+            for (trace, agent, duplicates, model, cost) in runs {
+                let run = format!("r{trace}");
+                let mut spans = tool_run(trace, &run, false, start(trace) as u64, "send");
+                spans[0].agent = Some(agent.into());
+                write::commit(db, &spans, BodyPolicy::None).await.unwrap();
+                let sql = Sql::new(&format!(
+                    "UPDATE runs SET duplicate_side_effects = {duplicates}, model = '{model}', cost = {cost}                      WHERE run_id = '{run}'"
+                ));
+                db.execute(sql).await.unwrap();
+            }
+            let ids = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+            let all = RunQuery { limit: 1, ..Default::default() };
+
+            // Billing's runs with duplicates: of the two conditions the flag has the fewer
+            // runs, so its window of two reaches further back (to r3) than billing's (r5).
+            let both = RunQuery { agent: Some("bill".into()), flag: Some(RunFlag::Duplicates), ..all.clone() };
+            let (found, counts, read) = filter_windowed(db, both.clone(), 2).await;
+            assert_eq!(read, Some((Lead::Flag(RunFlag::Duplicates), start(3))), "{b}");
+            assert_eq!((found, counts), (ids(&["r3"]), vec![(Completed, 1)]), "{b}");
+            // Before it: billing has one run left, fewer than the window: read whole, no
+            // window to report.
+            let before = RunQuery { until_ns: Some(start(3)), ..both.clone() };
+            assert_eq!(filter_windowed(db, before, 2).await, (vec![], vec![], None), "{b}");
+
+            // The model has no index: the newest runs of all, then the ones before.
+            let model = RunQuery { model: Some("m1".into()), ..all.clone() };
+            let (found, counts, read) = filter_windowed(db, model.clone(), 3).await;
+            assert_eq!((found, counts, read), (ids(&["r4"]), vec![(Completed, 1)], Some((Lead::Newest, start(4)))));
+            let before = RunQuery { until_ns: Some(start(4)), ..model };
+            let (found, _, read) = filter_windowed(db, before, 3).await;
+            assert_eq!((found, read), (ids(&["r2"]), Some((Lead::Newest, start(1)))), "{b}");
+
+            // One condition sorted by cost: billing's newest three, most expensive first
+            // (r2, the most expensive of all, is before the window).
+            let by_cost = RunQuery { agent: Some("billing".into()), sort: RunSort::Cost, ..all.clone() };
+            let (found, counts, read) = filter_windowed(db, by_cost, 3).await;
+            assert_eq!(found, ids(&["r5", "r6", "r3"]), "{b}");
+            assert_eq!((counts, read), (vec![(Completed, 3)], Some((Lead::Agent("billing".into()), start(3)))));
+
+            // A reason the window's runs do not have: no run listed, and the counts (which
+            // leave the reason out) cover the same three runs.
+            let errors = RunQuery {
+                agent: Some("billing".into()),
+                terminal_reason: Some(domain::canonical::TerminalReason::Error),
+                ..all.clone()
+            };
+            let (found, counts, read) = filter_windowed(db, errors, 3).await;
+            assert_eq!((found, counts), (vec![], vec![(Completed, 3)]), "{b}");
+            assert_eq!(read, Some((Lead::Agent("billing".into()), start(3))));
+
+            // One condition with an index, newest first, pages by that index: no window.
+            let billing = RunQuery { agent: Some("billing".into()), ..all.clone() };
+            let (found, _, read) = filter_windowed(db, billing, 2).await;
+            assert_eq!((found, read), (ids(&["r6", "r5", "r3", "r2"]), None), "{b}");
+            t.cleanup().await;
+        }
+    }
+
     /// Sorted by duplicates the list reads two indexes (runs with duplicates, then the rest
     /// by id) and by duration an index on the expression it orders by (migration 0035):
     /// every run comes once, in order, whatever the page size, filters included.

@@ -31,7 +31,27 @@ pub async fn load_runs(params: QueryParams) -> Result<RunListView, AppError> {
             since: chrono::DateTime::from_timestamp_nanos(w.since_ns),
             runs: w.runs,
         }),
+        filtered: page.filtered.and_then(filtered_window),
         now,
+    })
+}
+
+/// The window a list without a search term read, as the page shows it (none when all the
+/// lead's runs were read).
+#[cfg(feature = "ssr")]
+fn filtered_window(window: store::runs::FilterWindow) -> Option<domain::canonical::FilteredWindow> {
+    use domain::canonical::WindowLead;
+    use store::runs::Lead;
+    let lead = match window.lead {
+        Lead::Agent(name) => WindowLead::Agent(name),
+        Lead::Trigger(t) => WindowLead::Trigger(t),
+        Lead::Flag(f) => WindowLead::Flag(f.as_str().to_string()),
+        Lead::Newest => WindowLead::Newest,
+    };
+    Some(domain::canonical::FilteredWindow {
+        since: chrono::DateTime::from_timestamp_nanos(window.since_ns?),
+        runs: window.runs,
+        lead,
     })
 }
 

@@ -23,6 +23,12 @@ pub struct RunList {
     /// runs before.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub searched_since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Present when, without a search term, no one index answered the filters together
+    /// (two of agent, trigger, flag and model; the model; one of them with a reason or
+    /// another sort) and the list read only the newest 2,500 runs of one of them: the
+    /// start of the oldest of those. Pass it as `until` for the runs before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtered_since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// `GET /api/v1/runs`: a page of runs matching the filters, with the cursor of the next.
@@ -50,6 +56,7 @@ pub async fn list(
         runs: page.runs,
         next_cursor: page.next.map(|c| c.encode()),
         searched_since: page.searched.map(|w| chrono::DateTime::from_timestamp_nanos(w.since_ns)),
+        filtered_since: page.filtered.and_then(|w| w.since_ns).map(chrono::DateTime::from_timestamp_nanos),
     }))
 }
 

@@ -13,7 +13,9 @@ use crate::components::numbers::thousands;
 use crate::components::status::ErrorBox;
 use crate::components::time::{ago, duration_ms, format_utc};
 use crate::functions::runs::load_runs;
-use domain::canonical::{QueryParams, RunListView, RunSummary, SearchedWindow, TerminalReason, Trigger};
+use domain::canonical::{
+    FilteredWindow, QueryParams, RunListView, RunSummary, SearchedWindow, TerminalReason, Trigger, WindowLead,
+};
 use domain::url::{query, run_href};
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -237,6 +239,8 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
     }
     let now = view.now;
     let window = view.searched.map(|searched| view! { <SearchWindowNote searched params=params.clone()/> });
+    let filter_window =
+        view.filtered.clone().map(|filtered| view! { <FilterWindowNote filtered params=params.clone()/> });
     let sort_href = |by: &str| href_with(&params, |p| p.sort = Some(by.to_string()));
     view! {
         {paged.then(|| view! {
@@ -250,6 +254,7 @@ fn RunList(view: RunListView, params: QueryParams) -> impl IntoView {
             {counts}
         </div>
         {window}
+        {filter_window}
         {if view.runs.is_empty() {
             view! { <p class="muted">"No runs match these filters."</p> }.into_any()
         } else {
@@ -290,6 +295,29 @@ fn SearchWindowNote(searched: SearchedWindow, params: QueryParams) -> impl IntoV
             <code>{tool}</code> ", back to " <time datetime=since.to_rfc3339()>{format_utc(&since)}</time>
             ": the counts and the list cover those, and any run the search names by id. "
             <a href=older data-testid="search-older">"Search the runs before →"</a>
+        </p>
+    }
+}
+
+/// Where a list whose filters no one index answers stopped (the newest runs of one of
+/// its conditions), and the way to the runs before.
+#[component]
+fn FilterWindowNote(filtered: FilteredWindow, params: QueryParams) -> impl IntoView {
+    let since = filtered.since;
+    let until = since.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    let older = href_with(&params, |p| p.until = Some(until));
+    let lead = match filtered.lead {
+        WindowLead::Agent(name) => view! { " runs of the agent " <code>{name}</code> }.into_any(),
+        WindowLead::Trigger(t) => view! { " runs triggered by " <code>{t.as_str()}</code> }.into_any(),
+        WindowLead::Flag(flag) => view! { " runs flagged " <code>{flag}</code> }.into_any(),
+        WindowLead::Newest => view! { " runs" }.into_any(),
+    };
+    view! {
+        <p class="search-window small" data-testid="filter-window">
+            "These filters were tested on the newest " {thousands(filtered.runs)} {lead} ", back to "
+            <time datetime=since.to_rfc3339()>{format_utc(&since)}</time>
+            ": the counts and the list cover those. "
+            <a href=older data-testid="filter-older">"Filter the runs before →"</a>
         </p>
     }
 }
