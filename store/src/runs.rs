@@ -259,7 +259,8 @@ pub async fn resolve_search_within(db: &Db, q: &RunQuery, window: i64) -> StoreR
     if q.tests_each_run() {
         let mut probed = Vec::new();
         for lead in q.leads() {
-            let since: Option<i64> = db.fetch_value(lead_window_start_sql(&q, &lead, window, db.backend())).await?;
+            let sql = lead_window_start_sql(&q, &lead, window, db.backend());
+            let since = db.fetch_all_planned_each_time::<(i64,)>(sql).await?.first().map(|(s,)| *s);
             let all_fit = since.is_none();
             probed.push((lead, since));
             if all_fit {
@@ -272,8 +273,10 @@ pub async fn resolve_search_within(db: &Db, q: &RunQuery, window: i64) -> StoreR
     Ok(q)
 }
 
-/// `FROM runs` as a lead's runs are read, newest first, by its own index, and the
-/// condition that picks them: `(from, condition)`.
+/// `FROM runs` as a lead's runs are read, newest first, by its own index (named on
+/// SQLite; planned for the lead's value on PostgreSQL, see
+/// [`Db::fetch_all_planned_each_time`]), and the condition that picks them:
+/// `(from, condition)`.
 fn lead_sql(sql: &mut Sql, lead: &Lead, backend: Backend) -> (String, String) {
     let (index, condition) = match lead {
         Lead::Agent(name) => ("runs_agent_started", format!("agent = {}", sql.arg(name.clone()))),
@@ -541,7 +544,10 @@ pub async fn list_and_counts_within(
 async fn list_resolved(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1, db.backend());
-    let rows: Vec<RunRow> = db.fetch_all_planned_once(sql).await?;
+    let rows: Vec<RunRow> = match q.filter_window {
+        Some(_) => db.fetch_all_planned_each_time(sql).await?,
+        None => db.fetch_all_planned_once(sql).await?,
+    };
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
     let next = if more {
@@ -585,6 +591,8 @@ async fn counts_resolved(db: &Db, q: &RunQuery, limit: i64) -> StoreResult<RunCo
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
+    } else if q.filter_window.is_some() {
+        db.fetch_all_planned_each_time(counts_sql(q, db.backend(), limit + 1)).await?
     } else {
         db.fetch_all_planned_once(counts_sql(q, db.backend(), limit + 1)).await?
     };

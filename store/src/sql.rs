@@ -515,6 +515,26 @@ impl Db {
         }
     }
 
+    /// As [`Db::fetch_all`], planned for each execution's values on PostgreSQL (its
+    /// default would plan once for any values after five executions). For a statement
+    /// whose best plan depends on how many rows a value matches: the filter window's,
+    /// whose lead may be a trigger no run has or an agent with most of the runs. Planned
+    /// once for any value, the trigger's equality was expected to match a quarter of the
+    /// runs and PostgreSQL walked every run newest first instead of the trigger's index.
+    pub async fn fetch_all_planned_each_time<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Db::Sqlite { .. } => self.fetch_all(sql).await,
+            Db::Postgres(pool) => {
+                let (text, args) = sql.into_postgres()?;
+                let mut tx = pool.begin().await?;
+                sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan").execute(&mut *tx).await?;
+                let rows = sqlx::query_as_with(&text, args).fetch_all(&mut *tx).await?;
+                tx.commit().await?;
+                Ok(rows)
+            }
+        }
+    }
+
     /// The first row, if any.
     pub async fn fetch_optional<T: FromBothRows>(&self, sql: Sql) -> Result<Option<T>, sqlx::Error> {
         match self {

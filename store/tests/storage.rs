@@ -1659,6 +1659,22 @@ async fn postgresql_connections_are_kept_and_compile_no_query() {
     t.cleanup().await;
 }
 
+/// The filter window's statements are planned for their values on PostgreSQL (a trigger
+/// no run has, an agent with most runs), the run list's others once for any values.
+#[tokio::test]
+async fn postgresql_plans_the_filter_windows_statements_for_their_values() {
+    use store::{sql::Sql, Db};
+    let Some(t) = TestDb::postgres().await else { return };
+    assert!(matches!(t.db, Db::Postgres(_)));
+    let mode = || Sql::new("SELECT current_setting('plan_cache_mode')");
+    let each: Vec<(String,)> = t.db.fetch_all_planned_each_time(mode()).await.unwrap();
+    let once: Vec<(String,)> = t.db.fetch_all_planned_once(mode()).await.unwrap();
+    let default: Vec<(String,)> = t.db.fetch_all(mode()).await.unwrap();
+    assert_eq!((each[0].0.as_str(), once[0].0.as_str()), ("force_custom_plan", "force_generic_plan"));
+    assert_eq!(default[0].0, "auto", "the setting is the transaction's, not the connection's");
+    t.cleanup().await;
+}
+
 /// PostgreSQL connections open ready: `Db::connect` opens `WARM_CONNECTIONS` before it
 /// returns, and each new one plans a statement on every partitioned table, each of which
 /// must plan against the schema the migrations made (one that names a column no longer
