@@ -824,6 +824,27 @@ async fn store_email_runs(db: &store::Db, prefix: &str, agent: &str, count: u64,
     }
 }
 
+/// A token with the `read` scope, for `GET /api/v1/runs`.
+async fn reader_token(db: &store::Db) -> String {
+    let (secret, prefix) = app::auth::secrets::generate_token();
+    let new = tokens::NewToken {
+        name: "reader",
+        prefix: &prefix,
+        secret_sha256: &app::auth::secrets::sha256_hex(&secret),
+        scopes: &[domain::access::Scope::Read],
+        created_by: None,
+    };
+    tokens::create(db, new).await.unwrap();
+    secret
+}
+
+/// The text of the run list's note with this test id (where a window stopped), without
+/// the hydration markers.
+fn window_note(body: &str, test_id: &str) -> Option<String> {
+    let note = body.split(&format!("data-testid=\"{test_id}\"")).nth(1)?;
+    Some(note.split("</p>").next().unwrap_or_default().replace("<!>", ""))
+}
+
 /// A search for a tool most runs call, with a filter none of its newest runs pass, reads
 /// the newest 2,500 of them, says so, and links to the runs before, where the match is;
 /// the API gives the same point to pass as `until`.
@@ -842,8 +863,7 @@ async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() 
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("No runs match these filters."), "{}", page.body);
     assert!(!page.body.contains("href=\"/runs/docs-0\""));
-    let note = page.body.split("data-testid=\"search-window\"").nth(1).expect("the page says where it stopped");
-    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    let note = window_note(&page.body, "search-window").expect("the page says where it stopped");
     // The oldest of the newest 2,500: the first billing run.
     let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
     let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
@@ -858,15 +878,7 @@ async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() 
     assert!(before.body.contains("href=\"/runs/docs-0\""), "the docs run is before that point");
     assert!(!before.body.contains("data-testid=\"search-window\""), "one run before it: no window");
 
-    let (secret, prefix) = app::auth::secrets::generate_token();
-    let new = tokens::NewToken {
-        name: "reader",
-        prefix: &prefix,
-        secret_sha256: &app::auth::secrets::sha256_hex(&secret),
-        scopes: &[domain::access::Scope::Read],
-        created_by: None,
-    };
-    tokens::create(&t.db, new).await.unwrap();
+    let secret = reader_token(&t.db).await;
     let api = api_get(&app, "/api/v1/runs?q=send_email&agent=docs", Some(&secret)).await;
     let body: serde_json::Value = serde_json::from_str(&api.body).unwrap();
     assert_eq!(body["runs"], serde_json::json!([]), "{body}");
@@ -894,8 +906,7 @@ async fn a_list_no_one_index_answers_says_where_it_stopped_and_links_to_the_runs
     assert!(page.body.contains("href=\"/runs/bill-"), "{}", page.body);
     assert!(!page.body.contains("href=\"/runs/docs-0\""), "the docs run is before the window");
     assert!(!page.body.contains("data-testid=\"search-window\""), "no search term");
-    let note = page.body.split("data-testid=\"filter-window\"").nth(1).expect("the page says where it stopped");
-    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    let note = window_note(&page.body, "filter-window").expect("the page says where it stopped");
     let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
     let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
     assert!(note.contains("These filters were tested on the newest 2\u{202f}500 runs, back to"), "{note}");
@@ -910,19 +921,10 @@ async fn a_list_no_one_index_answers_says_where_it_stopped_and_links_to_the_runs
 
     // One agent's runs, more than the window: the note names the agent.
     let billing = b.get("/runs?agent=billing&sort=cost").await;
-    let note = billing.body.split("data-testid=\"filter-window\"").nth(1).expect("a window of billing's runs");
-    let note = note.split("</p>").next().unwrap().replace("<!>", "");
+    let note = window_note(&billing.body, "filter-window").expect("a window of billing's runs");
     assert!(note.contains("runs of the agent <code>billing-bot</code>"), "{note}");
 
-    let (secret, prefix) = app::auth::secrets::generate_token();
-    let new = tokens::NewToken {
-        name: "reader",
-        prefix: &prefix,
-        secret_sha256: &app::auth::secrets::sha256_hex(&secret),
-        scopes: &[domain::access::Scope::Read],
-        created_by: None,
-    };
-    tokens::create(&t.db, new).await.unwrap();
+    let secret = reader_token(&t.db).await;
     let api = api_get(&app, "/api/v1/runs?agent=bot&sort=cost&limit=500", Some(&secret)).await;
     let body: serde_json::Value = serde_json::from_str(&api.body).unwrap();
     let since = body["filtered_since"].as_str().expect("the API says where the list stopped");

@@ -502,17 +502,7 @@ impl Db {
     /// a `LIMIT` is such a value (planned as a tenth of the rows when bound), so these
     /// statements write theirs into the text.
     pub async fn fetch_all_planned_once<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
-        match self {
-            Db::Sqlite { .. } => self.fetch_all(sql).await,
-            Db::Postgres(pool) => {
-                let (text, args) = sql.into_postgres()?;
-                let mut tx = pool.begin().await?;
-                sqlx::query("SET LOCAL plan_cache_mode = force_generic_plan").execute(&mut *tx).await?;
-                let rows = sqlx::query_as_with(&text, args).fetch_all(&mut *tx).await?;
-                tx.commit().await?;
-                Ok(rows)
-            }
-        }
+        self.fetch_all_planned(sql, "force_generic_plan").await
     }
 
     /// As [`Db::fetch_all`], planned for each execution's values on PostgreSQL (its
@@ -522,12 +512,18 @@ impl Db {
     /// once for any value, the trigger's equality was expected to match a quarter of the
     /// runs and PostgreSQL walked every run newest first instead of the trigger's index.
     pub async fn fetch_all_planned_each_time<T: FromBothRows>(&self, sql: Sql) -> Result<Vec<T>, sqlx::Error> {
+        self.fetch_all_planned(sql, "force_custom_plan").await
+    }
+
+    /// As [`Db::fetch_all`], with PostgreSQL's `plan_cache_mode` set for this statement
+    /// alone (in a transaction of its own).
+    async fn fetch_all_planned<T: FromBothRows>(&self, sql: Sql, mode: &'static str) -> Result<Vec<T>, sqlx::Error> {
         match self {
             Db::Sqlite { .. } => self.fetch_all(sql).await,
             Db::Postgres(pool) => {
                 let (text, args) = sql.into_postgres()?;
                 let mut tx = pool.begin().await?;
-                sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan").execute(&mut *tx).await?;
+                sqlx::query(&format!("SET LOCAL plan_cache_mode = {mode}")).execute(&mut *tx).await?;
                 let rows = sqlx::query_as_with(&text, args).fetch_all(&mut *tx).await?;
                 tx.commit().await?;
                 Ok(rows)
