@@ -92,13 +92,27 @@ impl Statements {
     }
 }
 
+/// The most rows a statement may walk to fill one page: the API's largest page, plus one.
+const PAGE_LIMIT: u64 = 501;
+
 /// What is wrong with `plan` (SQLite's `EXPLAIN QUERY PLAN` details): each step that reads
 /// every row of a growing table, by name or by an alias the statement gives it. A walk of a
-/// table in its own order (newest first by id) is not one when the statement has a LIMIT
-/// and sorts nothing: it stops at the page.
+/// table in its own order (newest first by id) is not one when every LIMIT of the statement
+/// is a page and it sorts nothing: it stops at the page. A walk that stops at a count's
+/// limit (10,001) or a window's is one: when few rows pass its filter, it reads them all.
 fn full_scans(sql: &str, plan: &[String]) -> Vec<String> {
-    let stops_at_its_page =
-        sql.to_ascii_uppercase().contains(" LIMIT ") && !plan.iter().any(|s| s.contains("TEMP B-TREE"));
+    let upper = sql.to_ascii_uppercase();
+    // A bound limit is a page: the pages bind their page size, and write counts' and
+    // windows' limits into the text.
+    let limits: Vec<u64> = upper
+        .split(" LIMIT ")
+        .skip(1)
+        .map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next().unwrap_or_default())
+        .map(|digits| digits.parse().unwrap_or(0))
+        .collect();
+    let stops_at_its_page = !limits.is_empty()
+        && limits.iter().all(|n| *n <= PAGE_LIMIT)
+        && !plan.iter().any(|s| s.contains("TEMP B-TREE"));
     plan.iter()
         .filter_map(|step| {
             let scanned = step.strip_prefix("SCAN ")?.split_whitespace().next()?;
@@ -122,6 +136,21 @@ fn table_of(sql: &str, name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+#[test]
+fn a_walk_stops_at_a_page_not_at_a_count() {
+    let walk = vec!["SCAN runs".to_string()];
+    let page = "SELECT run_id FROM runs WHERE model = ? LIMIT 51";
+    assert!(full_scans(page, &walk).is_empty());
+    let count =
+        "SELECT reason, COUNT(*) FROM (SELECT terminal_reason AS reason FROM runs WHERE model = ? LIMIT 10001) \
+                 AS matched GROUP BY reason";
+    assert_eq!(full_scans(count, &walk), walk, "a rare model's count reads every run");
+    let window = "SELECT run_id FROM (SELECT * FROM runs WHERE model = ? LIMIT 5000) AS w LIMIT 51";
+    assert_eq!(full_scans(window, &walk), walk, "a window's limit is not a page");
+    let bound = "SELECT id FROM audit_log ORDER BY id DESC LIMIT ?";
+    assert!(full_scans(bound, &["SCAN audit_log".to_string()]).is_empty(), "pages bind their size");
 }
 
 #[test]
