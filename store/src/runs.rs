@@ -13,8 +13,7 @@ use domain::derive::{derive_run_with, Rules};
 use domain::failure::{failure_of, SpanOutcome};
 use domain::record as span_record;
 pub use domain::run_query::{
-    choose_lead, Cursor, FilterWindow, Lead, RunFlag, RunQuery, RunSort, SearchWindow, SortKey, FILTER_WINDOW,
-    SEARCH_WINDOW,
+    choose_lead, Cursor, FilterWindow, Lead, RunFlag, RunQuery, RunSort, SearchWindow, SortKey, SEARCH_WINDOW,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -236,8 +235,10 @@ pub async fn resolve_search(db: &Db, q: &RunQuery) -> StoreResult<RunQuery> {
     resolve_search_within(db, q, SEARCH_WINDOW).await
 }
 
-/// [`resolve_search`] reading at most `window` of the tool's runs, and finding where
-/// those start when the search must test each one ([`RunQuery::tests_each_tool_run`]).
+/// [`resolve_search`] with a window of `window` runs, for the search
+/// ([`RunQuery::tests_each_tool_run`]) and for filters no one index answers
+/// ([`RunQuery::tests_each_run`]; `FILTER_WINDOW` is the search's size): finds where each
+/// starts and, for the filters, their lead.
 pub async fn resolve_search_within(db: &Db, q: &RunQuery, window: i64) -> StoreResult<RunQuery> {
     let mut q = q.clone();
     if let Some(agent) = &q.agent {
@@ -296,9 +297,14 @@ fn lead_window_start_sql(q: &RunQuery, lead: &Lead, window: i64, backend: Backen
     let (from, condition) = lead_sql(&mut sql, lead, backend);
     sql.push(&format!("SELECT started_ns FROM {from} WHERE {condition}"));
     push_filters(&mut sql, &time_range(q), None, None, &RUNS);
-    let skip = window.max(1) - 1;
-    sql.push(&format!(" ORDER BY started_ns DESC LIMIT 1 OFFSET {skip}"));
+    push_nth_newest(&mut sql, "started_ns", window);
     sql
+}
+
+/// Appends the ordering that leaves the `window`-th newest row by `started` alone.
+fn push_nth_newest(sql: &mut Sql, started: &str, window: i64) {
+    let skip = window.max(1) - 1;
+    sql.push(&format!(" ORDER BY {started} DESC LIMIT 1 OFFSET {skip}"));
 }
 
 /// Appends `FROM <the window's runs>`: the lead's runs from the window's start on, within
@@ -324,8 +330,7 @@ fn window_start_sql(q: &RunQuery, window: i64) -> Sql {
     let mut sql = Sql::new("SELECT rt.started_ns FROM run_tools rt WHERE rt.tool_name = ");
     sql.bind(searched_tool(q, q.term().unwrap_or_default()));
     push_filters(&mut sql, &time_range(q), None, None, &TOOLS_ALONE);
-    let skip = window.max(1) - 1;
-    sql.push(&format!(" ORDER BY rt.started_ns DESC LIMIT 1 OFFSET {skip}"));
+    push_nth_newest(&mut sql, "rt.started_ns", window);
     sql
 }
 
@@ -403,19 +408,15 @@ fn list_sql(q: &RunQuery, limit: i64, backend: Backend) -> Sql {
         sql.push(&format!(" LIMIT {limit}"));
     };
     let Some(term) = q.term() else {
-        if let Some(window) = &q.filter_window {
-            sql.push(&format!("SELECT {RUN_COLUMNS}"));
-            push_window_runs(&mut sql, q, window, backend);
-            sql.push(" WHERE 1 = 1");
-            push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
-            sql.push(&order(&RUNS));
-            page(&mut sql);
-            return sql;
+        sql.push(&format!("SELECT {RUN_COLUMNS}"));
+        match &q.filter_window {
+            Some(window) => push_window_runs(&mut sql, q, window, backend),
+            None if q.sort == RunSort::Duplicates => return duplicates_first_sql(q, limit),
+            None => {
+                sql.push(" FROM runs");
+            }
         }
-        if q.sort == RunSort::Duplicates {
-            return duplicates_first_sql(q, limit);
-        }
-        sql.push(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1"));
+        sql.push(" WHERE 1 = 1");
         push_filters(&mut sql, q, q.terminal_reason, q.after.as_ref(), &RUNS);
         sql.push(&order(&RUNS));
         page(&mut sql);
@@ -541,13 +542,20 @@ pub async fn list_and_counts_within(
     tokio::try_join!(list_resolved(db, &q), counts_resolved(db, &q, count_limit))
 }
 
+/// Runs one of the run list's statements for `q` on PostgreSQL as its plan should be made:
+/// once per connection (ADR 0020), or, reading a filter window, for the lead's value
+/// (ADR 0022).
+async fn fetch_planned_for<T: super::sql::FromBothRows>(db: &Db, q: &RunQuery, sql: Sql) -> StoreResult<Vec<T>> {
+    Ok(match q.filter_window {
+        Some(_) => db.fetch_all_planned_each_time(sql).await?,
+        None => db.fetch_all_planned_once(sql).await?,
+    })
+}
+
 async fn list_resolved(db: &Db, q: &RunQuery) -> StoreResult<RunPage> {
     let limit = q.limit.clamp(1, 500);
     let sql = list_sql(q, limit + 1, db.backend());
-    let rows: Vec<RunRow> = match q.filter_window {
-        Some(_) => db.fetch_all_planned_each_time(sql).await?,
-        None => db.fetch_all_planned_once(sql).await?,
-    };
+    let rows: Vec<RunRow> = fetch_planned_for(db, q, sql).await?;
     let more = rows.len() as i64 > limit;
     let runs: Vec<RunSummary> = rows.iter().take(limit as usize).map(RunRow::summary).collect::<Result<_, _>>()?;
     let next = if more {
@@ -591,10 +599,8 @@ async fn counts_resolved(db: &Db, q: &RunQuery, limit: i64) -> StoreResult<RunCo
     let unfiltered = q.term().is_none() && !q.filters_on_runs() && q.since_ns.is_none() && q.until_ns.is_none();
     let rows: Vec<(String, i64)> = if unfiltered {
         db.fetch_all(Sql::new("SELECT terminal_reason, runs FROM run_reason_counts")).await?
-    } else if q.filter_window.is_some() {
-        db.fetch_all_planned_each_time(counts_sql(q, db.backend(), limit + 1)).await?
     } else {
-        db.fetch_all_planned_once(counts_sql(q, db.backend(), limit + 1)).await?
+        fetch_planned_for(db, q, counts_sql(q, db.backend(), limit + 1)).await?
     };
     let mut counts: BTreeMap<TerminalReason, i64> = BTreeMap::new();
     for (reason, n) in rows {
