@@ -450,6 +450,18 @@ impl Config {
     pub fn is_sqlite(&self) -> bool {
         self.database_url.starts_with("sqlite:")
     }
+
+    /// The settings once the listeners are bound: a port 0 becomes the port the system
+    /// picked, and a public URL that defaulted to the listen address follows it.
+    pub fn bound_to(mut self, listen: SocketAddr, otlp_http: SocketAddr, otlp_grpc: SocketAddr) -> Config {
+        if self.public_url == format!("http://{}", self.listen) {
+            self.public_url = format!("http://{listen}");
+        }
+        self.listen = listen;
+        self.otlp_http_listen = otlp_http;
+        self.otlp_grpc_listen = otlp_grpc;
+        self
+    }
 }
 
 /// The database URL with any password replaced, for logs and the startup banner.
@@ -697,6 +709,21 @@ mod tests {
         let c = Config::resolve(Overrides::default(), None).unwrap();
         assert_eq!(c.public_url, "http://127.0.0.1:3000", "defaults to the listen address");
         assert!(c.to_string().contains("webhooks             0"));
+    }
+
+    #[test]
+    fn port_zero_becomes_the_bound_port_and_a_defaulted_public_url_follows_it() {
+        let picked: SocketAddr = "127.0.0.1:41234".parse().unwrap();
+        let (http, grpc): (SocketAddr, SocketAddr) =
+            ("127.0.0.1:41235".parse().unwrap(), "[::1]:41236".parse().unwrap());
+        let any_port = Overrides { listen: Some("127.0.0.1:0".parse().unwrap()), ..Default::default() };
+        let c = Config::resolve(any_port.clone(), None).unwrap().bound_to(picked, http, grpc);
+        assert_eq!((c.listen, c.otlp_http_listen, c.otlp_grpc_listen), (picked, http, grpc));
+        assert_eq!(c.public_url, "http://127.0.0.1:41234");
+
+        let behind_a_proxy = Overrides { public_url: Some("https://fd.example".into()), ..any_port };
+        let c = Config::resolve(behind_a_proxy, None).unwrap().bound_to(picked, http, grpc);
+        assert_eq!(c.public_url, "https://fd.example", "a URL someone set is theirs");
     }
 
     #[test]

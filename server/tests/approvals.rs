@@ -240,8 +240,8 @@ async fn a_decision_on_one_instance_wakes_a_long_poll_on_another() {
     users::create(&t.db, "alice", &hash, &[Role::Approver, Role::Viewer]).await.unwrap();
     let agent = token(&t.db, "agent", &[Scope::Approvals]).await;
     let data = tempfile::tempdir().unwrap();
-    let a = Instance::start(&t.url, data.path());
-    let b = Instance::start(&t.url, data.path());
+    let a = instance(&t.url, data.path());
+    let b = instance(&t.url, data.path());
     let s = Live { base: a.base.clone(), agent: agent.clone(), http: reqwest::Client::new() };
     let (_, created) = s.request(email("run-x", "kx", "two instances")).await;
     let id = created["id"].as_str().unwrap().to_string();
@@ -262,45 +262,18 @@ async fn a_decision_on_one_instance_wakes_a_long_poll_on_another() {
     t.cleanup().await;
 }
 
-struct Instance {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Instance {
-    fn start(database_url: &str, data_dir: &std::path::Path) -> Instance {
-        use std::io::BufRead;
-        let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let ui = port();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"))
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("FLIGHTDECK_DATA_DIR", data_dir)
-            .env("DATABASE_URL", database_url)
-            .env("FLIGHTDECK_APPROVAL_RECHECK_SECONDS", "60")
-            .env("RUST_LOG", "info")
-            .args(["serve", "--listen", &format!("127.0.0.1:{ui}")])
-            .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        for line in lines.by_ref() {
-            if line.unwrap().contains("flightdeck is serving") {
-                break;
-            }
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Instance { child, base: format!("http://127.0.0.1:{ui}") }
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// One `flightdeck serve` on the shared database.
+fn instance(database_url: &str, data_dir: &std::path::Path) -> common::serving::Serving {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FLIGHTDECK_DATA_DIR", data_dir)
+        .env("DATABASE_URL", database_url)
+        .env("FLIGHTDECK_APPROVAL_RECHECK_SECONDS", "60")
+        .env("RUST_LOG", "info")
+        .arg("serve");
+    common::serving::Serving::start(command)
 }
 
 #[tokio::test]

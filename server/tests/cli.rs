@@ -1,10 +1,12 @@
 //! The `flightdeck` binary as a user runs it: settings precedence, user and token
 //! commands, first start, and graceful shutdown.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+#[path = "common/serving.rs"]
+mod serving;
+
+use serving::Serving;
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 fn flightdeck(data_dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
@@ -116,42 +118,21 @@ fn users_and_tokens_are_managed_from_the_command_line() {
 #[test]
 fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut child = flightdeck(dir.path())
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut password = None;
-    let mut ingest_token = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some(rest) = line.trim_start().strip_prefix("password ") {
-            password = Some(rest.trim().to_string());
-        }
-        if let Some(rest) = line.trim_start().strip_prefix("ingest token ") {
-            ingest_token = Some(rest.trim().to_string());
-        }
-        if line.contains("flightdeck is serving") || Instant::now() > deadline {
-            break;
-        }
-    }
-    let password = password.expect("the first start prints the admin password");
+    let mut command = flightdeck(dir.path());
+    command.arg("serve").env("RUST_LOG", "info");
+    let mut server = Serving::start(command);
+    let log = server.log();
+    let printed =
+        |label: &str| log.iter().find_map(|l| l.trim_start().strip_prefix(label).map(|v| v.trim().to_string()));
+    let password = printed("password ").expect("the first start prints the admin password");
     assert_eq!(password.len(), 20, "{password}");
-    let ingest_token = ingest_token.expect("and an ingest token");
+    let ingest_token = printed("ingest token ").expect("and an ingest token");
     assert!(ingest_token.starts_with("fdk_") && ingest_token.len() == 68, "{ingest_token}");
-    // keep draining stderr so the server never blocks on a full pipe
-    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let client = reqwest::Client::builder().cookie_store(true).build().unwrap();
-        let base = format!("http://127.0.0.1:{port}");
+        let base = &server.base;
         let health = client.get(format!("{base}/healthz")).send().await.unwrap();
         assert_eq!(health.status(), 200);
         let login = client
@@ -168,11 +149,9 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
     });
 
     // a second start does not make another admin or print a password
-    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
+    let exit = server.terminate();
     assert!(exit.success(), "graceful shutdown exits 0, got {exit}");
-    let rest = drain.join().unwrap().join("\n");
+    let rest = server.log().join("\n");
     assert!(rest.contains("shutting down"), "{rest}");
 
     let users = flightdeck(dir.path()).args(["user", "list"]).output().unwrap();
@@ -180,30 +159,11 @@ fn first_start_prints_an_admin_password_that_signs_in_and_sigterm_stops_cleanly(
     assert!(listing.contains("admin") && listing.contains("viewer,approver,operator,admin"), "{listing}");
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts `flightdeck serve` on free ports and waits until it serves; returns the child and
-/// the OTLP/HTTP port.
-fn serve_for_ingest(data_dir: &std::path::Path) -> (std::process::Child, u16) {
-    let (ui, otlp) = (free_port(), free_port());
-    let mut child = flightdeck(data_dir)
-        .args(["serve", "--listen", &format!("127.0.0.1:{ui}"), "--ingest-auth", "none"])
-        .args(["--otlp-http-listen", &format!("127.0.0.1:{otlp}"), "--otlp-grpc-listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if line.unwrap().contains("flightdeck is serving") {
-            break;
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, otlp)
+/// `flightdeck serve` without ingest tokens, serving.
+fn serve_for_ingest(data_dir: &std::path::Path) -> Serving {
+    let mut command = flightdeck(data_dir);
+    command.args(["serve", "--ingest-auth", "none"]).env("RUST_LOG", "info");
+    Serving::start(command)
 }
 
 #[test]
@@ -213,7 +173,7 @@ fn an_acknowledged_export_survives_kill_9() {
     use prost::Message;
 
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, otlp) = serve_for_ingest(dir.path());
+    let server = serve_for_ingest(dir.path());
     let spans: Vec<Span> = (1..=200u32)
         .map(|n| Span {
             trace_id: vec![9; 16],
@@ -235,7 +195,7 @@ fn an_acknowledged_export_survives_kill_9() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let status = runtime.block_on(async {
         reqwest::Client::new()
-            .post(format!("http://127.0.0.1:{otlp}/v1/traces"))
+            .post(&server.otlp_http)
             .header("content-type", "application/x-protobuf")
             .body(body)
             .send()
@@ -244,9 +204,8 @@ fn an_acknowledged_export_survives_kill_9() {
             .status()
     });
     assert_eq!(status, 200);
-    // No graceful shutdown: the process dies the instant the exporter has its answer.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // No graceful shutdown: the process dies (SIGKILL) the instant the exporter has its answer.
+    drop(server);
 
     let stored = runtime.block_on(async {
         let url = format!("sqlite://{}", dir.path().join("flightdeck.db").display());
@@ -298,7 +257,7 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
         db.close().await;
         asked.entry.id
     });
-    let (mut child, _) = serve_for_ingest(dir.path());
+    let server = serve_for_ingest(dir.path());
     let copy = dir.path().join("copy.db");
     let out = flightdeck(dir.path()).args(["backup", copy.to_str().unwrap()]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -315,17 +274,14 @@ fn a_backup_taken_while_serving_restores_into_a_new_server() {
         .output()
         .unwrap();
     assert!(!postgres.status.success());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(server);
 
     // Restore: the two copies in place of flightdeck.db and flightdeck.ledger.db of a new
     // data directory, then serve.
     let restored = tempfile::tempdir().unwrap();
     std::fs::copy(&copy, restored.path().join("flightdeck.db")).unwrap();
     std::fs::copy(&ledger_copy, restored.path().join("flightdeck.ledger.db")).unwrap();
-    let (mut child, _) = serve_for_ingest(restored.path());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(serve_for_ingest(restored.path()));
     let (runs, spans, call) = runtime.block_on(async {
         let url = format!("sqlite://{}", restored.path().join("flightdeck.db").display());
         let db = store::Db::connect(&url).await.unwrap();
@@ -348,26 +304,9 @@ fn serve_on_postgres_names_each_write_setting_that_slows_ingest_as_the_database_
     let expected = store::postgres_settings::advice(&settings);
 
     let dir = tempfile::tempdir().unwrap();
-    let mut child = flightdeck(dir.path())
-        .args(["serve", "--listen", &format!("127.0.0.1:{}", free_port()), "--ingest-auth", "none"])
-        .args(["--otlp-http-listen", "127.0.0.1:0", "--otlp-grpc-listen", "127.0.0.1:0"])
-        .env("DATABASE_URL", &t.url)
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut log = Vec::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        let serving = line.contains("flightdeck is serving");
-        log.push(line);
-        if serving {
-            break;
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let mut command = flightdeck(dir.path());
+    command.args(["serve", "--ingest-auth", "none"]).env("DATABASE_URL", &t.url).env("RUST_LOG", "info");
+    let log = Serving::start(command).log();
     runtime.block_on(t.cleanup());
 
     let advice: Vec<&String> = log.iter().filter(|l| l.contains("WARN") && l.contains("PostgreSQL: ")).collect();

@@ -19,8 +19,8 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Otlp;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, ArrayValue, KeyValue, KeyValueList};
 use proptest::prelude::*;
 use prost::Message;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::io::Write;
+use std::process::Command;
 use std::time::Duration;
 use store::testing::TestDb;
 use tower::ServiceExt;
@@ -29,10 +29,6 @@ use tower::ServiceExt;
 /// with the default limits (20 MiB bodies, a 64 MiB ingest budget). Before the limits, the
 /// 16 MiB body of empty spans alone took it to 2.1 GB.
 const PEAK_RSS_BOUND_MIB: u64 = 256;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn flightdeck(data_dir: &std::path::Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
@@ -146,24 +142,10 @@ fn worst_bodies_are_refused_with_4xx_and_peak_memory_stays_bounded() {
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let token = String::from_utf8(created.stdout).unwrap().trim().to_string();
 
-    let (ui, http_port, grpc_port) = (free_port(), free_port(), free_port());
-    let mut child = flightdeck(dir.path())
-        .args(["serve", "--listen", &format!("127.0.0.1:{ui}")])
-        .args(["--otlp-http-listen", &format!("127.0.0.1:{http_port}")])
-        .args(["--otlp-grpc-listen", &format!("127.0.0.1:{grpc_port}")])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        if line.unwrap().contains("flightdeck is serving") {
-            break;
-        }
-    }
-    std::thread::spawn(move || lines.for_each(drop));
-    let pid = child.id();
+    let mut command = flightdeck(dir.path());
+    command.arg("serve").env("RUST_LOG", "info");
+    let server = common::serving::Serving::start(command);
+    let pid = server.pid();
     let baseline = memory_mib(pid, "VmRSS:");
 
     let sixteen_mib_of_empty_spans = empty_spans_protobuf(8 << 20);
@@ -181,7 +163,7 @@ fn worst_bodies_are_refused_with_4xx_and_peak_memory_stays_bounded() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let answers = runtime.block_on(async {
         let http = reqwest::Client::new();
-        let url = format!("http://127.0.0.1:{http_port}/v1/traces");
+        let url = server.otlp_http.clone();
         let proto = "application/x-protobuf";
         let json = "application/json";
         let bodies = [
@@ -216,11 +198,8 @@ fn worst_bodies_are_refused_with_4xx_and_peak_memory_stays_bounded() {
             }
             answers.push((format!("http, token {auth}"), statuses));
         }
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
+        let channel =
+            tonic::transport::Endpoint::from_shared(server.otlp_grpc.clone()).unwrap().connect().await.unwrap();
         let four_mib = empty_spans_protobuf(2 << 20);
         let bigger_bomb_frame = frame(true, &bigger_bomb);
         let mut grpc = Vec::new();
@@ -235,8 +214,7 @@ fn worst_bodies_are_refused_with_4xx_and_peak_memory_stays_bounded() {
         answers
     });
     let peak = memory_mib(pid, "VmHWM:");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(server);
     println!("flightdeck serve: {baseline} MiB resident after start, {peak} MiB peak while refusing: {answers:?}");
 
     assert_eq!(answers[0].1, vec![401; 7], "without a token every HTTP body is refused unread");

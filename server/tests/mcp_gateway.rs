@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::serving::Serving;
+
 use app::auth::password;
 use domain::access::{Role, Scope};
 use domain::approvals::ApprovalStatus;
@@ -48,56 +50,21 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// A `flightdeck serve` process on the test's database.
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+/// A `flightdeck serve` process on the test's database, with `config` as its file.
+struct Server;
 
 impl Server {
-    fn start(database_url: &str, dir: &Path, config: &str) -> Server {
+    fn start(database_url: &str, dir: &Path, config: &str) -> Serving {
         let file = dir.join("flightdeck.toml");
         std::fs::write(&file, config).unwrap();
-        let web = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+        command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("RUST_LOG", "warn,flightdeck=info")
             .env("DATABASE_URL", database_url)
-            .args(["--config", file.to_str().unwrap(), "serve", "--data-dir", dir.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{web}")])
-            .args(["--otlp-http-listen", &format!("127.0.0.1:{}", free_port())])
-            .args(["--otlp-grpc-listen", &format!("127.0.0.1:{}", free_port())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (ready, serving) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut said = false;
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                if !said && line.contains("flightdeck is serving") {
-                    said = true;
-                    let _ = ready.send(());
-                }
-                if std::env::var_os("FLIGHTDECK_MCP_TEST_LOG").is_some()
-                    || line.contains("panicked")
-                    || line.contains("ERROR")
-                {
-                    eprintln!("server: {line}");
-                }
-            }
-        });
-        serving.recv_timeout(Duration::from_secs(60)).expect("the server did not start serving");
-        Server { child, base: format!("http://127.0.0.1:{web}") }
+            .args(["--config", file.to_str().unwrap(), "serve", "--data-dir", dir.to_str().unwrap()]);
+        Serving::start(command)
     }
 }
 
@@ -240,7 +207,7 @@ enum Way {
     Http,
 }
 
-fn client(python: &str, way: Way, server: &Server, token: &str, outbox: &Path, steps: &Value) -> Command {
+fn client(python: &str, way: Way, server: &Serving, token: &str, outbox: &Path, steps: &Value) -> Command {
     let mut c = Command::new(python);
     c.arg(here().join("client.py")).args(["--steps", &steps.to_string()]);
     match way {

@@ -30,6 +30,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         policies::upsert(&db, policy).await?;
     }
 
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;
+    let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.otlp_http_listen))?;
+    let otlp_grpc = tokio::net::TcpListener::bind(config.otlp_grpc_listen)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.otlp_grpc_listen))?;
+    // Port 0 asks the system for a free port; from here on the settings (the log line
+    // below, the default public URL) name the ports actually bound.
+    let config = config.bound_to(listener.local_addr()?, otlp_http.local_addr()?, otlp_grpc.local_addr()?);
+
     let options = leptos_options(&config);
     let bundle = config.site_root.join(&*options.site_pkg_dir).join(format!("{}_bg.wasm", options.output_name));
     if !bundle.exists() {
@@ -69,16 +82,6 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         tracing::warn!("OTLP ingest accepts exports without a token (--ingest-auth none): local development only");
     }
     let app = web::router_with_services(state, &config, ingest.shared_counters(), Some(ingest.clone()));
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}: is another process using it?", config.listen))?;
-
-    let otlp_http = tokio::net::TcpListener::bind(config.otlp_http_listen)
-        .await
-        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.otlp_http_listen))?;
-    let otlp_grpc = tokio::net::TcpListener::bind(config.otlp_grpc_listen)
-        .await
-        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.otlp_grpc_listen))?;
 
     let background = [
         tokio::spawn(delete_expired_sessions(SessionStoreAny::new(db.clone()))),

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test file uses its own part
 
 pub mod receiver;
+pub mod serving;
 pub mod spans;
 
 use app::auth::{password, secrets};
