@@ -195,6 +195,8 @@ async fn measure(db: &Db, runs: usize) {
     let config = Config::resolve(Overrides::default(), None).unwrap();
     let state = AppState::unconfigured(db.clone(), flightdeck::commands::serve::leptos_options(&config));
     let escalation: Option<String> = store::escalations::list(db, true, 1).await.unwrap().first().map(|e| e.id.clone());
+    // As `flightdeck serve` does before it serves.
+    db.open_every_connection().await.unwrap();
     let app = flightdeck::web::router(state, &config);
     let login = Request::post("/fn/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")

@@ -130,6 +130,10 @@ pub const LEDGER_CONNECTIONS: u32 = 4;
 /// Filled only as the database grows; counted in the memory figures of docs/operations.md.
 pub const WRITER_CACHE_MIB: u32 = 128;
 
+/// The most connections a PostgreSQL pool holds: the web server's pages, the ingest
+/// writers (`postgres_writers`, 4 by default) and the background jobs share them.
+pub const POSTGRES_CONNECTIONS: u32 = 16;
+
 impl Db {
     /// Opens a pool for `url`: `sqlite://PATH` (created if missing) or `postgres://...`.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
@@ -145,10 +149,11 @@ impl Db {
             // day's partitions with nothing of them cached yet (the search's first plan
             // took 50-70 ms at 10 million spans, later ones under 1 ms), and a console
             // opened after a quiet hour would meet only new ones. At most
-            // `max_connections` stay open. Each is readied as it opens, and the first
-            // `WARM_CONNECTIONS` open now, before the server serves (see `warm_up`).
+            // `max_connections` stay open. Each is readied as it opens (see `warm_up`); the
+            // first `WARM_CONNECTIONS` open now, the server opens the rest before it serves
+            // (`open_every_connection`).
             let pool = PgPoolOptions::new()
-                .max_connections(16)
+                .max_connections(POSTGRES_CONNECTIONS)
                 .min_connections(warm_up::WARM_CONNECTIONS)
                 .idle_timeout(None)
                 .max_lifetime(None)
@@ -344,6 +349,27 @@ impl Db {
             }
         }
         Ok(())
+    }
+
+    /// Opens, and readies, every connection the PostgreSQL pool may hold
+    /// ([`POSTGRES_CONNECTIONS`]), so that no page waits for one to open: a page's server
+    /// functions run their statements side by side (the run page's first view in the page
+    /// bench needed seven at once), and a connection opened for one of them spent 30-75 ms
+    /// being readied before it ran (see `warm_up`). The server does this once before it serves; tests keep
+    /// [`warm_up::WARM_CONNECTIONS`]. SQLite has nothing to open.
+    pub async fn open_every_connection(&self) -> StoreResult<u32> {
+        let Db::Postgres(pool) = self else { return Ok(0) };
+        let mut opening = tokio::task::JoinSet::new();
+        for _ in 0..POSTGRES_CONNECTIONS {
+            let pool = pool.clone();
+            opening.spawn(async move { pool.acquire().await });
+        }
+        // Each connection is held until all are open, so none is handed out twice.
+        let mut held = Vec::new();
+        while let Some(opened) = opening.join_next().await {
+            held.push(opened.map_err(|e| sqlx::Error::Io(std::io::Error::other(e)))??);
+        }
+        Ok(pool.size())
     }
 
     pub fn backend_name(&self) -> &'static str {

@@ -9,16 +9,16 @@
 //! needed a second connection at once (the run list's counts beside its list).
 //!
 //! So each new connection plans, without running, one statement per partitioned table
-//! ([`STATEMENTS`]) as it opens, and `Db::connect` opens [`WARM_CONNECTIONS`] of them
-//! before the server serves. Before the first migration the tables do not exist yet; the
+//! ([`STATEMENTS`]) as it opens. `Db::connect` opens [`WARM_CONNECTIONS`] of them, and
+//! the server all the pool may hold before it serves. Before the first migration the tables do not exist yet; the
 //! statements then fail, which is no error: there is nothing to ready.
 
 use sqlx::postgres::PgConnection;
 use sqlx::Executor;
 
-/// Connections `Db::connect` opens and readies before it returns: the pages a person
-/// opens after a start (a list and its counts at once), the ingest writer and a
-/// background job each find one ready.
+/// Connections `Db::connect` opens and readies before it returns: enough for a command or
+/// a test; `flightdeck serve` then opens every one the pool may hold
+/// (`Db::open_every_connection`).
 pub const WARM_CONNECTIONS: u32 = 4;
 
 /// Planned (`EXPLAIN`, not run) on each new connection. None names a run number, so none

@@ -1676,7 +1676,7 @@ async fn postgresql_plans_the_filter_windows_statements_for_their_values() {
 }
 
 /// PostgreSQL connections open ready: `Db::connect` opens `WARM_CONNECTIONS` before it
-/// returns, and each new one plans a statement on every partitioned table, each of which
+/// returns, `open_every_connection` the rest, and each new one plans a statement on every partitioned table, each of which
 /// must plan against the schema the migrations made (one that names a column no longer
 /// there would fail, and the first view after a start would pay for the catalog again).
 #[tokio::test]
@@ -1688,6 +1688,9 @@ async fn postgresql_connections_open_ready_for_the_partitioned_tables() {
     let mut conn = pool.acquire().await.unwrap();
     assert_eq!(warm_up::ready(&mut conn).await, warm_up::STATEMENTS.len());
     drop(conn);
+    // What the server does before it serves: every connection the pool may hold, open.
+    assert_eq!(t.db.open_every_connection().await.unwrap(), store::POSTGRES_CONNECTIONS);
+    assert_eq!(pool.size(), store::POSTGRES_CONNECTIONS);
     t.cleanup().await;
 }
 

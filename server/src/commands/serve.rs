@@ -20,6 +20,10 @@ use tower_sessions::ExpiredDeletion;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     eprintln!("Flightdeck {} starting with these settings:\n{config}", env!("CARGO_PKG_VERSION"));
     let db = super::open_database(&config).await?;
+    let open = db.open_every_connection().await.context("cannot open the PostgreSQL connections")?;
+    if open > 0 {
+        tracing::info!(connections = open, "PostgreSQL connections open and readied");
+    }
     advise_on_postgres_settings(&db).await;
     super::users::create_first_admin(&db).await?;
     let ingest_settings = config.ingest_settings()?;
