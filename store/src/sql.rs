@@ -76,6 +76,13 @@ impl Sql {
         &self.text
     }
 
+    /// The same statement asking PostgreSQL for its plan instead, one row per line.
+    #[cfg(test)]
+    pub fn explained(mut self) -> Sql {
+        self.text.insert_str(0, "EXPLAIN ");
+        self
+    }
+
     /// The same statement asking SQLite for its plan instead (tests of which index a
     /// statement reads).
     #[cfg(test)]

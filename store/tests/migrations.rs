@@ -475,6 +475,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0048_run_partitions.sql",
         "f90ea26cb0e20891c0a81dd454e3f7f603e1405efe51778164aaf821873789f4424cf6d3d1460be0a077accb06b0c9c7",
     ),
+    (
+        "postgres",
+        "0049_flag_indexes_cover_filters.sql",
+        "65c7965e2792df38075a110c4f610eb83111ff77f0b1c23d998add00b47d11e60d7781bf7e70aeacb8e5a8be9e08b53b",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
