@@ -355,8 +355,9 @@ impl Db {
     /// ([`POSTGRES_CONNECTIONS`]), so that no page waits for one to open: a page's server
     /// functions run their statements side by side (the run page's first view in the page
     /// bench needed seven at once), and a connection opened for one of them spent 30-75 ms
-    /// being readied before it ran (see `warm_up`). The server does this once before it serves; tests keep
-    /// [`warm_up::WARM_CONNECTIONS`]. SQLite has nothing to open.
+    /// being readied before it ran (see `warm_up`). The server does this once before it
+    /// serves, and fails to start if PostgreSQL refuses them (better than at a busy
+    /// moment); tests keep [`warm_up::WARM_CONNECTIONS`]. SQLite has nothing to open.
     pub async fn open_every_connection(&self) -> StoreResult<u32> {
         let Db::Postgres(pool) = self else { return Ok(0) };
         let mut opening = tokio::task::JoinSet::new();

@@ -10,8 +10,9 @@
 //!
 //! So each new connection plans, without running, one statement per partitioned table
 //! ([`STATEMENTS`]) as it opens. `Db::connect` opens [`WARM_CONNECTIONS`] of them, and
-//! the server all the pool may hold before it serves. Before the first migration the tables do not exist yet; the
-//! statements then fail, which is no error: there is nothing to ready.
+//! the server all the pool may hold before it serves. Before the first migration the
+//! tables do not exist yet; the statements then fail, which is no error: there is
+//! nothing to ready.
 
 use sqlx::postgres::PgConnection;
 use sqlx::Executor;

@@ -1676,9 +1676,10 @@ async fn postgresql_plans_the_filter_windows_statements_for_their_values() {
 }
 
 /// PostgreSQL connections open ready: `Db::connect` opens `WARM_CONNECTIONS` before it
-/// returns, `open_every_connection` the rest, and each new one plans a statement on every partitioned table, each of which
-/// must plan against the schema the migrations made (one that names a column no longer
-/// there would fail, and the first view after a start would pay for the catalog again).
+/// returns, `open_every_connection` the rest, and each new one plans a statement on every
+/// partitioned table, each of which must plan against the schema the migrations made (one
+/// that names a column no longer there would fail, and the first view after a start
+/// would pay for the catalog again).
 #[tokio::test]
 async fn postgresql_connections_open_ready_for_the_partitioned_tables() {
     use store::{warm_up, Db};

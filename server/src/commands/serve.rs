@@ -20,7 +20,13 @@ use tower_sessions::ExpiredDeletion;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     eprintln!("Flightdeck {} starting with these settings:\n{config}", env!("CARGO_PKG_VERSION"));
     let db = super::open_database(&config).await?;
-    let open = db.open_every_connection().await.context("cannot open the PostgreSQL connections")?;
+    let open = db.open_every_connection().await.with_context(|| {
+        format!(
+            "cannot open {} connections to PostgreSQL: each Flightdeck server needs that many \
+             within PostgreSQL's max_connections (docs/operations.md)",
+            store::POSTGRES_CONNECTIONS
+        )
+    })?;
     if open > 0 {
         tracing::info!(connections = open, "PostgreSQL connections open and readied");
     }
