@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, Args, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Overrides {
-    /// Address for the web UI and the REST API [default: 127.0.0.1:3000]
+    /// Address for the web UI and the REST API; port 0 picks a free port, named in the
+    /// "serving" log line [default: 127.0.0.1:3000]
     #[arg(long, env = "FLIGHTDECK_LISTEN", global = true, value_name = "ADDR")]
     pub listen: Option<SocketAddr>,
 

@@ -845,6 +845,19 @@ fn window_note(body: &str, test_id: &str) -> Option<String> {
     Some(note.split("</p>").next().unwrap_or_default().replace("<!>", ""))
 }
 
+/// Checks that a window's `note` names where it stopped (the start of run `bill-0`) and
+/// returns that point and the note's link to the runs before it, whose `until` is that
+/// point.
+async fn window_start_and_link(db: &store::Db, note: &str) -> (chrono::DateTime<chrono::Utc>, String) {
+    let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
+    let oldest = chrono::DateTime::from_timestamp_nanos(db.fetch_one_value::<i64>(sql).await.unwrap());
+    assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
+    let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");
+    let until = oldest.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true).replace(':', "%3A");
+    assert!(href.contains(&format!("until={until}")), "{href}");
+    (oldest, href)
+}
+
 /// A search for a tool most runs call, with a filter none of its newest runs pass, reads
 /// the newest 2,500 of them, says so, and links to the runs before, where the match is;
 /// the API gives the same point to pass as `until`.
@@ -864,15 +877,11 @@ async fn a_filtered_search_says_where_it_stopped_and_links_to_the_runs_before() 
     assert!(page.body.contains("No runs match these filters."), "{}", page.body);
     assert!(!page.body.contains("href=\"/runs/docs-0\""));
     let note = window_note(&page.body, "search-window").expect("the page says where it stopped");
-    // The oldest of the newest 2,500: the first billing run.
-    let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
-    let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
     let said = "Searched the newest 2\u{202f}500 runs that called <code>send_email</code>";
     assert!(note.contains(said), "{note}");
-    assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
-    let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");
-    let until = oldest.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true).replace(':', "%3A");
-    assert!(href.contains(&format!("until={until}")) && href.contains("agent=docs"), "{href}");
+    // The oldest of the newest 2,500: the first billing run.
+    let (oldest, href) = window_start_and_link(&t.db, &note).await;
+    assert!(href.contains("agent=docs"), "{href}");
 
     let before = b.get(&href).await;
     assert!(before.body.contains("href=\"/runs/docs-0\""), "the docs run is before that point");
@@ -907,13 +916,9 @@ async fn a_list_no_one_index_answers_says_where_it_stopped_and_links_to_the_runs
     assert!(!page.body.contains("href=\"/runs/docs-0\""), "the docs run is before the window");
     assert!(!page.body.contains("data-testid=\"search-window\""), "no search term");
     let note = window_note(&page.body, "filter-window").expect("the page says where it stopped");
-    let sql = store::sql::Sql::new("SELECT started_ns FROM runs WHERE run_id = 'bill-0'");
-    let oldest = chrono::DateTime::from_timestamp_nanos(t.db.fetch_one_value::<i64>(sql).await.unwrap());
     assert!(note.contains("These filters were tested on the newest 2\u{202f}500 runs, back to"), "{note}");
-    assert!(note.contains(&oldest.format("%Y-%m-%d %H:%M:%S UTC").to_string()), "{note}");
-    let href = note.split("href=\"").nth(1).and_then(|h| h.split('"').next()).unwrap().replace("&amp;", "&");
-    let until = oldest.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true).replace(':', "%3A");
-    assert!(href.contains(&format!("until={until}")) && href.contains("sort=cost"), "{href}");
+    let (oldest, href) = window_start_and_link(&t.db, &note).await;
+    assert!(href.contains("sort=cost"), "{href}");
 
     let before = b.get(&href).await;
     assert!(before.body.contains("href=\"/runs/docs-0\""), "the docs run is before that point");

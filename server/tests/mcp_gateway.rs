@@ -51,21 +51,17 @@ fn free_port() -> u16 {
 }
 
 /// A `flightdeck serve` process on the test's database, with `config` as its file.
-struct Server;
-
-impl Server {
-    fn start(database_url: &str, dir: &Path, config: &str) -> Serving {
-        let file = dir.join("flightdeck.toml");
-        std::fs::write(&file, config).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("RUST_LOG", "warn,flightdeck=info")
-            .env("DATABASE_URL", database_url)
-            .args(["--config", file.to_str().unwrap(), "serve", "--data-dir", dir.to_str().unwrap()]);
-        Serving::start(command)
-    }
+fn serve(database_url: &str, dir: &Path, config: &str) -> Serving {
+    let file = dir.join("flightdeck.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_flightdeck"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn,flightdeck=info")
+        .env("DATABASE_URL", database_url)
+        .args(["--config", file.to_str().unwrap(), "serve", "--data-dir", dir.to_str().unwrap()]);
+    Serving::start(command)
 }
 
 /// The test client: its events as they come, one JSON object per line.
@@ -232,7 +228,7 @@ async fn the_whole_gate(python: &str, way: Way, t: &TestDb) {
     let dir = tempfile::tempdir().unwrap();
     let box_path = dir.path().join("outbox.jsonl");
     let token = people_and_token(t).await;
-    let server = Server::start(&t.url, dir.path(), &config(python, &box_path, ""));
+    let server = serve(&t.url, dir.path(), &config(python, &box_path, ""));
     let alice = approver(&server.base).await;
     let steps = json!([
         "list",
@@ -399,7 +395,7 @@ async fn a_proxy_without_flightdeck_fails_closed_except_for_a_read_tool_that_fai
     let dir = tempfile::tempdir().unwrap();
     let box_path = dir.path().join("outbox.jsonl");
     let token = people_and_token(&t).await;
-    let server = Server::start(&t.url, dir.path(), &config(&python, &box_path, ""));
+    let server = serve(&t.url, dir.path(), &config(&python, &box_path, ""));
     let go = dir.path().join("flightdeck-is-down");
     let steps = json!([
         "list",
@@ -438,7 +434,7 @@ async fn malformed_and_oversized_messages_get_the_specifications_errors_over_std
     let dir = tempfile::tempdir().unwrap();
     let box_path = dir.path().join("outbox.jsonl");
     let token = people_and_token(&t).await;
-    let server = Server::start(&t.url, dir.path(), &config(&python, &box_path, ""));
+    let server = serve(&t.url, dir.path(), &config(&python, &box_path, ""));
     let mut proxy = Command::new(env!("CARGO_BIN_EXE_flightdeck"))
         .env("FLIGHTDECK_URL", &server.base)
         .env("FLIGHTDECK_TOKEN", &token)
@@ -506,7 +502,7 @@ async fn the_http_endpoint_checks_tokens_and_sessions_and_resumes_a_broken_strea
     let box_path = dir.path().join("outbox.jsonl");
     let token = people_and_token(&t).await;
     let reader = common::token(&t.db, "reader", &[Scope::Read, Scope::Calls]).await;
-    let server = Server::start(&t.url, dir.path(), &config(&python, &box_path, ""));
+    let server = serve(&t.url, dir.path(), &config(&python, &box_path, ""));
     let url = format!("{}/mcp/files", server.base);
     let http = reqwest::Client::new();
     let post = |token: &str, session: Option<&str>, body: String| {
@@ -599,7 +595,7 @@ async fn a_remote_streamable_http_server_is_relayed_too() {
     }
     let token = people_and_token(&t).await;
     let remote = format!("[[mcp_servers]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
-    let server = Server::start(&t.url, dir.path(), &config(&python, &box_path, &remote));
+    let server = serve(&t.url, dir.path(), &config(&python, &box_path, &remote));
     let steps = json!([
         "list",
         {"tool": "read_file", "args": {"path": "/r"}, "label": "read"},

@@ -782,6 +782,12 @@ pub async fn replay_fixture(db: &Db, run_id: &str) -> StoreResult<Option<domain:
 mod tests {
     use super::*;
 
+    /// SQLite's plan for `sql`, a step a line.
+    async fn sqlite_plan(db: &Db, sql: Sql) -> Vec<String> {
+        let plan: Vec<(i64, i64, i64, String)> = db.fetch_all(sql.query_plan()).await.unwrap();
+        plan.into_iter().map(|row| row.3).collect()
+    }
+
     /// Each value sort reads its index in order on SQLite, first page and next alike;
     /// a sort that falls back to sorting every run (as by duration did before migration
     /// 0035, its expression unlike the index's) would pass every result test and fail here.
@@ -796,9 +802,7 @@ mod tests {
         for (sort, key, indexes) in cases {
             for after in [None, Some(Cursor { key, run_id: "run-1".into() })] {
                 let q = RunQuery { sort, after, ..Default::default() };
-                let plan: Vec<(i64, i64, i64, String)> =
-                    t.db.fetch_all(list_sql(&q, 51, Backend::Sqlite).query_plan()).await.unwrap();
-                let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+                let plan = sqlite_plan(&t.db, list_sql(&q, 51, Backend::Sqlite)).await;
                 for index in indexes {
                     assert!(plan.iter().any(|step| step.contains(index)), "{sort:?} reads {index}: {plan:?}");
                 }
@@ -851,11 +855,10 @@ mod tests {
         for (name, q) in filters {
             let sql = counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1);
             assert!(sql.text().contains("LIMIT"), "{name} stops at the limit: {}", sql.text());
-            let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
-            let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+            let plan = sqlite_plan(&t.db, sql).await;
             // A window's runs are a subquery (`CO-ROUTINE rt`): scanning what it gave is
             // not scanning the table.
-            let subquery = plan.contains(&"CO-ROUTINE rt");
+            let subquery = plan.iter().any(|step| step == "CO-ROUTINE rt");
             assert!(
                 !plan.iter().any(|step| (step.starts_with("SCAN runs") || (step.starts_with("SCAN rt") && !subquery))
                     && !step.contains("INDEX")),
@@ -863,14 +866,15 @@ mod tests {
             );
             if q.search_window.is_some() {
                 assert!(
-                    plan.contains(&"SEARCH rt USING INDEX run_tools_search (tool_name=? AND started_ns>?)"),
+                    plan.iter()
+                        .any(|step| step == "SEARCH rt USING INDEX run_tools_search (tool_name=? AND started_ns>?)"),
                     "{name} reads the window's runs by their index: {plan:?}"
                 );
             }
             // Without a search term the counted rows come from the index alone: up to
             // 10,001 visits to run rows cost more than the page's whole budget.
             if q.search.is_none() {
-                let reads: Vec<&&str> = plan.iter().filter(|step| step.contains(" runs ")).collect();
+                let reads: Vec<&String> = plan.iter().filter(|step| step.contains(" runs ")).collect();
                 assert!(
                     !reads.is_empty() && reads.iter().all(|step| step.contains("COVERING INDEX")),
                     "{name} visits run rows: {plan:?}"
@@ -893,8 +897,7 @@ mod tests {
             ..Default::default()
         };
         for sql in [list_sql(&q, 51, Backend::Sqlite), counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1)] {
-            let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
-            let plan: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
+            let plan = sqlite_plan(&t.db, sql).await;
             assert!(!plan.iter().any(|step| step.contains("runs_agent_started")), "walks the agent's runs: {plan:?}");
         }
     }
@@ -921,15 +924,8 @@ mod tests {
             (Lead::Flag(RunFlag::ApprovalViolation), "runs_flag_violations"),
             (Lead::Newest, "runs_started"),
         ];
-        let plan_of = |sql: Sql| {
-            let db = t.db.clone();
-            async move {
-                let plan: Vec<(i64, i64, i64, String)> = db.fetch_all(sql.query_plan()).await.unwrap();
-                plan.into_iter().map(|row| row.3).collect::<Vec<String>>()
-            }
-        };
         for (lead, index) in leads {
-            let probe = plan_of(lead_window_start_sql(&others, &lead, 100, Backend::Sqlite)).await;
+            let probe = sqlite_plan(&t.db, lead_window_start_sql(&others, &lead, 100, Backend::Sqlite)).await;
             assert!(probe.iter().any(|s| s.contains(index)), "{lead:?} probes by {index}: {probe:?}");
             assert!(!probe.iter().any(|s| s.contains("TEMP B-TREE")), "{lead:?} sorts to probe: {probe:?}");
             for (sort, since_ns) in [(RunSort::Started, None), (RunSort::Cost, Some(1)), (RunSort::Duplicates, Some(1))]
@@ -938,7 +934,7 @@ mod tests {
                 let q = RunQuery { sort, filter_window: Some(window), ..others.clone() };
                 for sql in [list_sql(&q, 51, Backend::Sqlite), counts_sql(&q, Backend::Sqlite, COUNT_LIMIT + 1)] {
                     assert!(sql.text().contains("LIMIT 200) AS windowed"), "{}", sql.text());
-                    let plan = plan_of(sql).await;
+                    let plan = sqlite_plan(&t.db, sql).await;
                     assert!(plan.iter().any(|s| s.contains(index)), "{lead:?} reads {index}: {plan:?}");
                     assert!(
                         !plan.iter().any(|s| s.starts_with("SCAN runs") && !s.contains("INDEX")),
