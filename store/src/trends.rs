@@ -111,12 +111,20 @@ fn group(row: GroupRow) -> (GroupKey, GroupSums) {
     )
 }
 
+/// How many statements read a window's value rows, each a slice of its buckets, side by
+/// side on connections of their own. A bucket's rows lie scattered over the table (every
+/// period's and every agent's rows of the same hours were written together), so a first
+/// view reads a page from the file for every few rows, and one statement waits for each
+/// read in turn.
+const VALUE_SLICES: usize = 2;
+
 /// The statements reading the rollup rows of `window`'s buckets (of `agent`'s runs only,
-/// when given): `trend_runs`, then `trend_values`, each a range of its primary key. The
-/// value rows come joined into one text per bucket and measure (`value:runs:sum,...`):
-/// a window holds about ten thousand of them, and decoding a row costs a few microseconds
-/// where splitting its text costs nanoseconds.
-fn rollup_sql(backend: Backend, window: &Window, agent: Option<&str>) -> [Sql; 2] {
+/// when given): `trend_runs`, then `trend_values` in [`VALUE_SLICES`] slices of the
+/// buckets, each a range of its table's primary key. The value rows come joined into one
+/// text per bucket and measure (`value:runs:sum,...`): a window holds about ten thousand
+/// of them, and decoding a row costs a few microseconds where splitting its text costs
+/// nanoseconds.
+fn rollup_sql(backend: Backend, window: &Window, agent: Option<&str>) -> (Sql, [Sql; VALUE_SLICES]) {
     let period = window.bucket_ms;
     let mut groups = Sql::new(format!("SELECT {GROUP_COLUMNS} FROM trend_runs WHERE period_ms = "));
     groups.bind(period).push(" AND start_ms >= ").bind(window.start_ms).push(" AND start_ms < ").bind(window.end_ms());
@@ -125,28 +133,40 @@ fn rollup_sql(backend: Backend, window: &Window, agent: Option<&str>) -> [Sql; 2
     }
     groups.push(" AND runs <> 0");
     let joined = backend.joined("value || ':' || runs || ':' || value_sum");
-    let mut values = Sql::new(format!("SELECT measure, start_ms, {joined} FROM trend_values WHERE period_ms = "));
-    values
-        .bind(period)
-        .push(" AND scope = ")
-        .bind(agent.unwrap_or(ALL_AGENTS))
-        .push(" AND measure IN ('cost', 'tool_calls') AND start_ms >= ")
-        .bind(window.start_ms)
-        .push(" AND start_ms < ")
-        .bind(window.end_ms())
-        .push(" AND runs <> 0 GROUP BY measure, start_ms");
-    [groups, values]
+    let values = bucket_slices(window).map(|(from_ms, to_ms)| {
+        let mut values = Sql::new(format!("SELECT measure, start_ms, {joined} FROM trend_values WHERE period_ms = "));
+        values
+            .bind(period)
+            .push(" AND scope = ")
+            .bind(agent.unwrap_or(ALL_AGENTS))
+            .push(" AND measure IN ('cost', 'tool_calls') AND start_ms >= ")
+            .bind(from_ms)
+            .push(" AND start_ms < ")
+            .bind(to_ms)
+            .push(" AND runs <> 0 GROUP BY measure, start_ms");
+        values
+    });
+    (groups, values)
+}
+
+/// `window`'s buckets cut into [`VALUE_SLICES`] runs of whole buckets, as (start, end) in
+/// Unix milliseconds: together they cover the window once (a slice is empty when the
+/// window has fewer buckets than slices).
+fn bucket_slices(window: &Window) -> [(i64, i64); VALUE_SLICES] {
+    let edge = |i: usize| window.start_ms + window.bucket_ms * (window.buckets * i / VALUE_SLICES) as i64;
+    std::array::from_fn(|i| (edge(i), edge(i + 1)))
 }
 
 /// The rollup rows of `window`'s buckets (of `agent`'s runs only, when given).
 pub async fn rollup(db: &Db, window: &Window, agent: Option<&str>) -> StoreResult<Rows> {
     let period = window.bucket_ms;
-    let [groups, values] = rollup_sql(db.backend(), window, agent);
-    let (groups, values): (Vec<GroupRow>, Vec<(String, i64, String)>) =
-        tokio::try_join!(db.fetch_all(groups), db.fetch_all(values))?;
+    let (groups, [earlier, later]) = rollup_sql(db.backend(), window, agent);
+    type ValueRow = (String, i64, String);
+    let (groups, earlier, later): (Vec<GroupRow>, Vec<ValueRow>, Vec<ValueRow>) =
+        tokio::try_join!(db.fetch_all(groups), db.fetch_all(earlier), db.fetch_all(later))?;
     let scope = agent.unwrap_or(ALL_AGENTS).to_string();
     let mut rows = Rows { groups: groups.into_iter().map(group).collect(), values: Vec::new() };
-    for (measure, start_ms, joined) in values {
+    for (measure, start_ms, joined) in earlier.into_iter().chain(later) {
         let Some(measure) = Measure::parse(&measure) else { continue };
         for row in joined.split(',') {
             let mut parts = row.split(':').map(str::parse::<i64>);
@@ -421,6 +441,24 @@ mod tests {
     use super::*;
     use domain::trends::Range;
 
+    /// The value rows' slices cover each range's window once, in whole buckets.
+    #[test]
+    fn the_value_slices_cover_the_window_in_whole_buckets() {
+        for range in Range::ALL {
+            let window = Window::ending_at(range, 1_796_000_123_456);
+            let slices = bucket_slices(&window);
+            assert_eq!(slices[0].0, window.start_ms, "{range:?}");
+            assert_eq!(slices[VALUE_SLICES - 1].1, window.end_ms(), "{range:?}");
+            for pair in slices.windows(2) {
+                assert_eq!(pair[0].1, pair[1].0, "{range:?}: {slices:?}");
+            }
+            for (from, to) in slices {
+                assert!(to > from, "{range:?}: an empty slice {slices:?}");
+                assert_eq!((from - window.start_ms) % window.bucket_ms, 0, "{range:?}: {slices:?}");
+            }
+        }
+    }
+
     /// Every read of the trends page, for every range, of every agent or one, on a small
     /// database: each reads a range of its table's primary key, none scans a table.
     #[tokio::test]
@@ -429,9 +467,10 @@ mod tests {
         for range in Range::ALL {
             let window = Window::ending_at(range, super::super::now_ms());
             for agent in [None, Some("billing-bot")] {
-                let [groups, values] = rollup_sql(Backend::Sqlite, &window, agent);
+                let (groups, values) = rollup_sql(Backend::Sqlite, &window, agent);
                 let events = events_sql(&window, agent);
-                let reads = [("trend_runs", groups), ("trend_values", values), ("trend_events", events)];
+                let mut reads = vec![("trend_runs", groups), ("trend_events", events)];
+                reads.extend(values.into_iter().map(|sql| ("trend_values", sql)));
                 for (table, sql) in reads {
                     let plan: Vec<(i64, i64, i64, String)> = t.db.fetch_all(sql.query_plan()).await.unwrap();
                     let steps: Vec<&str> = plan.iter().map(|row| row.3.as_str()).collect();
