@@ -480,6 +480,11 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0049_flag_indexes_cover_filters.sql",
         "65c7965e2792df38075a110c4f610eb83111ff77f0b1c23d998add00b47d11e60d7781bf7e70aeacb8e5a8be9e08b53b",
     ),
+    (
+        "postgres",
+        "0050_run_ids_by_number.sql",
+        "712a39a6e5f6c899c532bef911aa4eaf2e3e3b4fcdbf04ce36877054ecde7f6ecfd8c7494c6c36a80c9eb154ed0deae5",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",

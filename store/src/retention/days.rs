@@ -123,7 +123,7 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         // ingest goes on (thousands of rows; under the tables' lock they stalled it for
         // seconds).
         departed.subtract_from_trends(&mut tx).await?;
-        forget_outside(&mut tx, &partition, from, to).await?;
+        forget_outside(&mut tx, from, to).await?;
     } else {
         let (left,): (i64,) = tx.fetch_one(any_run(day, i64::MIN)).await?;
         if left > 0 {
@@ -162,11 +162,10 @@ async fn read_runs(tx: &mut Tx, from: i64, to: i64) -> StoreResult<Departed> {
 }
 
 /// Deletes the rows of the runs numbered in `[from, to)` kept outside the day's
-/// partitions: their ids in `run_ids` (read from the day's `runs` partition, as `run_ids`
-/// has no index by number), their traces and their irreversible calls.
-async fn forget_outside(tx: &mut Tx, runs_partition: &str, from: i64, to: i64) -> StoreResult<()> {
-    tx.execute(Sql::new(format!("DELETE FROM run_ids WHERE run_id IN (SELECT run_id FROM {runs_partition})"))).await?;
-    for table in RUN_TABLES {
+/// partitions: their ids in `run_ids`, their traces and their irreversible calls, each a
+/// range of the table's index by number.
+async fn forget_outside(tx: &mut Tx, from: i64, to: i64) -> StoreResult<()> {
+    for table in std::iter::once("run_ids").chain(RUN_TABLES) {
         let mut sql = Sql::new(format!("DELETE FROM {table} WHERE run_no >= "));
         sql.bind(from).push(" AND run_no < ").bind(to);
         tx.execute(sql).await?;
