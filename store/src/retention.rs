@@ -13,6 +13,7 @@ pub use days::DroppedDay;
 use super::sql::{Sql, Tx};
 use super::{now_ms, partitions, reason_counts, tools, trends, Db, StoreResult};
 use domain::trends::rollup::Rollup;
+use domain::trends::RunPoint;
 use std::collections::BTreeMap;
 
 /// Runs per retention transaction.
@@ -133,7 +134,7 @@ async fn sweep_batches(
         let gone: Vec<trends::PointRow> = tx.fetch_all(sql).await?;
         tx.forget_run_ids(&old_runs.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>()).await?;
         let mut departed = Departed::default();
-        gone.into_iter().for_each(|row| departed.add(row));
+        departed.add(gone);
         runs += departed.runs;
         departed.subtract(&mut tx).await?;
         let before_commit = batch_started.elapsed();
@@ -158,11 +159,13 @@ struct Departed {
 }
 
 impl Departed {
-    fn add(&mut self, row: trends::PointRow) {
-        let point = trends::point(row);
-        *self.reasons.entry(point.reason.as_str().to_string()).or_default() -= 1;
-        self.rollup.add(&point, -1);
-        self.runs += 1;
+    fn add(&mut self, rows: impl IntoIterator<Item = trends::PointRow>) {
+        let points: Vec<RunPoint> = rows.into_iter().map(trends::point).collect();
+        for point in &points {
+            *self.reasons.entry(point.reason.as_str().to_string()).or_default() -= 1;
+        }
+        self.rollup.add_all(&points, -1);
+        self.runs += points.len() as u64;
     }
 
     /// Takes the runs out of the trends' rollups and the per-reason totals.

@@ -355,10 +355,9 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
         let Some((last, _)) = points.last() else { break };
         after = *last;
         read += points.len() as u64;
+        let runs: Vec<RunPoint> = points.into_iter().map(|(_, row)| point(row)).collect();
         let mut page = Rollup::default();
-        for (_, row) in points {
-            page.add(&point(row), 1);
-        }
+        page.add_all(&runs, 1);
         apply(&mut tx, &page).await?;
     }
     tx.execute(Sql::new("DELETE FROM trend_rollups_built")).await?;

@@ -15,7 +15,7 @@
 
 use super::{Range, RunPoint};
 use crate::canonical::TerminalReason;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The bucket sizes rollups are kept for: each range's own.
 pub fn periods() -> [i64; 3] {
@@ -161,35 +161,38 @@ impl Rollup {
     /// The rows `runs` add up to, for every period.
     pub fn of_runs<'a>(runs: impl IntoIterator<Item = &'a RunPoint>) -> Rollup {
         let mut rollup = Rollup::default();
-        for run in runs {
-            rollup.add(run, 1);
-        }
+        rollup.add_all(runs, 1);
         rollup
     }
 
     /// Adds `run` (`sign` 1) or takes it away (`sign` -1), in every period.
     pub fn add(&mut self, run: &RunPoint, sign: i64) {
-        let agent = run.agent.as_deref().filter(|a| !a.is_empty());
-        let model = run.model.as_deref().unwrap_or("");
-        let completed = run.reason == TerminalReason::Completed;
-        let sums = GroupSums {
-            runs: 1,
-            tool_calls: run.tool_calls.max(0),
-            no_read: i64::from(completed && run.completed_without_read),
-            deduped_calls: run.deduped_calls.max(0),
-            duplicate_side_effects: run.duplicate_side_effects.max(0),
-            cost_nano: nano_usd(run.cost),
-        };
-        for period_ms in periods() {
-            let start_ms = run.started_ms.div_euclid(period_ms) * period_ms;
-            let key = GroupKey {
-                period_ms,
-                start_ms,
-                agent: agent.unwrap_or("").to_string(),
-                model: model.to_string(),
-                reason: run.reason.as_str().to_string(),
+        self.add_all(std::iter::once(run), sign);
+    }
+
+    /// Adds `runs` (`sign` 1) or takes them away (`sign` -1), in every period: first
+    /// summed per hour and row, keyed by the runs' own text, then spread over the periods
+    /// (each a whole number of hours). A day's runs leaving at once, hundreds of
+    /// thousands, cost a map entry per run keyed by borrowed text, not fifteen keyed by
+    /// new text.
+    pub fn add_all<'a>(&mut self, runs: impl IntoIterator<Item = &'a RunPoint>, sign: i64) {
+        let hour = Range::Day.bucket_ms();
+        let mut groups: HashMap<(i64, &str, &str, TerminalReason), GroupSums> = HashMap::new();
+        let mut values: HashMap<(i64, &str, Measure, i64), ValueSums> = HashMap::new();
+        for run in runs {
+            let start_ms = run.started_ms.div_euclid(hour) * hour;
+            let agent = run.agent.as_deref().filter(|a| !a.is_empty());
+            let model = run.model.as_deref().unwrap_or("");
+            let completed = run.reason == TerminalReason::Completed;
+            let sums = GroupSums {
+                runs: 1,
+                tool_calls: run.tool_calls.max(0),
+                no_read: i64::from(completed && run.completed_without_read),
+                deduped_calls: run.deduped_calls.max(0),
+                duplicate_side_effects: run.duplicate_side_effects.max(0),
+                cost_nano: nano_usd(run.cost),
             };
-            self.groups.entry(key).or_default().add(&sums, sign);
+            groups.entry((start_ms, agent.unwrap_or(""), model, run.reason)).or_default().add(&sums, sign);
             // A running run's cost and tool calls are still growing: counting them would
             // pull the distributions down for the newest bucket only.
             if run.reason == TerminalReason::Running {
@@ -201,11 +204,30 @@ impl Rollup {
             ];
             for scope in std::iter::once(ALL_AGENTS).chain(agent) {
                 for (measure, value, sum) in measures {
-                    let key = ValueKey { period_ms, scope: scope.to_string(), measure, start_ms, value };
-                    let row = self.values.entry(key).or_default();
+                    let row = values.entry((start_ms, scope, measure, value)).or_default();
                     row.runs += sign;
                     row.sum += sign * sum;
                 }
+            }
+        }
+        for period_ms in periods() {
+            debug_assert_eq!(period_ms % hour, 0, "a period is a whole number of hours");
+            let bucket = |start_ms: i64| start_ms.div_euclid(period_ms) * period_ms;
+            for (&(start_ms, agent, model, reason), sums) in &groups {
+                let key = GroupKey {
+                    period_ms,
+                    start_ms: bucket(start_ms),
+                    agent: agent.to_string(),
+                    model: model.to_string(),
+                    reason: reason.as_str().to_string(),
+                };
+                self.groups.entry(key).or_default().add(sums, 1);
+            }
+            for (&(start_ms, scope, measure, value), sums) in &values {
+                let key = ValueKey { period_ms, scope: scope.to_string(), measure, start_ms: bucket(start_ms), value };
+                let row = self.values.entry(key).or_default();
+                row.runs += sums.runs;
+                row.sum += sums.sum;
             }
         }
     }
@@ -291,6 +313,54 @@ mod tests {
             agent: agent.map(str::to_string),
             model: Some("gpt-4.1".into()),
         }
+    }
+
+    /// Runs summed together give the rows each gives alone, added up; and a day's rows
+    /// count exactly the day's finished runs, per scope, spread over its hours.
+    #[test]
+    fn runs_added_together_give_the_rows_of_each_added_alone() {
+        let hour = Range::Day.bucket_ms();
+        let day = 20_000 * 24 * hour;
+        let mut runs = Vec::new();
+        for i in 0..200i64 {
+            let reason = [TerminalReason::Completed, TerminalReason::Error, TerminalReason::Running][(i % 3) as usize];
+            let agent = [Some("billing"), Some("triage"), None, Some("")][(i % 4) as usize];
+            let mut r = run(day + (i % 30) * hour + i, reason, 0.01 * (i % 7) as f64, i % 5, agent);
+            if i % 6 == 0 {
+                r.model = None;
+            }
+            runs.push(r);
+        }
+        let mut together = Rollup::default();
+        together.add_all(&runs, 1);
+        let mut alone = Rollup::default();
+        for r in &runs {
+            alone.add(r, 1);
+        }
+        assert_eq!(together, alone);
+        let finished = |scope: Option<&str>| {
+            runs.iter()
+                .filter(|r| r.started_ms < day + 24 * hour && r.reason != TerminalReason::Running)
+                .filter(|r| scope.is_none_or(|s| r.agent.as_deref() == Some(s)))
+                .count() as i64
+        };
+        let day_runs = |scope: &str| -> i64 {
+            together
+                .values
+                .iter()
+                .filter(|(k, _)| k.period_ms == 24 * hour && k.start_ms == day && k.measure == Measure::Cost)
+                .filter(|(k, _)| k.scope == scope)
+                .map(|(_, v)| v.runs)
+                .sum()
+        };
+        assert_eq!(day_runs(ALL_AGENTS), finished(None));
+        assert_eq!(day_runs("billing"), finished(Some("billing")));
+        let hours: std::collections::BTreeSet<i64> =
+            together.groups.keys().filter(|k| k.period_ms == hour).map(|k| k.start_ms).collect();
+        assert_eq!(hours.len(), 30, "one hour bucket per hour the runs started in");
+        let mut gone = together.clone();
+        gone.add_all(runs.iter().rev(), -1);
+        assert!(gone.without_zeros().is_empty(), "taking the runs away leaves nothing");
     }
 
     #[test]

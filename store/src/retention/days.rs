@@ -156,7 +156,7 @@ async fn read_runs(tx: &mut Tx, from: i64, to: i64) -> StoreResult<Departed> {
         let points = trends::points_page(tx, (after, to), RUNS_PER_READ).await?;
         let Some((last, _)) = points.last() else { break };
         after = *last;
-        points.into_iter().for_each(|(_, row)| departed.add(row));
+        departed.add(points.into_iter().map(|(_, row)| row));
     }
     Ok(departed)
 }

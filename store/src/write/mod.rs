@@ -135,13 +135,12 @@ pub fn rollup_change(
     facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
 ) -> Rollup {
     let mut change = Rollup::default();
-    for point in old {
-        change.add(point, -1);
-    }
-    for d in derived {
-        let model = facts_by_run.get(&d.run.run_id).and_then(|facts| domain::derive::main_model(facts));
-        change.add(&point_of(d, model), 1);
-    }
+    change.add_all(old, -1);
+    let new: Vec<RunPoint> = derived
+        .iter()
+        .map(|d| point_of(d, facts_by_run.get(&d.run.run_id).and_then(|facts| domain::derive::main_model(facts))))
+        .collect();
+    change.add_all(&new, 1);
     change.without_zeros()
 }
 
