@@ -2,7 +2,9 @@
 //! 0018): a run that first arrives on day `d` is numbered in `[d << 40, (d + 1) << 40)`,
 //! and each table in [`TABLES`] has a partition per day holding those numbers; `runs` has
 //! one for each day made since it was partitioned (the days before are in `runs_early`).
-//! This module makes each day's partitions ahead of time, and gives retention
+//! The trends' rollups ([`TREND_TABLES`], ADR 0023) have a partition per day too, keyed
+//! by the day of the runs they count (`run_day`, the day of their numbers), so a day's
+//! counts go with its runs. This module makes each day's partitions ahead of time, and gives retention
 //! (`retention::days`) what it needs to drop a whole day. SQLite keeps one table each;
 //! every function here does nothing there.
 
@@ -11,6 +13,10 @@ use super::{Db, StoreResult};
 
 /// The tables partitioned by their run's arrival day.
 pub const TABLES: [&str; 4] = ["span_chunks", "body_chunks", "run_tools", "run_terms"];
+/// The trends' rollups, partitioned by the day of the runs they count (`run_day`, the
+/// day of their numbers, [`day_of_run_no`]); updated in place by every write, so their
+/// pages keep room for it.
+pub const TREND_TABLES: [&str; 2] = ["trend_runs", "trend_values"];
 /// The runs themselves, partitioned the same way for the days made since migration 0048
 /// (`run_no_days.runs_partition`).
 pub const RUNS: &str = "runs";
@@ -93,6 +99,14 @@ pub async fn ensure_range(db: &Db, first: i64, last: i64, now_ms: i64) -> StoreR
             )))
             .await?;
         }
+        for table in TREND_TABLES {
+            let name = partition_name(table, day);
+            tx.execute(Sql::new(format!(
+                "CREATE TABLE {name} PARTITION OF {table} FOR VALUES FROM ({day}) TO ({}) WITH (fillfactor = 70)",
+                day + 1
+            )))
+            .await?;
+        }
         let mut sql = Sql::new("INSERT INTO run_no_days (day, created_at, runs_partition) VALUES (");
         sql.bind(day).push(", ").bind(now_ms).push(", TRUE)");
         tx.execute(sql).await?;
@@ -167,11 +181,11 @@ pub async fn begin_change(db: &Db) -> StoreResult<Tx> {
 }
 
 /// Locks every partitioned table whole, as dropping a partition must. Writers take them
-/// before any count they update, so a transaction that takes them before touching a count
+/// (`runs` first, the trends' rollups last) before any count they update, so a transaction that takes them before touching a count
 /// waits for the writers in progress instead of deadlocking with one; writers arriving
 /// meanwhile wait for its commit.
 pub async fn lock_parents(tx: &mut Tx) -> StoreResult<()> {
-    let parents: Vec<&str> = std::iter::once(RUNS).chain(TABLES).collect();
+    let parents: Vec<&str> = std::iter::once(RUNS).chain(TABLES).chain(TREND_TABLES).collect();
     tx.execute(Sql::new(format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", parents.join(", ")))).await?;
     Ok(())
 }
@@ -189,10 +203,11 @@ pub async fn drop_partitions(tx: &mut Tx, day: ListedDay) -> StoreResult<i64> {
     Ok(bytes)
 }
 
-/// The names of `day`'s partitions: the span-side tables' and, when it has one, `runs`'.
+/// The names of `day`'s partitions: the span-side tables', the trends' rollups' and, when
+/// it has one, `runs`'.
 fn partitions_of(day: i64, with_runs: bool) -> Vec<String> {
     let runs = with_runs.then_some(RUNS);
-    runs.into_iter().chain(TABLES).map(|t| partition_name(t, day)).collect()
+    runs.into_iter().chain(TABLES).chain(TREND_TABLES).map(|t| partition_name(t, day)).collect()
 }
 
 async fn take_lock(tx: &mut Tx) -> StoreResult<()> {

@@ -8,11 +8,10 @@
 
 use super::spans::facts_of_runs;
 use super::sql::{Sql, Tx};
-use super::trends::{self, point};
+use super::trends::{self, point, DayRollups};
 use super::write::run_rows::unpriced_json;
 use super::{Db, StoreResult};
 use domain::derive::{derive_run_with, Rules};
-use domain::trends::rollup::Rollup;
 use domain::trends::RunPoint;
 
 /// Which stored runs to recompute.
@@ -72,7 +71,7 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
             })
             .collect();
         let mut tx = Tx::begin_write(db).await?;
-        let mut rollup = Rollup::default();
+        let mut rollup = DayRollups::default();
         for (d, run_no, updated_at, stored) in &derived {
             let r = &d.run;
             let updated = tx
@@ -103,8 +102,8 @@ pub async fn recompute(db: &Db, rules: &Rules, scope: &Scope, batch: i64) -> Sto
                     completed_without_read: r.completed_without_read,
                     ..stored.clone()
                 };
-                rollup.add(stored, -1);
-                rollup.add(&now, 1);
+                rollup.add_all([(*run_no, stored)], -1);
+                rollup.add_all([(*run_no, &now)], 1);
             }
             changed += updated;
         }

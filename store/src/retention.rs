@@ -11,8 +11,8 @@ mod days;
 pub use days::DroppedDay;
 
 use super::sql::{Sql, Tx};
+use super::trends::DayRollups;
 use super::{now_ms, partitions, reason_counts, tools, trends, Db, StoreResult};
-use domain::trends::rollup::Rollup;
 use domain::trends::RunPoint;
 use std::collections::BTreeMap;
 
@@ -130,11 +130,11 @@ async fn sweep_batches(
             tx.execute(sql).await?;
         }
         let mut sql = Sql::new("DELETE FROM runs WHERE run_no IN ");
-        sql.list(run_nos()).push(" RETURNING ").push(trends::POINT_COLUMNS);
-        let gone: Vec<trends::PointRow> = tx.fetch_all(sql).await?;
+        sql.list(run_nos()).push(" RETURNING run_no, ").push(trends::POINT_COLUMNS);
+        let gone: Vec<trends::NumberedRow> = tx.fetch_all(sql).await?;
         tx.forget_run_ids(&old_runs.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>()).await?;
         let mut departed = Departed::default();
-        departed.add(gone);
+        departed.add(gone.into_iter().map(trends::numbered));
         runs += departed.runs;
         departed.subtract(&mut tx).await?;
         let before_commit = batch_started.elapsed();
@@ -150,39 +150,29 @@ async fn sweep_batches(
     Ok(runs)
 }
 
-/// Deleted runs, as the counts kept of them see them.
+/// Runs deleted one by one, as the counts kept of them see them.
 #[derive(Default)]
 struct Departed {
     runs: u64,
-    rollup: Rollup,
+    rollup: DayRollups,
     reasons: BTreeMap<String, i64>,
 }
 
 impl Departed {
-    fn add(&mut self, rows: impl IntoIterator<Item = trends::PointRow>) {
-        let points: Vec<RunPoint> = rows.into_iter().map(trends::point).collect();
-        for point in &points {
+    /// Adds the runs of `rows`, each with its number.
+    fn add(&mut self, rows: impl IntoIterator<Item = (i64, trends::PointRow)>) {
+        let points: Vec<(i64, RunPoint)> = rows.into_iter().map(|(no, row)| (no, trends::point(row))).collect();
+        for (_, point) in &points {
             *self.reasons.entry(point.reason.as_str().to_string()).or_default() -= 1;
         }
-        self.rollup.add_all(&points, -1);
+        self.rollup.add_all(points.iter().map(|(no, point)| (*no, point)), -1);
         self.runs += points.len() as u64;
     }
 
-    /// Takes the runs out of the trends' rollups and the per-reason totals.
-    async fn subtract(mut self, tx: &mut Tx) -> StoreResult<()> {
-        self.subtract_from_trends(tx).await?;
-        self.subtract_from_reasons(tx).await
-    }
-
-    /// Takes the runs out of the trends' rollups: a row per bucket, agent, model and
-    /// reason they count in, thousands for a day's runs.
-    async fn subtract_from_trends(&mut self, tx: &mut Tx) -> StoreResult<()> {
-        trends::apply(tx, &std::mem::take(&mut self.rollup).without_zeros()).await
-    }
-
-    /// Takes the runs out of the per-reason totals: a row per reason, which every write
-    /// changing runs updates too.
-    async fn subtract_from_reasons(&self, tx: &mut Tx) -> StoreResult<()> {
+    /// Takes the runs out of the trends' rollups (the rows of their arrival days) and the
+    /// per-reason totals.
+    async fn subtract(self, tx: &mut Tx) -> StoreResult<()> {
+        trends::apply(tx, &self.rollup.without_zeros()).await?;
         reason_counts::apply(tx, &self.reasons).await
     }
 }

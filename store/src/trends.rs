@@ -1,18 +1,20 @@
 //! What the trends page reads, and the rollups that make it cheap: per-bucket totals of
 //! the runs (`trend_runs`, `trend_values`; their meaning is `domain::trends::rollup`),
 //! which every write that adds, changes or deletes runs keeps with [`apply`] in its own
-//! transaction, so a chart reads its buckets' rows whatever the number of runs; and the
-//! escalations' and approvals' changes of state per bucket (`trend_events`, meaning in
-//! `domain::trends::events`), which the stores that make those changes keep with
-//! [`count_events`] in theirs.
+//! transaction, so a chart reads its buckets' rows whatever the number of runs. They are
+//! kept per arrival day of the runs they count ([`DayRollups`]), so on PostgreSQL a day's
+//! counts are partitions that go with the day's runs (ADR 0023); the page adds up the
+//! days of a bucket. And the escalations' and approvals' changes of state per bucket
+//! (`trend_events`, meaning in `domain::trends::events`), which the stores that make
+//! those changes keep with [`count_events`] in theirs.
 
 use super::sql::Backend;
 use super::sql::{cacheable_chunks, Sql, Tx};
-use super::{Db, StoreError, StoreResult};
+use super::{partitions, Db, StoreError, StoreResult};
 use domain::canonical::TerminalReason;
 use domain::trends::events::{EventCounts, EventKey, EventKind};
 use domain::trends::rollup::{periods, GroupKey, GroupSums, Measure, Rollup, Rows, ValueKey, ValueSums, ALL_AGENTS};
-use domain::trends::{Inputs, RunPoint, Window};
+use domain::trends::{Inputs, Range, RunPoint, Window};
 use std::collections::BTreeMap;
 
 const NS_PER_MS: i64 = 1_000_000;
@@ -40,24 +42,62 @@ pub fn point((started_ns, reason, cost, tool_calls, deduped, duplicates, no_read
     }
 }
 
+/// Rollup rows per arrival day of the runs they count (the day of their numbers,
+/// `partitions::day_of_run_no`; always 0 on SQLite, which numbers runs from 1): on
+/// PostgreSQL each day's rows are a partition of their own, which retention drops with the
+/// day's runs (ADR 0023).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DayRollups(pub BTreeMap<i64, Rollup>);
+
+impl DayRollups {
+    /// Adds the runs, each given with its number (`sign` 1), or takes them away (`sign`
+    /// -1), in the rows of each one's arrival day.
+    pub fn add_all<'a>(&mut self, runs: impl IntoIterator<Item = (i64, &'a RunPoint)>, sign: i64) {
+        let mut by_day: BTreeMap<i64, Vec<&RunPoint>> = BTreeMap::new();
+        for (run_no, point) in runs {
+            by_day.entry(partitions::day_of_run_no(run_no)).or_default().push(point);
+        }
+        for (day, points) in by_day {
+            self.0.entry(day).or_default().add_all(points, sign);
+        }
+    }
+
+    /// Without the rows that add nothing, and the days left with none.
+    pub fn without_zeros(self) -> DayRollups {
+        let days = self.0.into_iter().map(|(day, rollup)| (day, rollup.without_zeros()));
+        DayRollups(days.filter(|(_, rollup)| !rollup.is_empty()).collect())
+    }
+
+    /// Every day's rows added up: what the page sees.
+    pub fn summed(&self) -> Rollup {
+        let mut all = Rollup::default();
+        for rollup in self.0.values() {
+            all.merge(rollup);
+        }
+        all
+    }
+}
+
 /// Adds `change` to the rollups, inside the transaction that changed `runs`: one
-/// statement per few hundred rows, in key order, so concurrent writers on PostgreSQL
-/// lock shared rows in one order and never deadlock. Callers run it last, so those rows
-/// are held only until the commit. Rows that fall to zero stay (a bucket's running
-/// runs, once all finished); the reads skip them and retention deletes them.
-pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
-    let groups: Vec<(&GroupKey, &GroupSums)> = change.groups.iter().collect();
+/// statement per few hundred rows, in (day, key) order, so concurrent writers on
+/// PostgreSQL lock shared rows in one order and never deadlock. Callers run it last, so
+/// those rows are held only until the commit. Rows that fall to zero stay (a bucket's
+/// running runs, once all finished); the reads skip them and retention deletes them.
+pub async fn apply(tx: &mut Tx, change: &DayRollups) -> StoreResult<()> {
+    let groups: Vec<(i64, &GroupKey, &GroupSums)> =
+        change.0.iter().flat_map(|(day, r)| r.groups.iter().map(move |(k, s)| (*day, k, s))).collect();
     for chunk in cacheable_chunks(&groups, 100) {
         let mut sql = Sql::new(
-            "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, runs, tool_calls, no_read, \
-             deduped_calls, duplicate_side_effects, cost_nano) ",
+            "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, run_day, runs, tool_calls, \
+             no_read, deduped_calls, duplicate_side_effects, cost_nano) ",
         );
-        sql.values(chunk, |row, (k, s)| {
+        sql.values(chunk, |row, (day, k, s)| {
             row.bind(k.period_ms)
                 .bind(k.start_ms)
                 .bind(k.agent.as_str())
                 .bind(k.model.as_str())
                 .bind(k.reason.as_str())
+                .bind(*day)
                 .bind(s.runs)
                 .bind(s.tool_calls)
                 .bind(s.no_read)
@@ -66,7 +106,7 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
                 .bind(s.cost_nano);
         });
         sql.push(
-            " ON CONFLICT (period_ms, start_ms, agent, model, terminal_reason) DO UPDATE SET \
+            " ON CONFLICT (period_ms, start_ms, agent, model, terminal_reason, run_day) DO UPDATE SET \
              runs = trend_runs.runs + excluded.runs, tool_calls = trend_runs.tool_calls + excluded.tool_calls, \
              no_read = trend_runs.no_read + excluded.no_read, \
              deduped_calls = trend_runs.deduped_calls + excluded.deduped_calls, \
@@ -75,26 +115,43 @@ pub async fn apply(tx: &mut Tx, change: &Rollup) -> StoreResult<()> {
         );
         tx.execute(sql).await?;
     }
-    let values: Vec<(&ValueKey, &ValueSums)> = change.values.iter().collect();
+    let values: Vec<(i64, &ValueKey, &ValueSums)> =
+        change.0.iter().flat_map(|(day, r)| r.values.iter().map(move |(k, s)| (*day, k, s))).collect();
     for chunk in cacheable_chunks(&values, 150) {
-        let mut sql =
-            Sql::new("INSERT INTO trend_values (period_ms, scope, measure, start_ms, value, runs, value_sum) ");
-        sql.values(chunk, |row, (k, s)| {
+        let mut sql = Sql::new(
+            "INSERT INTO trend_values (period_ms, scope, measure, start_ms, value, run_day, runs, value_sum) ",
+        );
+        sql.values(chunk, |row, (day, k, s)| {
             row.bind(k.period_ms)
                 .bind(k.scope.as_str())
                 .bind(k.measure.as_str())
                 .bind(k.start_ms)
                 .bind(k.value)
+                .bind(*day)
                 .bind(s.runs)
                 .bind(s.sum);
         });
         sql.push(
-            " ON CONFLICT (period_ms, scope, measure, start_ms, value) DO UPDATE SET \
+            " ON CONFLICT (period_ms, scope, measure, start_ms, value, run_day) DO UPDATE SET \
              runs = trend_values.runs + excluded.runs, value_sum = trend_values.value_sum + excluded.value_sum",
         );
         tx.execute(sql).await?;
     }
     Ok(())
+}
+
+/// How many runs numbered on `day` there are per terminal reason, from the day's rollup
+/// rows (each run counts once per bucket size; the day-long buckets are the fewest rows).
+/// Retention takes them out of the per-reason totals when the day goes, without reading
+/// its runs.
+pub async fn runs_per_reason(tx: &mut Tx, day: i64) -> StoreResult<BTreeMap<String, i64>> {
+    let sql = Sql::with_args(
+        "SELECT terminal_reason, CAST(SUM(runs) AS BIGINT) FROM trend_runs WHERE run_day = $1 AND period_ms = $2 \
+         GROUP BY terminal_reason",
+        vec![day.into(), Range::Month.bucket_ms().into()],
+    );
+    let rows: Vec<(String, i64)> = tx.fetch_all(sql).await?;
+    Ok(rows.into_iter().filter(|(_, n)| *n != 0).collect())
 }
 
 /// The columns of a `trend_runs` row, in [`group`]'s order.
@@ -324,14 +381,17 @@ pub async fn build_rollups_if_new(db: &Db) -> StoreResult<Option<u64>> {
 pub async fn points_page(tx: &mut Tx, (after, before): (i64, i64), limit: i64) -> StoreResult<Vec<(i64, PointRow)>> {
     let mut sql = Sql::new(format!("SELECT run_no, {POINT_COLUMNS} FROM runs WHERE run_no > "));
     sql.bind(after).push(" AND run_no < ").bind(before).push(" ORDER BY run_no LIMIT ").bind(limit);
-    type Row = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
-    let rows: Vec<Row> = tx.fetch_all(sql).await?;
-    Ok(rows
-        .into_iter()
-        .map(|(no, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model)| {
-            (no, (started_ns, reason, cost, calls, deduped, dups, no_read, agent, model))
-        })
-        .collect())
+    let rows: Vec<NumberedRow> = tx.fetch_all(sql).await?;
+    Ok(rows.into_iter().map(numbered).collect())
+}
+
+/// A row of `run_no, ` and [`POINT_COLUMNS`].
+pub type NumberedRow = (i64, i64, String, f64, i64, i64, i64, bool, Option<String>, Option<String>);
+
+/// The number and [`PointRow`] of a [`NumberedRow`].
+pub fn numbered(row: NumberedRow) -> (i64, PointRow) {
+    let (no, started_ns, reason, cost, calls, deduped, dups, no_read, agent, model) = row;
+    (no, (started_ns, reason, cost, calls, deduped, dups, no_read, agent, model))
 }
 
 /// Empties the rollups and adds up every stored run again, and counts every escalation
@@ -355,9 +415,9 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
         let Some((last, _)) = points.last() else { break };
         after = *last;
         read += points.len() as u64;
-        let runs: Vec<RunPoint> = points.into_iter().map(|(_, row)| point(row)).collect();
-        let mut page = Rollup::default();
-        page.add_all(&runs, 1);
+        let runs: Vec<(i64, RunPoint)> = points.into_iter().map(|(no, row)| (no, point(row))).collect();
+        let mut page = DayRollups::default();
+        page.add_all(runs.iter().map(|(no, p)| (*no, p)), 1);
         apply(&mut tx, &page).await?;
     }
     tx.execute(Sql::new("DELETE FROM trend_rollups_built")).await?;
@@ -367,23 +427,33 @@ pub async fn rebuild_rollups(db: &Db) -> StoreResult<u64> {
     Ok(read)
 }
 
-/// Every rollup row, for tests that compare what the writes kept with a rebuild.
-pub async fn all_rows(db: &Db) -> StoreResult<Rollup> {
-    let groups: Vec<GroupRow> = db.fetch_all(Sql::new(format!("SELECT {GROUP_COLUMNS} FROM trend_runs"))).await?;
-    let values: Vec<(i64, String, String, i64, i64, i64, i64)> = db
-        .fetch_all(Sql::new("SELECT period_ms, scope, measure, start_ms, value, runs, value_sum FROM trend_values"))
+/// Every rollup row, per arrival day, for tests that compare what the writes kept with a
+/// rebuild.
+pub async fn all_rows(db: &Db) -> StoreResult<DayRollups> {
+    let groups: Vec<(i64, GroupRow)> = db
+        .fetch_all::<(i64, i64, i64, String, String, String, i64, i64, i64, i64, i64, i64)>(Sql::new(format!(
+            "SELECT run_day, {GROUP_COLUMNS} FROM trend_runs"
+        )))
+        .await?
+        .into_iter()
+        .map(|(day, p, s, a, m, r, n, c, nr, d, ds, cost)| (day, (p, s, a, m, r, n, c, nr, d, ds, cost)))
+        .collect();
+    let values: Vec<(i64, i64, String, String, i64, i64, i64, i64)> = db
+        .fetch_all(Sql::new(
+            "SELECT run_day, period_ms, scope, measure, start_ms, value, runs, value_sum FROM trend_values",
+        ))
         .await?;
-    let rollup = Rollup {
-        groups: groups.into_iter().map(group).collect(),
-        values: values
-            .into_iter()
-            .filter_map(|(period_ms, scope, measure, start_ms, value, runs, sum)| {
-                let measure = Measure::parse(&measure)?;
-                Some((ValueKey { period_ms, scope, measure, start_ms, value }, ValueSums { runs, sum }))
-            })
-            .collect(),
-    };
-    Ok(rollup.without_zeros())
+    let mut all = DayRollups::default();
+    for (day, row) in groups {
+        let (key, sums) = group(row);
+        all.0.entry(day).or_default().groups.insert(key, sums);
+    }
+    for (day, period_ms, scope, measure, start_ms, value, runs, sum) in values {
+        let Some(measure) = Measure::parse(&measure) else { continue };
+        let key = ValueKey { period_ms, scope, measure, start_ms, value };
+        all.0.entry(day).or_default().values.insert(key, ValueSums { runs, sum });
+    }
+    Ok(all.without_zeros())
 }
 
 /// Every event row that counts something, for tests that compare what the writes kept
@@ -438,7 +508,6 @@ pub async fn forget_empty_before(db: &Db, before_ms: i64) -> StoreResult<()> {
 #[cfg(all(test, feature = "test-support"))]
 mod tests {
     use super::*;
-    use domain::trends::Range;
 
     /// The value rows' slices cover each range's window once, in whole buckets.
     #[test]

@@ -485,6 +485,16 @@ const RELEASED: &[(&str, &str, &str)] = &[
         "0050_run_ids_by_number.sql",
         "712a39a6e5f6c899c532bef911aa4eaf2e3e3b4fcdbf04ce36877054ecde7f6ecfd8c7494c6c36a80c9eb154ed0deae5",
     ),
+    (
+        "postgres",
+        "0051_trend_rollups_by_arrival_day.sql",
+        "ff0fdca4d6b42876a1a3f569719970cd1a16ae062366331efbd374245ab5067a5a274c18e40f8ec71aca425cc77e7b47",
+    ),
+    (
+        "sqlite",
+        "0051_trend_rollups_by_arrival_day.sql",
+        "dabdcda6d57f77346c4cd64e72d160a4ffb010496d994bd60e0a8b54aab6a4dc06a8becb572cc2d0f1308f54c50c229a",
+    ),
     // The execution ledger's own SQLite file (`Db::ledger`), numbered from 1.
     (
         "sqlite-ledger",
@@ -805,6 +815,71 @@ async fn runs_stored_before_runs_was_partitioned_stay_in_place_and_are_found_by_
     }
 }
 
+/// 0051 keeps the trends' rollups per arrival day of the runs they count (ADR 0023). On
+/// PostgreSQL the rows stored before cannot be split by day: the first start counts every
+/// run again, each into its day's partition (runs numbered before the day partitions into
+/// `_early`). SQLite numbers runs from 1, every run is day 0, and its rows are copied.
+#[tokio::test]
+async fn the_rollups_are_kept_per_arrival_day_from_0051() {
+    use store::partitions::{base, day_of, partition_name};
+    for t in TestDb::each_backend_at(0).await {
+        let db = &t.db;
+        let now = store::now_ms();
+        let today = day_of(now);
+        if db.backend() == Backend::Postgres {
+            db.run_migrations(&as_released(db.backend(), 47)).await.unwrap();
+            let listed = "INSERT INTO run_no_days (day, created_at) VALUES ($1, 0)";
+            db.execute(Sql::with_args(listed, vec![today.into()])).await.unwrap();
+            let run = "INSERT INTO runs (run_id, run_no, agent, run_trigger, terminal_reason, started_ns, cost, \
+                       input_tokens, output_tokens, cache_tokens, steps, tool_calls, trace_ids, \
+                       duplicate_side_effects, deduped_calls, completed_without_read, approval_violations, \
+                       duplicates, updated_at) \
+                       VALUES ($1, $2, 'billing', 'api', $3, $4, 0.5, 1, 1, 0, 1, 2, '[]', 0, 0, FALSE, 0, '[]', 0)";
+            let numbered = [("before-days", 7, "completed"), ("on-a-day", base(today) + 3, "error")];
+            for (id, no, reason) in numbered {
+                let args = vec![id.into(), no.into(), reason.into(), (now * 1_000_000).into()];
+                db.execute(Sql::with_args(run, args)).await.unwrap();
+            }
+            db.migrate().await.unwrap();
+            let kept = store::trends::all_rows(db).await.unwrap();
+            assert_eq!(kept.0.keys().copied().collect::<Vec<_>>(), [0, today], "a day for each run's number");
+            let runs_of = |day: i64, reason: &str| -> i64 {
+                let rows = &kept.0[&day].groups;
+                rows.iter().filter(|(k, _)| k.period_ms == 3_600_000 && k.reason == reason).map(|(_, s)| s.runs).sum()
+            };
+            assert_eq!((runs_of(0, "completed"), runs_of(0, "error")), (1, 0));
+            assert_eq!((runs_of(today, "completed"), runs_of(today, "error")), (0, 1));
+            for table in store::partitions::TREND_TABLES {
+                let sql = format!("SELECT DISTINCT tableoid::regclass::text FROM {table} ORDER BY 1");
+                let held: Vec<String> = db.fetch_column(Sql::new(sql)).await.unwrap();
+                assert_eq!(held, [partition_name(table, today), format!("{table}_early")], "{table}");
+            }
+            let mut tx = store::sql::Tx::begin_write(db).await.unwrap();
+            let reasons = store::trends::runs_per_reason(&mut tx, today).await.unwrap();
+            tx.commit().await.unwrap();
+            assert_eq!(reasons.into_iter().collect::<Vec<_>>(), [("error".to_string(), 1)]);
+        } else {
+            db.run_migrations(&as_released(db.backend(), 50)).await.unwrap();
+            let group = "INSERT INTO trend_runs (period_ms, start_ms, agent, model, terminal_reason, runs, \
+                         tool_calls, no_read, deduped_calls, duplicate_side_effects, cost_nano) \
+                         VALUES (3600000, 0, 'billing', '', 'completed', 4, 8, 1, 0, 0, 500)";
+            db.execute(Sql::new(group)).await.unwrap();
+            let value = "INSERT INTO trend_values (period_ms, scope, measure, start_ms, value, runs, value_sum) \
+                         VALUES (3600000, '', 'tool_calls', 0, 2, 4, 8)";
+            db.execute(Sql::new(value)).await.unwrap();
+            db.execute(Sql::new("INSERT INTO trend_rollups_built (built_at) VALUES (1)")).await.unwrap();
+            db.migrate().await.unwrap();
+            let kept = store::trends::all_rows(db).await.unwrap();
+            assert_eq!(kept.0.keys().copied().collect::<Vec<_>>(), [0], "every SQLite run is day 0");
+            let day0 = &kept.0[&0];
+            let groups: Vec<_> = day0.groups.values().map(|s| (s.runs, s.tool_calls, s.no_read, s.cost_nano)).collect();
+            assert_eq!(groups, [(4, 8, 1, 500)], "copied as it was");
+            assert_eq!(day0.values.values().map(|s| (s.runs, s.sum)).collect::<Vec<_>>(), [(4, 8)]);
+        }
+        t.cleanup().await;
+    }
+}
+
 #[tokio::test]
 async fn a_text_that_was_never_released_is_still_refused() {
     for t in TestDb::each_backend_at(0).await {
@@ -838,7 +913,7 @@ mod previous_release {
         let page = runs::list(db, &runs::RunQuery { limit: 100, ..Default::default() }).await.unwrap();
         assert_eq!(page.runs.len(), 15, "{}", db.backend_name());
         // The trends' rollups are filled from the runs it stored, once, at the upgrade.
-        let rollups = store::trends::all_rows(db).await.unwrap();
+        let rollups = store::trends::all_rows(db).await.unwrap().summed();
         let counted: i64 = rollups.groups.iter().filter(|(k, _)| k.period_ms == 3_600_000).map(|(_, s)| s.runs).sum();
         assert_eq!(counted, 15, "every stored run counted once per bucket size");
         assert_eq!(store::trends::build_rollups_if_new(db).await.unwrap(), None, "and never again");

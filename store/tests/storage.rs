@@ -1017,7 +1017,7 @@ mod ingest_storage {
     /// runs go one by one.
     #[tokio::test]
     async fn retention_drops_a_day_whole_with_its_runs_once_none_started_inside_the_horizon() {
-        use store::partitions::{self, partition_name, RUNS, TABLES};
+        use store::partitions::{self, partition_name, RUNS, TABLES, TREND_TABLES};
         let Some(t) = TestDb::postgres().await else { return };
         let db = &t.db;
         let now = now_ms();
@@ -1064,6 +1064,15 @@ mod ingest_storage {
             assert_eq!(partition_of(table, "old-a").await, [partition_name(table, today - 40)], "{table}");
             assert_eq!(partition_of(table, "new").await, [partition_name(table, today)], "{table}");
         }
+        // Each run counts in the trends' rollups of the day it arrived on (ADR 0023).
+        let trend_partitions = |table: &'static str| async move {
+            let sql = format!("SELECT DISTINCT tableoid::regclass::text FROM {table} WHERE runs <> 0 ORDER BY 1");
+            db.fetch_column::<String>(Sql::new(sql)).await.unwrap()
+        };
+        for table in TREND_TABLES {
+            let days = [today - 40, today - 39, today].map(|d| partition_name(table, d));
+            assert_eq!(trend_partitions(table).await, days, "{table}");
+        }
         assert_eq!(partition_of("span_chunks", "ahead").await, [partition_name("span_chunks", today - 39)]);
         assert_eq!(partition_of(RUNS, "ahead").await, [partition_name(RUNS, today - 39)]);
         assert_run_ids_are_the_runs(db).await;
@@ -1083,7 +1092,7 @@ mod ingest_storage {
         assert_eq!(swept.days[0].runs, 2, "old-a and old-b went with their day, old-c in a batch");
         assert_kept_counts_are_the_runs(db).await;
         assert_eq!(trace_runs().await, ["ahead", "new"], "the traces of the runs gone went with them");
-        for table in std::iter::once(RUNS).chain(TABLES) {
+        for table in std::iter::once(RUNS).chain(TABLES).chain(TREND_TABLES) {
             assert!(!exists(partition_name(table, today - 40)).await, "{table}: the day went whole");
             assert!(exists(partition_name(table, today - 39)).await, "{table}: kept while `ahead` is stored");
         }

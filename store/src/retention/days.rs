@@ -1,25 +1,25 @@
-//! Whole days on PostgreSQL (ADR 0016, ADR 0018): a day past the horizon goes with its
-//! partitions once none of its runs started inside the horizon, and nothing of it is
-//! deleted a run at a time. Its runs leave the trends' rollups and the per-reason totals
-//! by what is read from the day's `runs` partition, and the tools' run counts by the
-//! counts kept per day; the rows kept outside the partitions (`run_ids`, `trace_runs`,
-//! `irreversible_calls`) are deleted by the day's number range.
+//! Whole days on PostgreSQL (ADR 0016, ADR 0018, ADR 0023): a day past the horizon goes
+//! with its partitions once none of its runs started inside the horizon, and nothing of
+//! it is deleted or read a run at a time. Its runs' counts in the trends' rollups are the
+//! day's own partitions, and go with them; the per-reason totals lose what the day's
+//! rollup rows count per reason, and the tools' run counts what is kept per day; the rows
+//! kept outside the partitions (`run_ids`, `trace_runs`, `irreversible_calls`) are deleted
+//! by the day's number range.
 //!
 //! One transaction in two steps. First the day's `runs` partition is locked against
-//! writes (SHARE: new runs are numbered into today, and go on being written), its runs
-//! read, their figures taken out of the trends' rollups, and the rows outside the
-//! partitions deleted. Then the parent tables are locked for as long as subtracting the
-//! per-reason and tool counts (rows every writer updates) and dropping the partitions
-//! takes: ingest waits only for that. A day listed before `runs` was partitioned keeps
-//! its runs in `runs_early`: the batches delete them, and the day goes once none is left.
+//! writes (SHARE: new runs are numbered into today, and go on being written; a late span
+//! of one of the day's runs waits, so the day's rollup rows hold still), its runs counted
+//! per reason, and the rows outside the partitions deleted. Then the parent tables are
+//! locked for as long as subtracting the per-reason and tool counts (rows every writer
+//! updates) and dropping the partitions takes: ingest waits only for that. A day listed
+//! before `runs` was partitioned keeps its runs in `runs_early`: the batches delete them,
+//! and the day goes once none is left.
 
-use super::{Departed, RUN_TABLES};
+use super::RUN_TABLES;
 use crate::partitions::{self, ListedDay, RUNS};
 use crate::sql::{Sql, Tx};
-use crate::{tools, trends, Db, StoreResult};
-
-/// Runs read from a day's `runs` partition per statement.
-const RUNS_PER_READ: i64 = 20_000;
+use crate::{reason_counts, tools, trends, Db, StoreResult};
+use std::collections::BTreeMap;
 
 /// What dropping one day did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +106,8 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
     let started = std::time::Instant::now();
     let mut tx = partitions::begin_change(db).await?;
     let (from, to) = day.range();
-    let mut departed = Departed::default();
+    // The runs that go with the day, per reason, as taken out of the totals.
+    let mut departed: BTreeMap<String, i64> = BTreeMap::new();
     if day.with_runs {
         // From here to the commit a write to one of the day's runs (a late span) waits;
         // so does autovacuum of the partition, which would be wasted on it.
@@ -118,11 +119,8 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         if inside > 0 {
             return Ok(None);
         }
-        departed = read_runs(&mut tx, from, to).await?;
-        // The trends' rows of buckets this old are not a writer's: taken out here, while
-        // ingest goes on (thousands of rows; under the tables' lock they stalled it for
-        // seconds).
-        departed.subtract_from_trends(&mut tx).await?;
+        departed = trends::runs_per_reason(&mut tx, day.day).await?;
+        departed.values_mut().for_each(|n| *n = -*n);
         forget_outside(&mut tx, from, to).await?;
     } else {
         let (left,): (i64,) = tx.fetch_one(any_run(day, i64::MIN)).await?;
@@ -133,32 +131,18 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
     let waiting = std::time::Instant::now();
     partitions::lock_parents(&mut tx).await?;
     let locked = std::time::Instant::now();
-    departed.subtract_from_reasons(&mut tx).await?;
+    reason_counts::apply(&mut tx, &departed).await?;
     tools::forget_day(&mut tx, day.day).await?;
     let bytes = partitions::drop_partitions(&mut tx, day).await?;
     tx.commit().await?;
     Ok(Some(DroppedDay {
         day: day.day,
-        runs: departed.runs,
+        runs: departed.values().map(|n| n.unsigned_abs()).sum(),
         bytes,
         took_ms: started.elapsed().as_millis() as u64,
         waited_ms: (locked - waiting).as_millis() as u64,
         locked_ms: locked.elapsed().as_millis() as u64,
     }))
-}
-
-/// Reads the runs numbered in `[from, to)` (one day's `runs` partition) in pages, for the
-/// counts kept of them.
-async fn read_runs(tx: &mut Tx, from: i64, to: i64) -> StoreResult<Departed> {
-    let mut departed = Departed::default();
-    let mut after = from - 1;
-    loop {
-        let points = trends::points_page(tx, (after, to), RUNS_PER_READ).await?;
-        let Some((last, _)) = points.last() else { break };
-        after = *last;
-        departed.add(points.into_iter().map(|(_, row)| row));
-    }
-    Ok(departed)
 }
 
 /// Deletes the rows of the runs numbered in `[from, to)` kept outside the day's

@@ -29,9 +29,9 @@ pub struct Assignment<'s> {
     pub reason_deltas: BTreeMap<String, i64>,
     /// How each tool's run count changes: a run moved away no longer calls its tools.
     pub tool_run_deltas: RunDeltas,
-    /// The touched runs as stored before this write, and the runs moved away (deleted):
-    /// their old contributions leave the trends' rollups.
-    pub old_points: Vec<RunPoint>,
+    /// The touched runs as stored before this write, and the runs moved away (deleted),
+    /// with their numbers: their old contributions leave the trends' rollups.
+    pub old_points: Vec<(i64, RunPoint)>,
 }
 
 /// Where each trace goes, decided from what the batch names and what is stored (pure).
@@ -108,7 +108,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
     let mut run_nos: BTreeMap<String, i64> = BTreeMap::new();
     let mut reason_deltas: BTreeMap<String, i64> = BTreeMap::new();
     let mut tool_run_deltas = RunDeltas::default();
-    let mut old_points: Vec<RunPoint> = Vec::new();
+    let mut old_points: Vec<(i64, RunPoint)> = Vec::new();
     if !moves.is_empty() {
         // A move's two runs are numbered first (moves are rare).
         let ids: Vec<&str> = moves.iter().flat_map(|m| [m.from.as_str(), m.to.as_str()]).collect();
@@ -120,9 +120,9 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         number_new_runs(tx, &mut run_nos, moves.iter().map(|m| &m.to)).await?;
         for m in &moves {
             let gone = moves::move_trace(tx, m, &run_nos, now).await?;
-            if let Some(point) = gone.point {
+            if let Some((run_no, point)) = gone.point {
                 *reason_deltas.entry(point.reason.as_str().to_string()).or_default() -= 1;
-                old_points.push(point);
+                old_points.push((run_no, point));
             }
             tool_run_deltas.merge(gone.tools);
         }
@@ -133,7 +133,7 @@ pub async fn assign_runs<'s>(tx: &mut Tx, spans: &'s [NormalizedSpan], now: i64)
         *reason_deltas.entry(locked.point.reason.as_str().to_string()).or_default() -= 1;
         run_nos.insert(locked.run_id.clone(), locked.run_no);
         had_spans.insert(locked.run_id);
-        old_points.push(locked.point);
+        old_points.push((locked.run_no, locked.point));
     }
     number_new_runs(tx, &mut run_nos, touched.iter()).await?;
     for chunk in cacheable_chunks(&new_traces, ROWS_PER_INSERT) {

@@ -28,12 +28,12 @@ pub mod run_rows;
 pub mod span_rows;
 
 use super::sql::Tx;
+use super::trends::DayRollups;
 use super::{approvals, escalations, now_ms, reason_counts, trends, Db, StoreResult};
 use domain::canonical::RunDetail;
 use domain::derive::{derive_run_with, Rules, SpanFacts};
 use domain::span::BodyPolicy;
 use domain::span::NormalizedSpan;
-use domain::trends::rollup::Rollup;
 use domain::trends::RunPoint;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -106,7 +106,8 @@ pub async fn commit_with(
         .merge(run_rows::store_run_tools(&mut tx, &derived, &batch.facts_by_run, &assignment.run_nos).await?);
     run_rows::count_tools(&mut tx, batch.new_spans().map(|(_, s)| s), &tool_run_deltas).await?;
     run_rows::store_bodies(&mut tx, body_policy, &derived, &batch, &assignment).await?;
-    trends::apply(&mut tx, &rollup_change(&assignment.old_points, &derived, &batch.facts_by_run)).await?;
+    let rollup = rollup_change(&assignment.old_points, &derived, &assignment.run_nos, &batch.facts_by_run);
+    trends::apply(&mut tx, &rollup).await?;
     trends::count_events(&mut tx, &escalations_opened).await?;
     reason_counts::apply(&mut tx, &reason_deltas).await?;
     let t_runs = Instant::now();
@@ -126,21 +127,26 @@ pub async fn commit_with(
     Ok(WriteOutcome { stored: batch.stored, runs: assignment.touched.into_iter().collect() })
 }
 
-/// What this write changes in the trends' rollups: each run's old figures out (as stored
-/// before, or moved away), its newly derived ones in; runs whose figures did not change
-/// leave nothing to write (pure).
+/// What this write changes in the trends' rollups, in the rows of each run's arrival day:
+/// each run's old figures out (as stored before, or moved away; with their numbers), its
+/// newly derived ones in (numbered in `run_nos`); runs whose figures did not change leave
+/// nothing to write (pure).
 pub fn rollup_change(
-    old: &[RunPoint],
+    old: &[(i64, RunPoint)],
     derived: &[RunDetail],
+    run_nos: &BTreeMap<String, i64>,
     facts_by_run: &BTreeMap<String, Vec<SpanFacts>>,
-) -> Rollup {
-    let mut change = Rollup::default();
-    change.add_all(old, -1);
-    let new: Vec<RunPoint> = derived
+) -> DayRollups {
+    let mut change = DayRollups::default();
+    change.add_all(old.iter().map(|(no, point)| (*no, point)), -1);
+    let new: Vec<(i64, RunPoint)> = derived
         .iter()
-        .map(|d| point_of(d, facts_by_run.get(&d.run.run_id).and_then(|facts| domain::derive::main_model(facts))))
+        .map(|d| {
+            let model = facts_by_run.get(&d.run.run_id).and_then(|facts| domain::derive::main_model(facts));
+            (run_nos[d.run.run_id.as_str()], point_of(d, model))
+        })
         .collect();
-    change.add_all(&new, 1);
+    change.add_all(new.iter().map(|(no, point)| (*no, point)), 1);
     change.without_zeros()
 }
 

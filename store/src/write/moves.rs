@@ -22,8 +22,9 @@ struct TraceOf<'a> {
 /// What went with the old run when its trace moved, for the kept totals.
 #[derive(Debug, Default)]
 pub struct Gone {
-    /// The old run's trends figures (its terminal reason among them), if it had a row.
-    pub point: Option<domain::trends::RunPoint>,
+    /// The old run's number and trends figures (its terminal reason among them), if it
+    /// had a row.
+    pub point: Option<(i64, domain::trends::RunPoint)>,
     /// The tools it had called (each loses one run).
     pub tools: RunDeltas,
 }
@@ -48,7 +49,7 @@ pub async fn move_trace(tx: &mut Tx, m: &Move<'_>, run_nos: &BTreeMap<String, i6
             Sql::new(format!("DELETE FROM runs WHERE run_no = $1 RETURNING {}", crate::trends::POINT_COLUMNS));
         sql.arg(old_no);
         let row: Option<crate::trends::PointRow> = tx.fetch_optional(sql).await?;
-        gone.point = row.map(crate::trends::point);
+        gone.point = row.map(|row| (old_no, crate::trends::point(row)));
         tx.forget_run_ids(&[m.from.as_str()]).await?;
         move_spans(tx, m, (old_no, new_no), now).await?;
         move_bodies(tx, m, (old_no, new_no)).await?;
