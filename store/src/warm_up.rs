@@ -1,12 +1,13 @@
 //! Readying a new PostgreSQL connection before it serves a page.
 //!
-//! `runs` and the span-side tables are partitioned by day (ADR 0016, 0018), and a
-//! statement on one of them is planned against every day's partition and each partition's
-//! indexes. A connection reads what it needs of them from the catalog the first time it
-//! plans such a statement and keeps it for its life; that first plan costs tens of
-//! milliseconds with a month of partitions, later ones about a millisecond. A page read
-//! on a new connection paid it: the first view after a start, and the first view that
-//! needed a second connection at once (the run list's counts beside its list).
+//! `runs`, the span-side tables and the trends' rollups are partitioned by day (ADR
+//! 0016, 0018, 0023), and a statement on one of them is planned against every day's
+//! partition and each partition's indexes. A connection reads what it needs of them from
+//! the catalog the first time it plans such a statement and keeps it for its life; that
+//! first plan costs tens of milliseconds with a month of partitions, later ones about a
+//! millisecond. A page read on a new connection paid it: the first view after a start,
+//! and the first view that needed a second connection at once (the run list's counts
+//! beside its list).
 //!
 //! So each new connection plans, without running, one statement per partitioned table
 //! ([`STATEMENTS`]) as it opens. `Db::connect` opens [`WARM_CONNECTIONS`] of them, and
@@ -25,7 +26,7 @@ pub const WARM_CONNECTIONS: u32 = 4;
 /// Planned (`EXPLAIN`, not run) on each new connection. None names a run number, so none
 /// is pruned to one day at planning: each opens every partition of its table and every
 /// index of each, and looks up the statistics of the columns the pages filter on.
-pub const STATEMENTS: [&str; 5] = [
+pub const STATEMENTS: [&str; 7] = [
     "EXPLAIN SELECT run_no FROM runs WHERE agent = '' AND run_trigger = '' AND terminal_reason = '' \
      AND model = '' AND started_ns > 0 AND cost > 0 AND wall_clock_ms > 0 AND duplicate_side_effects > 0 \
      AND completed_without_read AND approval_violations > 0 AND run_id = '' ORDER BY started_ns DESC LIMIT 1",
@@ -34,6 +35,9 @@ pub const STATEMENTS: [&str; 5] = [
     "EXPLAIN SELECT 1 FROM span_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = '')",
     "EXPLAIN SELECT 1 FROM body_chunks WHERE run_no = (SELECT run_no FROM run_ids WHERE run_id = '')",
     "EXPLAIN SELECT run_no FROM run_terms WHERE term = ''",
+    "EXPLAIN SELECT runs FROM trend_runs WHERE period_ms = 0 AND start_ms > 0 AND agent = '' AND runs <> 0",
+    "EXPLAIN SELECT runs FROM trend_values WHERE period_ms = 0 AND scope = '' AND measure = '' AND start_ms > 0 \
+     AND runs <> 0",
 ];
 
 /// Plans [`STATEMENTS`] on `conn`. Returns how many were planned (fewer before the
