@@ -126,13 +126,15 @@ async fn main() {
             .days
             .iter()
             .map(|d| format!(
-                "{} ({} runs, {:.2} GiB) in {} ms: waited {} ms for the tables' lock, held it {} ms",
+                "{} ({} runs, {:.2} GiB) in {} ms: waited {} ms for the tables' lock, held it {} ms \
+                 (the commit {} ms)",
                 partitions::date_label(d.day),
                 d.runs,
                 d.bytes as f64 / (1u64 << 30) as f64,
                 d.took_ms,
                 d.waited_ms,
-                d.locked_ms
+                d.locked_ms,
+                d.commit_ms
             ))
             .collect::<Vec<_>>()
             .join(", ")

@@ -262,6 +262,7 @@ async fn apply_retention(db: store::Db, run_days: u32, body_days: u32) {
                         took_ms = day.took_ms,
                         waited_ms = day.waited_ms,
                         locked_ms = day.locked_ms,
+                        commit_ms = day.commit_ms,
                         "retention: dropped a day's partitions"
                     );
                 }

@@ -36,6 +36,8 @@ pub struct DroppedDay {
     /// Of which from taking it to the end of the commit. Ingest waits for this, less the
     /// end of the commit: PostgreSQL removes the dropped files after releasing the locks.
     pub locked_ms: u64,
+    /// Of which the commit, the files' removal included.
+    pub commit_ms: u64,
 }
 
 /// The days of `dropping` that go whole: each has a `runs` partition, and none of its runs
@@ -134,6 +136,7 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
     reason_counts::apply(&mut tx, &departed).await?;
     tools::forget_day(&mut tx, day.day).await?;
     let bytes = partitions::drop_partitions(&mut tx, day).await?;
+    let committing = std::time::Instant::now();
     tx.commit().await?;
     Ok(Some(DroppedDay {
         day: day.day,
@@ -142,6 +145,7 @@ async fn drop_day(db: &Db, day: ListedDay, horizon_ms: i64) -> StoreResult<Optio
         took_ms: started.elapsed().as_millis() as u64,
         waited_ms: (locked - waiting).as_millis() as u64,
         locked_ms: locked.elapsed().as_millis() as u64,
+        commit_ms: committing.elapsed().as_millis() as u64,
     }))
 }
 
